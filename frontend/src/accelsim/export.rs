@@ -1,0 +1,241 @@
+//! Export of a `.tst` file back to an Accel-Sim trace directory.
+//!
+//! Lines are written with the tracer's own printf formats (`%04x` PC, `%08x` mask,
+//! `0x%llx` bases, `0x%016lx` listed addresses, a space after every field), the kernel
+//! header exactly as it was imported, and the thread-block layout of Accel-Sim's
+//! post-processing tool, so a trace captured by the tracer comes back byte for byte.
+
+use super::import::ImportError;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use tessera_traces::codec::{Addrs, ADDR_DELTA, ADDR_STRIDE};
+use tessera_traces::{Command, DecodedCta, KernelMeta, TraceFile, WarpInst};
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ExportReport {
+    pub files: u64,
+    pub kernels: u64,
+    pub warp_insts: u64,
+    pub bytes: u64,
+}
+
+fn ferr(path: &Path, e: impl std::fmt::Display) -> ImportError {
+    ImportError::File {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    }
+}
+
+/// Formats one instruction line (without the newline) into `out`.
+pub fn format_inst_line(meta: &KernelMeta, cta: &DecodedCta, inst: &WarpInst, out: &mut String) {
+    let st = &meta.statics[inst.slot as usize];
+    if let Some(l) = st.line {
+        let _ = write!(out, "{l} ");
+    }
+    let _ = write!(out, "{:04x} {:08x} {} ", inst.pc, inst.mask, st.dsts.len());
+    for r in &st.dsts {
+        let _ = write!(out, "R{r} ");
+    }
+    let _ = write!(
+        out,
+        "{} {} ",
+        meta.opcodes[st.opcode as usize].name,
+        st.srcs.len()
+    );
+    for r in &st.srcs {
+        let _ = write!(out, "R{r} ");
+    }
+    let _ = write!(out, "{} ", st.mem_width);
+    match inst.addrs {
+        Addrs::None => {}
+        Addrs::Stride { base, stride } => {
+            let _ = write!(out, "{ADDR_STRIDE} 0x{base:x} {stride} ");
+        }
+        Addrs::List { start, len } => {
+            let a = &cta.addrs[start as usize..(start + len) as usize];
+            if inst.addr_mode == ADDR_DELTA {
+                let _ = write!(out, "{ADDR_DELTA} 0x{:x} ", a.first().copied().unwrap_or(0));
+                for w in a.windows(2) {
+                    let _ = write!(out, "{} ", w[1].wrapping_sub(w[0]) as i64);
+                }
+            } else {
+                out.push_str("0 ");
+                for x in a {
+                    let _ = write!(out, "0x{x:016x} ");
+                }
+            }
+        }
+    }
+    if let Some(imm) = st.imm {
+        let _ = write!(out, "{imm} ");
+    }
+}
+
+/// A header in the tracer's version-5 layout, for kernels that were not imported (generated
+/// traces have no header text of their own).
+fn synth_header(m: &KernelMeta) -> String {
+    let mut h = String::new();
+    let _ = writeln!(h, "-kernel name = {}", m.name);
+    let _ = writeln!(h, "-kernel id = {}", m.id);
+    let _ = writeln!(h, "-grid dim = ({},{},{})", m.grid[0], m.grid[1], m.grid[2]);
+    let _ = writeln!(
+        h,
+        "-block dim = ({},{},{})",
+        m.block[0], m.block[1], m.block[2]
+    );
+    let _ = writeln!(h, "-shmem = {}", m.shmem_bytes);
+    let _ = writeln!(h, "-nregs = {}", m.nregs);
+    let _ = writeln!(h, "-binary version = {}", m.binary_version);
+    let _ = writeln!(h, "-cuda stream id = {}", m.stream);
+    let _ = writeln!(h, "-shmem base_addr = 0x{:016x}", m.shmem_base);
+    let _ = writeln!(h, "-local mem base_addr = 0x{:016x}", m.local_base);
+    let _ = writeln!(h, "-nvbit version = {}", m.nvbit_version);
+    let _ = writeln!(h, "-accelsim tracer version = {}", m.tracer_version.max(5));
+    let _ = writeln!(h, "-enable lineinfo = {}", u8::from(m.lineinfo));
+    h.push('\n');
+    h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
+    h
+}
+
+/// File name a kernel is exported under: its import name without `.xz`, or `kernel-N.traceg`.
+fn kernel_file_name(m: &KernelMeta, k: usize) -> String {
+    if m.source.is_empty() {
+        format!("kernel-{}.traceg", k + 1)
+    } else {
+        m.source
+            .strip_suffix(".xz")
+            .unwrap_or(&m.source)
+            .to_string()
+    }
+}
+
+/// Writes `tst` as an Accel-Sim trace directory `out_dir` (which must not exist, or be
+/// empty). Files are written into `<out_dir>.partial` and renamed at the end, so a failed
+/// export leaves nothing under `out_dir`.
+pub fn export_dir(tst: &Path, out_dir: &Path) -> Result<ExportReport, ImportError> {
+    let t = TraceFile::open(tst)?;
+    if out_dir.exists() {
+        let empty = std::fs::read_dir(out_dir)
+            .map_err(|e| ferr(out_dir, e))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(ferr(
+                out_dir,
+                "already exists and is not empty; choose a new directory",
+            ));
+        }
+    }
+    let mut tmp = out_dir.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| ferr(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| ferr(&tmp, e))?;
+    let res = export_into(&t, &tmp);
+    if let Err(e) = res {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if out_dir.exists() {
+        std::fs::remove_dir(out_dir).map_err(|e| ferr(out_dir, e))?;
+    }
+    std::fs::rename(&tmp, out_dir).map_err(|e| ferr(out_dir, e))?;
+    res
+}
+
+fn export_into(t: &TraceFile, dir: &Path) -> Result<ExportReport, ImportError> {
+    let mut rep = ExportReport::default();
+    let idx = t.index();
+    let n_dev = idx.devices.len().max(1);
+    for d in 0..n_dev {
+        let name = idx
+            .devices
+            .get(d)
+            .map(|x| x.source.clone())
+            .unwrap_or_else(|| "kernelslist.g".into());
+        let mut list = String::new();
+        for c in &idx.commands {
+            match *c {
+                Command::MemcpyHtoD {
+                    device,
+                    addr,
+                    bytes,
+                } if device as usize == d => {
+                    let _ = writeln!(list, "MemcpyHtoD,0x{addr:016x},{bytes}");
+                }
+                Command::KernelLaunch { device, kernel } if device as usize == d => {
+                    let k = kernel as usize;
+                    let kname = kernel_file_name(&idx.kernels[k], k);
+                    let _ = writeln!(list, "{kname}");
+                    rep.bytes += write_kernel(t, k, &dir.join(&kname))?;
+                    rep.kernels += 1;
+                    rep.files += 1;
+                    rep.warp_insts += idx.kernels[k].counts.warp_insts;
+                }
+                _ => {}
+            }
+        }
+        let p = dir.join(&name);
+        std::fs::write(&p, &list).map_err(|e| ferr(&p, e))?;
+        rep.files += 1;
+        rep.bytes += list.len() as u64;
+    }
+    Ok(rep)
+}
+
+fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError> {
+    let meta = &t.kernels()[k];
+    let f = std::fs::File::create(path).map_err(|e| ferr(path, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+    let header = if meta.header_text.is_empty() {
+        synth_header(meta)
+    } else {
+        meta.header_text.clone()
+    };
+    let mut s = header;
+    let mut total = 0u64;
+    let mut dec = t.decoder();
+    let mut first = true;
+    for chunk in t.kernel_chunks(k) {
+        dec.for_each_cta(chunk, |cta| -> Result<(), ImportError> {
+            if !first {
+                s.push('\n');
+            }
+            first = false;
+            let _ = write!(
+                s,
+                "#BEGIN_TB\n\nthread block = {},{},{}\n",
+                cta.id[0], cta.id[1], cta.id[2]
+            );
+            if let Some(c) = cta.cluster {
+                let _ = write!(
+                    s,
+                    "cluster id = {},{},{}\ncluster cta = {},{},{}\ncluster rank = {}\n",
+                    c.id[0], c.id[1], c.id[2], c.cta[0], c.cta[1], c.cta[2], c.rank
+                );
+            }
+            for wp in &cta.warps {
+                let _ = write!(s, "\nwarp = {}\ninsts = {}\n", wp.warp_id, wp.insts.len());
+                for inst in &cta.insts[wp.insts.clone()] {
+                    format_inst_line(meta, cta, inst, &mut s);
+                    s.push('\n');
+                }
+            }
+            s.push_str("\n#END_TB\n");
+            if s.len() > 1 << 20 {
+                out.write_all(s.as_bytes()).map_err(|e| ferr(path, e))?;
+                total += s.len() as u64;
+                s.clear();
+            }
+            Ok(())
+        })?;
+    }
+    out.write_all(s.as_bytes()).map_err(|e| ferr(path, e))?;
+    total += s.len() as u64;
+    out.flush().map_err(|e| ferr(path, e))?;
+    Ok(total)
+}

@@ -1,0 +1,604 @@
+//! Streaming import of an Accel-Sim trace directory into one `.tst` file.
+
+use super::line::{parse_inst_line_into, TextAddrs, TextInst};
+use crate::opcodes::{decode_opcode, unknown_opcode, ArchFamily};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
+use tessera_traces::{
+    AddrRecord, Command, DeviceInfo, KernelMeta, RawInst, TraceError, TraceWriter, WriterOptions,
+};
+
+/// Options of [`import_dir`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImportOptions {
+    /// Import opcodes missing from the architecture's table as class `other` (counted in
+    /// the report) instead of failing.
+    pub allow_unknown_opcodes: bool,
+    pub writer: WriterOptions,
+}
+
+/// What an import read and wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ImportReport {
+    pub devices: u64,
+    pub kernels: u64,
+    pub ctas: u64,
+    pub warps: u64,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+    /// Bytes of trace text read (after `.xz` decompression).
+    pub text_bytes: u64,
+    /// Warp instructions per unknown opcode (only with `allow_unknown_opcodes`).
+    pub unknown_opcodes: BTreeMap<String, u64>,
+}
+
+/// An import failure: names the file, and the line where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{}:{line}: {msg}", path.display())]
+    Line {
+        path: PathBuf,
+        line: u64,
+        msg: String,
+    },
+    #[error("{}: {msg}", path.display())]
+    File { path: PathBuf, msg: String },
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+fn file_err(path: &Path, msg: impl Into<String>) -> ImportError {
+    ImportError::File {
+        path: path.to_path_buf(),
+        msg: msg.into(),
+    }
+}
+
+/// The command lists of a trace directory: `kernelslist.g` first (device 0), then the
+/// per-context lists of newer tracers (`kernelslist_ctx_0x....g`) by name.
+pub fn command_lists(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    if !dir.is_dir() {
+        return Err(file_err(
+            dir,
+            "not a directory (expected an Accel-Sim trace directory with kernelslist.g)",
+        ));
+    }
+    let main = dir.join("kernelslist.g");
+    if !main.is_file() {
+        return Err(file_err(dir, "no kernelslist.g here: not an Accel-Sim trace directory (run Accel-Sim's post-traces-processing first if it holds only kernelslist and .trace files)"));
+    }
+    let mut others = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| file_err(dir, e.to_string()))?;
+    for e in rd {
+        let e = e.map_err(|e| file_err(dir, e.to_string()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name != "kernelslist.g" && name.starts_with("kernelslist") && name.ends_with(".g") {
+            others.push(e.path());
+        }
+    }
+    others.sort();
+    let mut v = vec![main];
+    v.extend(others);
+    Ok(v)
+}
+
+/// Imports the Accel-Sim trace directory `dir` into the `.tst` file `out`. On any error
+/// nothing is left under `out`.
+pub fn import_dir(
+    dir: &Path,
+    out: &Path,
+    opts: &ImportOptions,
+) -> Result<ImportReport, ImportError> {
+    let lists = command_lists(dir)?;
+    let mut w = TraceWriter::create(out, opts.writer)?;
+    let mut rep = ImportReport::default();
+    for list in &lists {
+        let name = list
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let device = w.add_device(DeviceInfo { source: name });
+        rep.devices += 1;
+        let text = std::fs::read_to_string(list).map_err(|e| file_err(list, e.to_string()))?;
+        for (i, raw) in text.lines().enumerate() {
+            let line_no = i as u64 + 1;
+            let l = raw.trim();
+            let lerr = |msg: String| ImportError::Line {
+                path: list.clone(),
+                line: line_no,
+                msg,
+            };
+            if l.is_empty() {
+                continue;
+            }
+            if let Some(rest) = l.strip_prefix("MemcpyHtoD,") {
+                let (addr, bytes) = parse_memcpy(rest).ok_or_else(|| {
+                    lerr(format!(
+                        "expected MemcpyHtoD,<hex address>,<bytes>, found '{l}'"
+                    ))
+                })?;
+                w.add_command(Command::MemcpyHtoD {
+                    device,
+                    addr,
+                    bytes,
+                })?;
+            } else if l.starts_with("kernel") {
+                let path = dir.join(l);
+                if !path.is_file() {
+                    return Err(lerr(format!(
+                        "kernel trace file {} is missing",
+                        path.display()
+                    )));
+                }
+                let k = import_kernel(&path, l, device, &mut w, opts, &mut rep)?;
+                w.add_command(Command::KernelLaunch { device, kernel: k })?;
+            } else {
+                return Err(lerr(format!(
+                    "unknown command '{l}' (expected MemcpyHtoD,... or a kernel-N.traceg file name)"
+                )));
+            }
+        }
+    }
+    w.finish()?;
+    Ok(rep)
+}
+
+fn parse_memcpy(rest: &str) -> Option<(u64, u64)> {
+    let (a, b) = rest.split_once(',')?;
+    let a = a.trim();
+    let a = a.strip_prefix("0x").or_else(|| a.strip_prefix("0X"))?;
+    Some((u64::from_str_radix(a, 16).ok()?, b.trim().parse().ok()?))
+}
+
+/// Reader of a kernel file, plain or `.xz`.
+fn open_kernel(path: &Path) -> Result<Box<dyn BufRead>, ImportError> {
+    let f = File::open(path).map_err(|e| file_err(path, e.to_string()))?;
+    let is_xz = path.extension().is_some_and(|e| e == "xz");
+    Ok(if is_xz {
+        let dec = xz2::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 16, f));
+        Box::new(BufReader::with_capacity(1 << 20, dec))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 20, f))
+    })
+}
+
+#[derive(Default)]
+struct Header {
+    name: Option<String>,
+    id: u32,
+    grid: Option<[u32; 3]>,
+    block: Option<[u32; 3]>,
+    shmem: u32,
+    nregs: u32,
+    binary_version: Option<u32>,
+    stream: u64,
+    shmem_base: u64,
+    local_base: u64,
+    nvbit_version: String,
+    tracer_version: Option<u32>,
+    lineinfo: bool,
+}
+
+fn dim3(v: &str) -> Option<[u32; 3]> {
+    let v = v.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let mut it = v.split(',').map(|x| x.trim().parse::<u32>());
+    let d = [it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?];
+    it.next().is_none().then_some(d)
+}
+
+fn hex_u64(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let v = v
+        .strip_prefix("0x")
+        .or_else(|| v.strip_prefix("0X"))
+        .unwrap_or(v);
+    u64::from_str_radix(v, 16).ok()
+}
+
+impl Header {
+    /// Parses one `-key = value` line; unknown keys are kept in the header text only.
+    fn parse(&mut self, line: &str) -> Result<(), String> {
+        let Some((key, value)) = line[1..].split_once('=') else {
+            return Ok(());
+        };
+        let key = key.trim();
+        let v = value.strip_prefix(' ').unwrap_or(value);
+        let bad = |what: &str| format!("header '-{key}': expected {what}, found '{}'", v.trim());
+        let num = |what: &str| v.trim().parse::<u64>().map_err(|_| bad(what));
+        match key {
+            "kernel name" => self.name = Some(v.to_string()),
+            "kernel id" => self.id = num("a number")? as u32,
+            "grid dim" => self.grid = Some(dim3(v).ok_or_else(|| bad("(x,y,z)"))?),
+            "block dim" => self.block = Some(dim3(v).ok_or_else(|| bad("(x,y,z)"))?),
+            "shmem" => self.shmem = num("a byte count")? as u32,
+            "nregs" => self.nregs = num("a register count")? as u32,
+            "binary version" => self.binary_version = Some(num("a number like 80")? as u32),
+            "cuda stream id" => self.stream = num("a number")?,
+            "shmem base_addr" => {
+                self.shmem_base = hex_u64(v).ok_or_else(|| bad("a hex address"))?
+            }
+            "local mem base_addr" => {
+                self.local_base = hex_u64(v).ok_or_else(|| bad("a hex address"))?
+            }
+            "nvbit version" => self.nvbit_version = v.trim().to_string(),
+            "accelsim tracer version" => self.tracer_version = Some(num("a number")? as u32),
+            "enable lineinfo" => self.lineinfo = num("0 or 1")? != 0,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Oldest and newest tracer versions this importer reads.
+pub const TRACER_VERSIONS: std::ops::RangeInclusive<u32> = 3..=5;
+
+struct WarpState {
+    id: u32,
+    declared: Option<u64>,
+    seen: u64,
+}
+
+fn import_kernel(
+    path: &Path,
+    source: &str,
+    device: u32,
+    w: &mut TraceWriter,
+    opts: &ImportOptions,
+    rep: &mut ImportReport,
+) -> Result<u32, ImportError> {
+    let mut rd = open_kernel(path)?;
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut line_no: u64 = 0;
+    let mut header_text = String::new();
+    let mut hdr = Header::default();
+    let lerr = |line: u64, msg: String| ImportError::Line {
+        path: path.to_path_buf(),
+        line,
+        msg,
+    };
+    let read_line = |rd: &mut Box<dyn BufRead>,
+                     buf: &mut Vec<u8>,
+                     text_bytes: &mut u64|
+     -> Result<bool, ImportError> {
+        buf.clear();
+        let n = rd
+            .read_until(b'\n', buf)
+            .map_err(|e| file_err(path, format!("read error: {e}")))?;
+        *text_bytes += n as u64;
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        Ok(n > 0)
+    };
+    // Header: everything before the first #BEGIN_TB.
+    let mut first_tb = false;
+    while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
+        line_no += 1;
+        let l = std::str::from_utf8(&buf).map_err(|_| {
+            lerr(
+                line_no,
+                "header line is not UTF-8 text (is this a .traceg file?)".into(),
+            )
+        })?;
+        if l.trim_end() == "#BEGIN_TB" {
+            first_tb = true;
+            break;
+        }
+        if l.starts_with('-') {
+            hdr.parse(l).map_err(|m| lerr(line_no, m))?;
+        } else if !l.trim().is_empty() && !l.starts_with('#') {
+            return Err(lerr(
+                line_no,
+                format!("unexpected line before the first #BEGIN_TB: '{l}'"),
+            ));
+        }
+        header_text.push_str(l);
+        header_text.push('\n');
+    }
+    let missing = |what: &str| file_err(path, format!("header has no '-{what}' line"));
+    let grid = hdr.grid.ok_or_else(|| missing("grid dim"))?;
+    let block = hdr.block.ok_or_else(|| missing("block dim"))?;
+    let bv = hdr
+        .binary_version
+        .ok_or_else(|| missing("binary version"))?;
+    let tv = hdr
+        .tracer_version
+        .ok_or_else(|| missing("accelsim tracer version"))?;
+    if !TRACER_VERSIONS.contains(&tv) {
+        return Err(file_err(
+            path,
+            format!(
+                "accelsim tracer version {tv} is not supported (this importer reads versions {} to {})",
+                TRACER_VERSIONS.start(),
+                TRACER_VERSIONS.end()
+            ),
+        ));
+    }
+    let family = ArchFamily::from_binary_version(bv).ok_or_else(|| {
+        file_err(
+            path,
+            format!("binary version {bv} is not a known architecture (35/37, 50-53, 60-62, 70/72, 75, 80/86/87, 89, 90)"),
+        )
+    })?;
+    let threads = block.iter().map(|&d| d as u64).product::<u64>();
+    let max_warps = threads.div_ceil(32);
+    let mut meta = KernelMeta::new(hdr.name.as_deref().unwrap_or(""), grid, block);
+    meta.id = hdr.id;
+    meta.shmem_bytes = hdr.shmem;
+    meta.nregs = hdr.nregs;
+    meta.binary_version = bv;
+    meta.stream = hdr.stream;
+    meta.shmem_base = hdr.shmem_base;
+    meta.local_base = hdr.local_base;
+    meta.nvbit_version = hdr.nvbit_version;
+    meta.tracer_version = tv;
+    meta.lineinfo = hdr.lineinfo;
+    meta.device = device;
+    meta.header_text = header_text;
+    meta.source = source.to_string();
+    let lineinfo = hdr.lineinfo;
+    let kernel = w.begin_kernel(meta)?;
+
+    let mut opcodes: HashMap<String, u16> = HashMap::new();
+    let mut unknown: Vec<bool> = Vec::new();
+    let mut inst = TextInst::default();
+    let mut addr_buf: Vec<u64> = Vec::with_capacity(32);
+    let mut in_tb = first_tb;
+    let mut tb_line = line_no;
+    let mut cta_id: Option<[u32; 3]> = None;
+    let mut cluster: Option<ClusterInfo> = None;
+    let mut cta_begun = false;
+    let mut warp: Option<WarpState> = None;
+    let mut ctas = 0u64;
+
+    let close_warp = |w: &mut TraceWriter,
+                      warp: &mut Option<WarpState>,
+                      line: u64,
+                      cta: [u32; 3]|
+     -> Result<(), ImportError> {
+        if let Some(ws) = warp.take() {
+            let declared = ws.declared.unwrap_or(0);
+            if ws.seen != declared {
+                return Err(lerr(
+                    line,
+                    format!(
+                        "warp {} of thread block {},{},{} declares insts = {declared} but lists {} instruction lines",
+                        ws.id, cta[0], cta[1], cta[2], ws.seen
+                    ),
+                ));
+            }
+            w.end_warp()?;
+        }
+        Ok(())
+    };
+
+    while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
+        line_no += 1;
+        let l: &[u8] = &buf;
+        let first = l.iter().position(|b| !b.is_ascii_whitespace());
+        let Some(first) = first else { continue };
+        let c = l[first];
+        // Instruction lines are the hot path: they start with a hex digit.
+        if c.is_ascii_hexdigit() && !l.starts_with(b"cluster") {
+            let Some(ws) = warp.as_mut() else {
+                return Err(lerr(
+                    line_no,
+                    "instruction line outside a warp (no 'warp = N' before it)".into(),
+                ));
+            };
+            let Some(declared) = ws.declared else {
+                return Err(lerr(
+                    line_no,
+                    "instruction line before the warp's 'insts = N' line".into(),
+                ));
+            };
+            if ws.seen >= declared {
+                return Err(lerr(
+                    line_no,
+                    format!(
+                        "warp {} declares insts = {declared} but lists more instruction lines",
+                        ws.id
+                    ),
+                ));
+            }
+            ws.seen += 1;
+            parse_inst_line_into(l, lineinfo, &mut inst).map_err(|e| lerr(line_no, e.0))?;
+            let opcode = match opcodes.get(inst.opcode.as_str()) {
+                Some(&o) => o,
+                None => {
+                    let info = match decode_opcode(family, &inst.opcode) {
+                        Some(i) => i,
+                        None if opts.allow_unknown_opcodes => unknown_opcode(&inst.opcode),
+                        None => {
+                            return Err(lerr(
+                                line_no,
+                                format!(
+                                    "unknown opcode '{}' for {} (binary version {bv}); rerun with --allow-unknown-opcodes to import it as class 'other'",
+                                    inst.opcode,
+                                    family.name()
+                                ),
+                            ))
+                        }
+                    };
+                    unknown.push(info.unknown);
+                    let o = w.add_opcode(info)?;
+                    opcodes.insert(inst.opcode.clone(), o);
+                    o
+                }
+            };
+            if unknown[opcode as usize] {
+                *rep.unknown_opcodes.entry(inst.opcode.clone()).or_insert(0) += 1;
+            }
+            let addrs = match &inst.addrs {
+                TextAddrs::None => AddrRecord::None,
+                TextAddrs::Stride { base, stride } => AddrRecord::Stride {
+                    base: *base,
+                    stride: *stride,
+                },
+                TextAddrs::List(v) => AddrRecord::List {
+                    mode: ADDR_LIST,
+                    addrs: v,
+                },
+                TextAddrs::Delta { base, deltas } => {
+                    addr_buf.clear();
+                    let mut a = *base;
+                    addr_buf.push(a);
+                    for d in deltas {
+                        a = a.wrapping_add(*d as u64);
+                        addr_buf.push(a);
+                    }
+                    AddrRecord::List {
+                        mode: ADDR_DELTA,
+                        addrs: &addr_buf,
+                    }
+                }
+            };
+            w.push(&RawInst {
+                pc: inst.pc,
+                mask: inst.mask,
+                opcode,
+                dsts: &inst.dsts,
+                srcs: &inst.srcs,
+                mem_width: inst.mem_width,
+                imm: inst.imm,
+                line: inst.line,
+                addrs,
+            })?;
+            continue;
+        }
+        let s = std::str::from_utf8(l)
+            .map_err(|_| lerr(line_no, "line is not text".into()))?
+            .trim();
+        if s == "#BEGIN_TB" {
+            if in_tb {
+                return Err(lerr(line_no, format!("#BEGIN_TB before the thread block begun at line {tb_line} ended (missing #END_TB)")));
+            }
+            in_tb = true;
+            tb_line = line_no;
+            cta_id = None;
+            cluster = None;
+            cta_begun = false;
+            continue;
+        }
+        if !in_tb {
+            return Err(lerr(
+                line_no,
+                format!("'{s}' outside a thread block (#BEGIN_TB ... #END_TB)"),
+            ));
+        }
+        let id_or = |cta_id: Option<[u32; 3]>| {
+            cta_id.ok_or_else(|| {
+                lerr(
+                    line_no,
+                    "thread block has no 'thread block = x,y,z' line".into(),
+                )
+            })
+        };
+        if s == "#END_TB" {
+            let id = id_or(cta_id)?;
+            close_warp(w, &mut warp, line_no, id)?;
+            if !cta_begun {
+                w.begin_cta(id, cluster)?;
+            }
+            w.end_cta()?;
+            ctas += 1;
+            in_tb = false;
+        } else if let Some(v) = s.strip_prefix("thread block =") {
+            let id = dim3(&format!("({})", v.trim())).ok_or_else(|| {
+                lerr(
+                    line_no,
+                    format!("expected 'thread block = x,y,z', found '{s}'"),
+                )
+            })?;
+            for (d, (&i, &g)) in id.iter().zip(grid.iter()).enumerate() {
+                if i >= g {
+                    return Err(lerr(
+                        line_no,
+                        format!(
+                            "thread block {},{},{} lies outside the grid {},{},{} (dimension {d})",
+                            id[0], id[1], id[2], grid[0], grid[1], grid[2]
+                        ),
+                    ));
+                }
+            }
+            cta_id = Some(id);
+        } else if let Some(v) = s.strip_prefix("cluster id =") {
+            let c = cluster.get_or_insert_with(ClusterInfo::default);
+            c.id = dim3(&format!("({})", v.trim()))
+                .ok_or_else(|| lerr(line_no, format!("bad cluster id '{s}'")))?;
+        } else if let Some(v) = s.strip_prefix("cluster cta =") {
+            let c = cluster.get_or_insert_with(ClusterInfo::default);
+            c.cta = dim3(&format!("({})", v.trim()))
+                .ok_or_else(|| lerr(line_no, format!("bad cluster cta '{s}'")))?;
+        } else if let Some(v) = s.strip_prefix("cluster rank =") {
+            let c = cluster.get_or_insert_with(ClusterInfo::default);
+            c.rank = v
+                .trim()
+                .parse()
+                .map_err(|_| lerr(line_no, format!("bad cluster rank '{s}'")))?;
+        } else if let Some(v) = s.strip_prefix("warp =") {
+            let id = id_or(cta_id)?;
+            close_warp(w, &mut warp, line_no, id)?;
+            let wid: u32 = v
+                .trim()
+                .parse()
+                .map_err(|_| lerr(line_no, format!("expected 'warp = N', found '{s}'")))?;
+            if wid as u64 >= max_warps {
+                return Err(lerr(line_no, format!("warp {wid} does not exist in a block of {threads} threads ({max_warps} warps)")));
+            }
+            if !cta_begun {
+                w.begin_cta(id, cluster)?;
+                cta_begun = true;
+            }
+            w.begin_warp(wid)?;
+            warp = Some(WarpState {
+                id: wid,
+                declared: None,
+                seen: 0,
+            });
+        } else if let Some(v) = s.strip_prefix("insts =") {
+            let ws = warp
+                .as_mut()
+                .ok_or_else(|| lerr(line_no, "'insts = N' outside a warp".into()))?;
+            if ws.declared.is_some() {
+                return Err(lerr(line_no, "second 'insts = N' line for one warp".into()));
+            }
+            ws.declared = Some(
+                v.trim()
+                    .parse()
+                    .map_err(|_| lerr(line_no, format!("expected 'insts = N', found '{s}'")))?,
+            );
+        } else {
+            return Err(lerr(
+                line_no,
+                format!("unexpected line '{s}' inside a thread block"),
+            ));
+        }
+    }
+    if in_tb {
+        let detail = match &warp {
+            Some(ws) => format!(
+                " (warp {} has {} of {} instructions)",
+                ws.id,
+                ws.seen,
+                ws.declared.map_or("?".to_string(), |d| d.to_string())
+            ),
+            None => String::new(),
+        };
+        return Err(file_err(
+            path,
+            format!("file ends inside the thread block begun at line {tb_line}{detail}: the trace is truncated"),
+        ));
+    }
+    let counts = w.end_kernel()?;
+    debug_assert_eq!(counts.ctas, ctas);
+    rep.kernels += 1;
+    rep.ctas += counts.ctas;
+    rep.warps += counts.warps;
+    rep.warp_insts += counts.warp_insts;
+    rep.thread_insts += counts.thread_insts;
+    Ok(kernel)
+}

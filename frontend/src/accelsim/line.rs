@@ -1,0 +1,384 @@
+//! One instruction line of a `.traceg` file.
+//!
+//! `[line_num] PC mask dest_num [R..] opcode src_num [R..] mem_width [mode addresses] [imm]`
+//! (the tracer's `#traces format` line). Numbers follow the tracer's printf formats: PC and
+//! mask in hex without `0x`, addresses in hex with `0x`, counts, widths, strides, deltas
+//! and immediates in decimal.
+
+use std::fmt;
+
+/// Addresses of a memory instruction, as written on the line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TextAddrs {
+    None,
+    /// Mode 0: one address per active lane.
+    List(Vec<u64>),
+    /// Mode 1: base and stride.
+    Stride {
+        base: u64,
+        stride: i32,
+    },
+    /// Mode 2: base and one delta per further active lane.
+    Delta {
+        base: u64,
+        deltas: Vec<i64>,
+    },
+}
+
+/// A parsed instruction line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextInst {
+    pub line: Option<u32>,
+    pub pc: u32,
+    pub mask: u32,
+    pub dsts: Vec<u16>,
+    pub opcode: String,
+    pub srcs: Vec<u16>,
+    pub mem_width: u32,
+    pub addrs: TextAddrs,
+    pub imm: Option<i64>,
+}
+
+/// Why a line did not parse (the caller adds file and line number).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError(pub String);
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+struct Toks<'a> {
+    it: std::iter::Filter<std::slice::Split<'a, u8, fn(&u8) -> bool>, fn(&&[u8]) -> bool>,
+}
+
+fn is_space(b: &u8) -> bool {
+    *b == b' ' || *b == b'\t' || *b == b'\r'
+}
+
+fn non_empty(s: &&[u8]) -> bool {
+    !s.is_empty()
+}
+
+impl<'a> Toks<'a> {
+    fn new(line: &'a [u8]) -> Self {
+        Toks {
+            it: line
+                .split(is_space as fn(&u8) -> bool)
+                .filter(non_empty as fn(&&[u8]) -> bool),
+        }
+    }
+
+    fn next(&mut self, what: &str) -> Result<&'a [u8], LineError> {
+        self.it
+            .next()
+            .ok_or_else(|| LineError(format!("line ends before its {what}")))
+    }
+}
+
+fn show(t: &[u8]) -> String {
+    String::from_utf8_lossy(t).into_owned()
+}
+
+#[inline]
+fn hex(t: &[u8], what: &str, max_bits: u32) -> Result<u64, LineError> {
+    let digits = t
+        .strip_prefix(b"0x")
+        .or_else(|| t.strip_prefix(b"0X"))
+        .unwrap_or(t);
+    let bad = || {
+        LineError(format!(
+            "expected {what} in hexadecimal, found '{}'",
+            show(t)
+        ))
+    };
+    if digits.is_empty() || digits.len() > 16 {
+        return Err(bad());
+    }
+    let mut v: u64 = 0;
+    for &b in digits {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err(bad()),
+        };
+        v = (v << 4) | d as u64;
+    }
+    if max_bits < 64 && v >> max_bits != 0 {
+        return Err(LineError(format!(
+            "{what} '{}' does not fit {max_bits} bits",
+            show(t)
+        )));
+    }
+    Ok(v)
+}
+
+#[inline]
+fn dec_u64(t: &[u8], what: &str) -> Result<u64, LineError> {
+    let bad = || {
+        LineError(format!(
+            "expected {what} as a decimal number, found '{}'",
+            show(t)
+        ))
+    };
+    if t.is_empty() || t.len() > 20 {
+        return Err(bad());
+    }
+    let mut v: u64 = 0;
+    for &b in t {
+        if !b.is_ascii_digit() {
+            return Err(bad());
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((b - b'0') as u64))
+            .ok_or_else(bad)?;
+    }
+    Ok(v)
+}
+
+#[inline]
+fn dec_u32(t: &[u8], what: &str) -> Result<u32, LineError> {
+    u32::try_from(dec_u64(t, what)?)
+        .map_err(|_| LineError(format!("{what} '{}' is too large", show(t))))
+}
+
+#[inline]
+fn dec_i64(t: &[u8], what: &str) -> Result<i64, LineError> {
+    match t.strip_prefix(b"-") {
+        Some(rest) => {
+            let v = dec_u64(rest, what)?;
+            if v > i64::MAX as u64 + 1 {
+                return Err(LineError(format!("{what} '{}' is out of range", show(t))));
+            }
+            Ok((v as i64).wrapping_neg())
+        }
+        None => i64::try_from(dec_u64(t, what)?)
+            .map_err(|_| LineError(format!("{what} '{}' is out of range", show(t)))),
+    }
+}
+
+#[inline]
+fn reg(t: &[u8], what: &str) -> Result<u16, LineError> {
+    let n = t
+        .strip_prefix(b"R")
+        .and_then(|d| dec_u64(d, what).ok())
+        .filter(|&n| n <= 255)
+        .ok_or_else(|| {
+            LineError(format!(
+                "expected {what} as a register R0..R255, found '{}'",
+                show(t)
+            ))
+        })?;
+    Ok(n as u16)
+}
+
+/// Most registers an instruction line may list on either side. The tracer records at
+/// most 1 destination and 4 sources (MAX_DST/MAX_SRC); hand-written traces get some room.
+pub const MAX_REGS: u32 = 8;
+
+impl Default for TextInst {
+    fn default() -> Self {
+        TextInst {
+            line: None,
+            pc: 0,
+            mask: 0,
+            dsts: Vec::new(),
+            opcode: String::new(),
+            srcs: Vec::new(),
+            mem_width: 0,
+            addrs: TextAddrs::None,
+            imm: None,
+        }
+    }
+}
+
+/// Parses one instruction line. `lineinfo` is the header's `-enable lineinfo`.
+pub fn parse_inst_line(line: &[u8], lineinfo: bool) -> Result<TextInst, LineError> {
+    let mut out = TextInst::default();
+    parse_inst_line_into(line, lineinfo, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_inst_line`] into a reused value (no allocation once its buffers have grown).
+pub fn parse_inst_line_into(
+    line: &[u8],
+    lineinfo: bool,
+    out: &mut TextInst,
+) -> Result<(), LineError> {
+    let mut t = Toks::new(line);
+    let line_no = if lineinfo {
+        Some(dec_u32(t.next("line number")?, "a line number")?)
+    } else {
+        None
+    };
+    let pc = hex(t.next("PC")?, "a PC", 32)? as u32;
+    let mask = hex(t.next("active mask")?, "an active mask", 32)? as u32;
+    let n_dst = dec_u32(t.next("destination count")?, "a destination count")?;
+    if n_dst > MAX_REGS {
+        return Err(LineError(format!(
+            "destination count {n_dst} is more than {MAX_REGS}"
+        )));
+    }
+    let dsts = &mut out.dsts;
+    dsts.clear();
+    for i in 0..n_dst {
+        let what = format!("destination register {} of {n_dst}", i + 1);
+        dsts.push(reg(t.next(&what)?, &what)?);
+    }
+    let op = t.next("opcode")?;
+    if !op[0].is_ascii_alphabetic() {
+        return Err(LineError(format!(
+            "expected an opcode, found '{}' (is the destination count right?)",
+            show(op)
+        )));
+    }
+    out.opcode.clear();
+    out.opcode.push_str(
+        std::str::from_utf8(op)
+            .map_err(|_| LineError(format!("opcode '{}' is not ASCII", show(op))))?,
+    );
+    let n_src = dec_u32(t.next("source count")?, "a source count")?;
+    if n_src > MAX_REGS {
+        return Err(LineError(format!(
+            "source count {n_src} is more than {MAX_REGS}"
+        )));
+    }
+    let srcs = &mut out.srcs;
+    srcs.clear();
+    for i in 0..n_src {
+        let what = format!("source register {} of {n_src}", i + 1);
+        srcs.push(reg(t.next(&what)?, &what)?);
+    }
+    let mem_width = dec_u32(t.next("memory width")?, "a memory width")?;
+    let old = std::mem::replace(&mut out.addrs, TextAddrs::None);
+    let addrs = if mem_width == 0 {
+        TextAddrs::None
+    } else {
+        let mode = dec_u32(t.next("address mode")?, "an address mode")?;
+        let active = mask.count_ones();
+        match mode {
+            0 => {
+                let mut v = match old {
+                    TextAddrs::List(mut v) => {
+                        v.clear();
+                        v
+                    }
+                    _ => Vec::with_capacity(32),
+                };
+                for i in 0..active {
+                    let what = format!("address {} of {active} (one per active lane)", i + 1);
+                    v.push(hex(t.next(&what)?, &what, 64)?);
+                }
+                TextAddrs::List(v)
+            }
+            1 => {
+                let base = hex(t.next("base address")?, "a base address", 64)?;
+                let s = dec_i64(t.next("stride")?, "a stride")?;
+                let stride = i32::try_from(s)
+                    .map_err(|_| LineError(format!("stride {s} does not fit 32 bits")))?;
+                TextAddrs::Stride { base, stride }
+            }
+            2 => {
+                let base = hex(t.next("base address")?, "a base address", 64)?;
+                let n = active.saturating_sub(1);
+                let mut deltas = match old {
+                    TextAddrs::Delta { mut deltas, .. } => {
+                        deltas.clear();
+                        deltas
+                    }
+                    _ => Vec::with_capacity(32),
+                };
+                for i in 0..n {
+                    let what = format!("address delta {} of {n}", i + 1);
+                    deltas.push(dec_i64(t.next(&what)?, &what)?);
+                }
+                TextAddrs::Delta { base, deltas }
+            }
+            m => {
+                return Err(LineError(format!(
+                    "unknown address mode {m} (expected 0 list, 1 base+stride, 2 base+deltas)"
+                )))
+            }
+        }
+    };
+    let imm = match t.it.next() {
+        None => None,
+        Some(tok) => Some(dec_i64(tok, "an immediate")?),
+    };
+    let extra = t.it.count();
+    if extra > 0 {
+        return Err(LineError(format!(
+            "{extra} unexpected field(s) after the immediate: wrong register count or address count?"
+        )));
+    }
+    out.line = line_no;
+    out.pc = pc;
+    out.mask = mask;
+    out.mem_width = mem_width;
+    out.addrs = addrs;
+    out.imm = imm;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tracer_v5_lines() {
+        let i = parse_inst_line(
+            b"00a0 ffffffff 1 R4 LDG.E 1 R4 4 1 0x7fb0fc430e00 4 0 ",
+            false,
+        )
+        .unwrap();
+        assert_eq!(i.pc, 0xa0);
+        assert_eq!(i.dsts, vec![4]);
+        assert_eq!(i.srcs, vec![4]);
+        assert_eq!(
+            i.addrs,
+            TextAddrs::Stride {
+                base: 0x7fb0fc430e00,
+                stride: 4
+            }
+        );
+        assert_eq!(i.imm, Some(0));
+        let i = parse_inst_line(b"0060 ffffffff 1 R7 HFMA2.MMA 2 R255 R255 0 0 ", false).unwrap();
+        assert_eq!(i.srcs, vec![255, 255]);
+        assert_eq!(i.addrs, TextAddrs::None);
+    }
+
+    #[test]
+    fn immediate_is_decided_by_field_count() {
+        let v3 = parse_inst_line(b"0000 ffffffff 1 R1 IMAD.MOV.U32 2 R255 R255 0 ", false).unwrap();
+        assert_eq!(v3.imm, None);
+        let v4 =
+            parse_inst_line(b"0000 ffffffff 1 R1 IMAD.MOV.U32 2 R255 R255 0 -12", false).unwrap();
+        assert_eq!(v4.imm, Some(-12));
+    }
+
+    #[test]
+    fn base_delta_has_one_delta_per_further_active_lane() {
+        let i = parse_inst_line(b"0010 00000007 0 STG.E 1 R2 4 2 0x100 -4 8 ", false).unwrap();
+        assert_eq!(
+            i.addrs,
+            TextAddrs::Delta {
+                base: 0x100,
+                deltas: vec![-4, 8]
+            }
+        );
+        assert_eq!(i.imm, None);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse_inst_line(b"0010 ffffffff 1 R4 LDG.E 2 R4 4 1 0x10 4 0", false).unwrap_err();
+        assert!(e.0.contains("source register 2 of 2"), "{e}");
+        let e = parse_inst_line(b"0010 fffgffff 0 EXIT 0 0", false).unwrap_err();
+        assert!(e.0.contains("hexadecimal"), "{e}");
+        let e = parse_inst_line(b"0010 ffffffff 0 EXIT 0 0 0 7", false).unwrap_err();
+        assert!(e.0.contains("unexpected"), "{e}");
+    }
+}

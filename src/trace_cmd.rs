@@ -1,0 +1,253 @@
+//! `tessera trace ...`: import, export, info, verify.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Instant;
+use tessera_frontend::accelsim::{export_dir, import_dir, ImportOptions};
+use tessera_traces::{OpClass, TraceFile, WriterOptions};
+
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// Convert a trace in another format into a .tst file.
+    Import {
+        format: Format,
+        /// Trace directory (for accel-sim: the folder with kernelslist.g).
+        dir: PathBuf,
+        /// Output .tst file (written as <FILE>.partial and renamed when complete).
+        #[arg(short, long, value_name = "FILE.tst")]
+        output: PathBuf,
+        /// Import opcodes unknown to the architecture's table as class `other` (counted and
+        /// reported) instead of failing.
+        #[arg(long)]
+        allow_unknown_opcodes: bool,
+        #[command(flatten)]
+        writer: WriterArgs,
+    },
+    /// Write a .tst file back in another format.
+    Export {
+        format: Format,
+        /// The .tst file.
+        file: PathBuf,
+        /// Output directory (must not exist or be empty).
+        #[arg(short, long, value_name = "DIR")]
+        output: PathBuf,
+    },
+    /// Per-kernel summary: grid, block, CTAs, warps, instructions, mix by class, bytes.
+    Info {
+        file: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode everything and check counts and checksums.
+    Verify { file: PathBuf },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// Accel-Sim / NVBit tracer text traces (kernelslist.g + kernel-N.traceg[.xz]).
+    AccelSim,
+}
+
+#[derive(Args)]
+pub struct WriterArgs {
+    /// zstd level of the chunks (1 fastest .. 19 smallest).
+    #[arg(long, default_value_t = WriterOptions::default().zstd_level, value_parser = clap::value_parser!(i32).range(1..=22))]
+    zstd_level: i32,
+    /// Uncompressed chunk size target, KiB (64 to 1024).
+    #[arg(long, default_value_t = (WriterOptions::default().chunk_target_bytes / 1024) as u64, value_parser = clap::value_parser!(u64).range(64..=1024))]
+    chunk_kib: u64,
+}
+
+pub fn run(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Import {
+            format: Format::AccelSim,
+            dir,
+            output,
+            allow_unknown_opcodes,
+            writer,
+        } => {
+            let t0 = Instant::now();
+            let opts = ImportOptions {
+                allow_unknown_opcodes,
+                writer: WriterOptions {
+                    zstd_level: writer.zstd_level,
+                    chunk_target_bytes: writer.chunk_kib as usize * 1024,
+                },
+            };
+            let rep = import_dir(&dir, &output, &opts)?;
+            let secs = t0.elapsed().as_secs_f64();
+            let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "imported {} kernel(s), {} CTAs, {} warps, {} warp instructions, {} thread instructions",
+                rep.kernels, rep.ctas, rep.warps, rep.warp_insts, rep.thread_insts
+            );
+            println!(
+                "wrote {} ({} bytes, {:.2}x smaller than the {} bytes of text)",
+                output.display(),
+                size,
+                rep.text_bytes as f64 / size.max(1) as f64,
+                rep.text_bytes
+            );
+            for (op, n) in &rep.unknown_opcodes {
+                println!("unknown opcode {op}: {n} warp instructions imported as class 'other'");
+            }
+            eprintln!(
+                "import took {secs:.2} s: {:.1} MB/s of text, {:.2} M warp instructions/s",
+                rep.text_bytes as f64 / 1e6 / secs,
+                rep.warp_insts as f64 / 1e6 / secs
+            );
+            Ok(())
+        }
+        TraceCmd::Export {
+            format: Format::AccelSim,
+            file,
+            output,
+        } => {
+            let rep = export_dir(&file, &output)?;
+            println!(
+                "exported {} kernel(s), {} warp instructions to {} ({} files, {} bytes)",
+                rep.kernels,
+                rep.warp_insts,
+                output.display(),
+                rep.files,
+                rep.bytes
+            );
+            Ok(())
+        }
+        TraceCmd::Info { file, json } => info(&file, json),
+        TraceCmd::Verify { file } => {
+            let t = TraceFile::open(&file)?;
+            let t0 = Instant::now();
+            let rep = tessera_traces::verify(&t)
+                .with_context(|| format!("verification of {} failed", file.display()))?;
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "{}: OK: {} kernel(s), {} chunks, {} CTAs, {} warps, {} warp instructions, {} thread instructions; all checksums and counts match",
+                file.display(),
+                rep.kernels,
+                rep.chunks,
+                rep.ctas,
+                rep.warps,
+                rep.warp_insts,
+                rep.thread_insts
+            );
+            eprintln!(
+                "decoded in {secs:.2} s ({:.1} M warp instructions/s)",
+                rep.warp_insts as f64 / 1e6 / secs.max(1e-9)
+            );
+            Ok(())
+        }
+    }
+}
+
+fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
+    let t = TraceFile::open(file)?;
+    let mut kernels = Vec::new();
+    let (mut ctas, mut warps, mut wi, mut ti) = (0u64, 0u64, 0u64, 0u64);
+    for k in t.kernels() {
+        let c = &k.counts;
+        ctas += c.ctas;
+        warps += c.warps;
+        wi += c.warp_insts;
+        ti += c.thread_insts;
+        let mut mix = serde_json::Map::new();
+        for cl in OpClass::ALL {
+            let n = c.class_warp_insts.get(cl as usize).copied().unwrap_or(0);
+            if n > 0 {
+                mix.insert(cl.name().to_string(), json!(n));
+            }
+        }
+        kernels.push(json!({
+            "name": k.name,
+            "id": k.id,
+            "device": k.device,
+            "grid": k.grid,
+            "block": k.block,
+            "ctas": c.ctas,
+            "warps": c.warps,
+            "warp_insts": c.warp_insts,
+            "thread_insts": c.thread_insts,
+            "binary_version": k.binary_version,
+            "tracer_version": k.tracer_version,
+            "mix": mix,
+            "raw_bytes": c.raw_bytes,
+            "stored_bytes": c.stored_bytes,
+            "chunks": k.n_chunks,
+            "unknown_opcode_insts": c.unknown_opcode_insts,
+        }));
+    }
+    let doc = json!({
+        "file": file.display().to_string(),
+        "format_version": tessera_traces::FORMAT_VERSION,
+        "kernels": kernels,
+        "totals": {
+            "kernels": t.kernels().len(),
+            "ctas": ctas,
+            "warps": warps,
+            "warp_insts": wi,
+            "thread_insts": ti,
+            "file_bytes": t.file_bytes(),
+            "commands": t.commands().len(),
+            "devices": t.index().devices.len(),
+        }
+    });
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "{}: .tst format {}, {} device(s), {} command(s), {} bytes",
+        file.display(),
+        tessera_traces::FORMAT_VERSION,
+        t.index().devices.len(),
+        t.commands().len(),
+        t.file_bytes()
+    );
+    for (i, k) in t.kernels().iter().enumerate() {
+        let c = &k.counts;
+        println!(
+            "kernel {i} (id {}) {}\n  grid ({},{},{}) block ({},{},{}) sm_{} tracer v{}\n  {} CTAs, {} warps, {} warp instructions, {} thread instructions\n  {} bytes in {} chunks ({} bytes uncompressed)",
+            k.id, k.name, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+            k.binary_version, k.tracer_version, c.ctas, c.warps, c.warp_insts, c.thread_insts,
+            c.stored_bytes, k.n_chunks, c.raw_bytes
+        );
+        let mut mix: Vec<(OpClass, u64)> = OpClass::ALL
+            .iter()
+            .map(|&cl| {
+                (
+                    cl,
+                    c.class_warp_insts.get(cl as usize).copied().unwrap_or(0),
+                )
+            })
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        mix.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let parts: Vec<String> = mix
+            .iter()
+            .map(|(cl, n)| {
+                format!(
+                    "{} {} ({:.1}%)",
+                    cl.name(),
+                    n,
+                    100.0 * *n as f64 / c.warp_insts.max(1) as f64
+                )
+            })
+            .collect();
+        println!("  mix: {}", parts.join(", "));
+        if c.unknown_opcode_insts > 0 {
+            println!(
+                "  {} warp instructions with unknown opcodes (class other)",
+                c.unknown_opcode_insts
+            );
+        }
+    }
+    println!(
+        "total: {} kernel(s), {ctas} CTAs, {warps} warps, {wi} warp instructions, {ti} thread instructions",
+        t.kernels().len()
+    );
+    Ok(())
+}

@@ -1,0 +1,589 @@
+//! The columnar encoding of CTAs inside a chunk (DESIGN.md section 7).
+//!
+//! A decompressed chunk is
+//! `varint n_ctas, n_ctas × varint cta_len, CTA records`, so any CTA can be decoded on its
+//! own once its chunk is decompressed. A CTA record is its id, optional cluster info and
+//! its warps; a warp is three columns, each a run of LEB128 varints:
+//!
+//! - **static column**: per instruction, `zigzag(slot - (prev_slot + 1))`, where `slot`
+//!   indexes the kernel's static instruction table (PC, opcode, registers, width,
+//!   immediate, line). Straight-line code encodes as a run of zero bytes.
+//! - **mask column**: per instruction, `mask XOR prev_mask` (starting from all-ones).
+//! - **address column**: per memory instruction, the address mode byte, then
+//!   `zigzag(base - last_base[slot])` (the previous base of the same static instruction in
+//!   this CTA, 0 at its first use), then for mode 1 `zigzag(stride)`, for modes 0 and 2 one
+//!   `zigzag(delta)` per further address. Loop iterations and neighbouring warps therefore
+//!   encode as small repeating deltas that zstd then removes.
+//!
+//! Address modes are those of the Accel-Sim tracer: 0 lists one address per active lane,
+//! 1 is base + stride over the active lanes, 2 is base + signed deltas from the previous
+//! active lane. The mode is kept so that export reproduces the original line.
+
+use crate::opcode::OpClass;
+use std::ops::Range;
+
+/// Accel-Sim address mode 0: one address per active lane.
+pub const ADDR_LIST: u8 = 0;
+/// Accel-Sim address mode 1: base and stride over the active lanes.
+pub const ADDR_STRIDE: u8 = 1;
+/// Accel-Sim address mode 2: base and signed deltas between consecutive active lanes.
+pub const ADDR_DELTA: u8 = 2;
+
+/// Error found while decoding the bytes of a chunk (after its checksum passed, this means
+/// a writer bug or a file crafted to pass the checksum).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodecError(pub &'static str);
+
+type CResult<T> = Result<T, CodecError>;
+
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+pub fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A read cursor over a byte slice.
+#[derive(Clone, Copy)]
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    #[inline]
+    pub fn varint(&mut self) -> CResult<u64> {
+        // Fast path: one byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(b as u64);
+            }
+        }
+        let mut v: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or(CodecError("varint runs past the end of its column"))?;
+            self.pos += 1;
+            if shift == 63 && b > 1 {
+                return Err(CodecError("varint overflows 64 bits"));
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(CodecError("varint longer than 10 bytes"));
+            }
+        }
+    }
+
+    #[inline]
+    pub fn u32(&mut self) -> CResult<u32> {
+        u32::try_from(self.varint()?).map_err(|_| CodecError("value does not fit 32 bits"))
+    }
+
+    #[inline]
+    pub fn byte(&mut self) -> CResult<u8> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or(CodecError("byte past the end of its column"))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Splits off the next `len` bytes as their own cursor.
+    pub fn take(&mut self, len: usize) -> CResult<Cursor<'a>> {
+        let end = self
+            .pos
+            .checked_add(len)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or(CodecError("column length runs past the end of the CTA"))?;
+        let c = Cursor::new(&self.buf[self.pos..end]);
+        self.pos = end;
+        Ok(c)
+    }
+}
+
+/// Cluster coordinates of a CTA (Hopper thread-block clusters; newer tracers only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ClusterInfo {
+    pub id: [u32; 3],
+    pub cta: [u32; 3],
+    pub rank: u32,
+}
+
+/// Addresses of one memory instruction as the encoder takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddrRecord<'a> {
+    /// Not a memory instruction (`mem_width` 0).
+    None,
+    /// Mode 1: the k-th active lane accesses `base + k * stride`.
+    Stride { base: u64, stride: i32 },
+    /// Mode 0 or 2 ([`ADDR_LIST`], [`ADDR_DELTA`]): the addresses of the active lanes in
+    /// lane order. Mode 2 with an empty mask still carries its base: one address.
+    List { mode: u8, addrs: &'a [u64] },
+}
+
+/// The decoded addresses of a warp instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addrs {
+    None,
+    /// The k-th active lane accesses `base + k * stride`.
+    Stride {
+        base: u64,
+        stride: i32,
+    },
+    /// `DecodedCta::addrs[start..start + len]` are the active lanes' addresses in lane order.
+    List {
+        start: u32,
+        len: u32,
+    },
+}
+
+/// One warp instruction as the timing model reads it. Registers, opcode and width are in
+/// the kernel's static table at `slot` ([`crate::KernelMeta::statics`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpInst {
+    pub pc: u32,
+    pub mask: u32,
+    pub slot: u32,
+    pub class: OpClass,
+    /// The trace's address mode (0, 1, 2); meaningless when `addrs` is `None`.
+    pub addr_mode: u8,
+    pub addrs: Addrs,
+}
+
+/// One warp of a decoded CTA: its id and its instructions in `DecodedCta::insts`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodedWarp {
+    pub warp_id: u32,
+    pub insts: Range<usize>,
+}
+
+/// A decoded CTA; buffers are reused across calls to [`decode_cta`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecodedCta {
+    pub id: [u32; 3],
+    pub cluster: Option<ClusterInfo>,
+    pub warps: Vec<DecodedWarp>,
+    pub insts: Vec<WarpInst>,
+    pub addrs: Vec<u64>,
+}
+
+impl DecodedCta {
+    /// The instructions of warp `w` (position in listing order, not warp id).
+    pub fn warp(&self, w: usize) -> &[WarpInst] {
+        &self.insts[self.warps[w].insts.clone()]
+    }
+
+    /// Per active lane `(lane, address)` of a memory instruction, in lane order.
+    pub fn lane_addrs<'s>(&'s self, inst: &WarpInst) -> LaneAddrs<'s> {
+        let list: &'s [u64] = match inst.addrs {
+            Addrs::List { start, len } => &self.addrs[start as usize..(start + len) as usize],
+            _ => &[],
+        };
+        LaneAddrs {
+            mask: if matches!(inst.addrs, Addrs::None) {
+                0
+            } else {
+                inst.mask
+            },
+            k: 0,
+            addrs: inst.addrs,
+            list,
+        }
+    }
+}
+
+/// Iterator of [`DecodedCta::lane_addrs`].
+pub struct LaneAddrs<'a> {
+    mask: u32,
+    k: usize,
+    addrs: Addrs,
+    list: &'a [u64],
+}
+
+impl Iterator for LaneAddrs<'_> {
+    type Item = (u32, u64);
+    #[inline]
+    fn next(&mut self) -> Option<(u32, u64)> {
+        if self.mask == 0 {
+            return None;
+        }
+        let lane = self.mask.trailing_zeros();
+        self.mask &= self.mask - 1;
+        let k = self.k;
+        self.k += 1;
+        let addr = match self.addrs {
+            Addrs::Stride { base, stride } => base.wrapping_add((k as i64 * stride as i64) as u64),
+            Addrs::List { .. } => *self.list.get(k)?,
+            Addrs::None => return None,
+        };
+        Some((lane, addr))
+    }
+}
+
+/// What the decoder needs to know of each static instruction.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotInfo {
+    pub pc: u32,
+    pub class: OpClass,
+    pub has_mem: bool,
+}
+
+/// Number of addresses a mode-0/2 record carries for `mask`.
+#[inline]
+pub fn list_len(mode: u8, mask: u32) -> u32 {
+    let n = mask.count_ones();
+    if mode == ADDR_DELTA {
+        n.max(1)
+    } else {
+        n
+    }
+}
+
+/// Encoder of one CTA record. Reused across CTAs; see the module docs for the layout.
+#[derive(Default)]
+pub struct CtaEncoder {
+    out: Vec<u8>,
+    warps: Vec<u8>,
+    n_warps: u32,
+    slot_col: Vec<u8>,
+    mask_col: Vec<u8>,
+    addr_col: Vec<u8>,
+    warp_id: u32,
+    n_insts: u64,
+    prev_slot: i64,
+    prev_mask: u32,
+    last_base: Vec<u64>,
+    touched: Vec<u32>,
+}
+
+impl CtaEncoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a CTA record.
+    pub fn begin_cta(&mut self, id: [u32; 3], cluster: Option<ClusterInfo>) {
+        for &s in &self.touched {
+            self.last_base[s as usize] = 0;
+        }
+        self.touched.clear();
+        self.warps.clear();
+        self.n_warps = 0;
+        self.out.clear();
+        for v in id {
+            put_varint(&mut self.out, v as u64);
+        }
+        match cluster {
+            None => self.out.push(0),
+            Some(c) => {
+                self.out.push(1);
+                for v in c.id.iter().chain(c.cta.iter()).chain([c.rank].iter()) {
+                    put_varint(&mut self.out, *v as u64);
+                }
+            }
+        }
+    }
+
+    pub fn begin_warp(&mut self, warp_id: u32) {
+        self.warp_id = warp_id;
+        self.n_insts = 0;
+        self.prev_slot = -1;
+        self.prev_mask = u32::MAX;
+        self.slot_col.clear();
+        self.mask_col.clear();
+        self.addr_col.clear();
+    }
+
+    /// Appends one instruction of the current warp. `addrs` must be `None` exactly when the
+    /// static instruction has `mem_width == 0`.
+    #[inline]
+    pub fn push(&mut self, slot: u32, mask: u32, addrs: AddrRecord<'_>) {
+        self.n_insts += 1;
+        put_varint(
+            &mut self.slot_col,
+            zigzag(slot as i64 - (self.prev_slot + 1)),
+        );
+        self.prev_slot = slot as i64;
+        put_varint(&mut self.mask_col, (mask ^ self.prev_mask) as u64);
+        self.prev_mask = mask;
+        let (mode, base) = match addrs {
+            AddrRecord::None => return,
+            AddrRecord::Stride { base, .. } => (ADDR_STRIDE, base),
+            AddrRecord::List { mode, addrs } => match addrs.first() {
+                Some(&b) => (mode, b),
+                None => {
+                    self.addr_col.push(mode);
+                    return;
+                }
+            },
+        };
+        let s = slot as usize;
+        if s >= self.last_base.len() {
+            self.last_base.resize(s + 1, 0);
+        }
+        let prev = self.last_base[s];
+        if prev == 0 {
+            self.touched.push(slot);
+        }
+        self.last_base[s] = base;
+        self.addr_col.push(mode);
+        put_varint(&mut self.addr_col, zigzag(base.wrapping_sub(prev) as i64));
+        match addrs {
+            AddrRecord::Stride { stride, .. } => {
+                put_varint(&mut self.addr_col, zigzag(stride as i64));
+            }
+            AddrRecord::List { addrs, .. } => {
+                for w in addrs.windows(2) {
+                    put_varint(&mut self.addr_col, zigzag(w[1].wrapping_sub(w[0]) as i64));
+                }
+            }
+            AddrRecord::None => {}
+        }
+    }
+
+    /// Closes the current warp, appending its columns to the CTA record.
+    pub fn end_warp(&mut self) {
+        self.n_warps += 1;
+        let w = &mut self.warps;
+        put_varint(w, self.warp_id as u64);
+        put_varint(w, self.n_insts);
+        put_varint(w, self.slot_col.len() as u64);
+        put_varint(w, self.mask_col.len() as u64);
+        put_varint(w, self.addr_col.len() as u64);
+        w.extend_from_slice(&self.slot_col);
+        w.extend_from_slice(&self.mask_col);
+        w.extend_from_slice(&self.addr_col);
+    }
+
+    /// Closes the CTA and returns its record (valid until the next `begin_cta`).
+    pub fn finish_cta(&mut self) -> &[u8] {
+        put_varint(&mut self.out, self.n_warps as u64);
+        self.out.extend_from_slice(&self.warps);
+        &self.out
+    }
+}
+
+/// Splits a decompressed chunk into its CTA records.
+pub fn split_chunk(raw: &[u8]) -> CResult<Vec<&[u8]>> {
+    let mut c = Cursor::new(raw);
+    let n = c.varint()? as usize;
+    if n > raw.len() {
+        return Err(CodecError("CTA count larger than the chunk"));
+    }
+    let mut lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        lens.push(c.varint()? as usize);
+    }
+    let mut out = Vec::with_capacity(n);
+    for len in lens {
+        let sub = c.take(len)?;
+        out.push(&sub.buf[..]);
+    }
+    if !c.is_empty() {
+        return Err(CodecError("bytes left after the last CTA of the chunk"));
+    }
+    Ok(out)
+}
+
+/// Assembles a decompressed chunk from CTA records.
+pub fn join_chunk(records: &[u8], lens: &[u32], out: &mut Vec<u8>) {
+    out.clear();
+    put_varint(out, lens.len() as u64);
+    for &l in lens {
+        put_varint(out, l as u64);
+    }
+    out.extend_from_slice(records);
+}
+
+/// Decodes one CTA record into `out` (its buffers are reused).
+pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResult<()> {
+    out.warps.clear();
+    out.insts.clear();
+    out.addrs.clear();
+    let mut c = Cursor::new(rec);
+    out.id = [c.u32()?, c.u32()?, c.u32()?];
+    out.cluster = match c.byte()? {
+        0 => None,
+        1 => Some(ClusterInfo {
+            id: [c.u32()?, c.u32()?, c.u32()?],
+            cta: [c.u32()?, c.u32()?, c.u32()?],
+            rank: c.u32()?,
+        }),
+        _ => return Err(CodecError("bad CTA flags byte")),
+    };
+    let n_warps = c.varint()?;
+    let mut last_base = vec![0u64; slots.len()];
+    for _ in 0..n_warps {
+        let warp_id = c.u32()?;
+        let n = c.varint()? as usize;
+        let slot_len = c.varint()? as usize;
+        let mask_len = c.varint()? as usize;
+        let addr_len = c.varint()? as usize;
+        let mut sc = c.take(slot_len)?;
+        let mut mc = c.take(mask_len)?;
+        let mut ac = c.take(addr_len)?;
+        if n > slot_len {
+            return Err(CodecError(
+                "instruction count larger than the static column",
+            ));
+        }
+        let start = out.insts.len();
+        out.insts.reserve(n);
+        let mut prev_slot: i64 = -1;
+        let mut mask = u32::MAX;
+        for _ in 0..n {
+            let slot = prev_slot + 1 + unzigzag(sc.varint()?);
+            prev_slot = slot;
+            let info = usize::try_from(slot)
+                .ok()
+                .and_then(|s| slots.get(s))
+                .ok_or(CodecError("static instruction index out of range"))?;
+            mask ^=
+                u32::try_from(mc.varint()?).map_err(|_| CodecError("mask wider than 32 bits"))?;
+            let (addr_mode, addrs) = if info.has_mem {
+                decode_addrs(&mut ac, slot as usize, mask, &mut last_base, &mut out.addrs)?
+            } else {
+                (0, Addrs::None)
+            };
+            out.insts.push(WarpInst {
+                pc: info.pc,
+                mask,
+                slot: slot as u32,
+                class: info.class,
+                addr_mode,
+                addrs,
+            });
+        }
+        if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() {
+            return Err(CodecError(
+                "column has bytes left after the warp's last instruction",
+            ));
+        }
+        out.warps.push(DecodedWarp {
+            warp_id,
+            insts: start..out.insts.len(),
+        });
+    }
+    if !c.is_empty() {
+        return Err(CodecError("bytes left after the CTA's last warp"));
+    }
+    Ok(())
+}
+
+#[inline]
+fn decode_addrs(
+    ac: &mut Cursor<'_>,
+    slot: usize,
+    mask: u32,
+    last_base: &mut [u64],
+    addrs: &mut Vec<u64>,
+) -> CResult<(u8, Addrs)> {
+    let mode = ac.byte()?;
+    match mode {
+        ADDR_STRIDE => {
+            let base = last_base[slot].wrapping_add(unzigzag(ac.varint()?) as u64);
+            last_base[slot] = base;
+            let stride = i32::try_from(unzigzag(ac.varint()?))
+                .map_err(|_| CodecError("stride does not fit 32 bits"))?;
+            Ok((mode, Addrs::Stride { base, stride }))
+        }
+        ADDR_LIST | ADDR_DELTA => {
+            let len = list_len(mode, mask);
+            let start = addrs.len() as u32;
+            if len > 0 {
+                let mut a = last_base[slot].wrapping_add(unzigzag(ac.varint()?) as u64);
+                last_base[slot] = a;
+                addrs.push(a);
+                for _ in 1..len {
+                    a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
+                    addrs.push(a);
+                }
+            }
+            Ok((mode, Addrs::List { start, len }))
+        }
+        _ => Err(CodecError("unknown address mode")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_roundtrip_edges() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            u32::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(Cursor::new(&b).varint().unwrap(), v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX, -4096] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+
+    #[test]
+    fn truncated_varint_is_an_error() {
+        assert!(Cursor::new(&[0x80, 0x80]).varint().is_err());
+        assert!(Cursor::new(&[0xff; 11]).varint().is_err());
+    }
+
+    #[test]
+    fn stride_lanes_follow_active_lanes() {
+        let cta = DecodedCta::default();
+        let inst = WarpInst {
+            pc: 0,
+            mask: 0b1011_0000,
+            slot: 0,
+            class: OpClass::LoadGlobal,
+            addr_mode: ADDR_STRIDE,
+            addrs: Addrs::Stride {
+                base: 100,
+                stride: -4,
+            },
+        };
+        let v: Vec<_> = cta.lane_addrs(&inst).collect();
+        assert_eq!(v, vec![(4, 100), (5, 96), (7, 92)]);
+    }
+}

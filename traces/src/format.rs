@@ -1,0 +1,23 @@
+//! On-disk layout of a `.tst` file (DESIGN.md section 7).
+//!
+//! ```text
+//! header   16 B   MAGIC (8) | format version u32 LE | reserved u32
+//! chunks          zstd frames, one per run of consecutive CTAs of one kernel
+//! padding         zeros up to a multiple of 16
+//! index           rkyv archive of schema::Index (validated on open)
+//! footer   32 B   index offset u64 | index length u64 | index CRC-32 u32 |
+//!                 format version u32 | FOOTER_MAGIC (8)
+//! ```
+//! A file whose last 8 bytes are not `FOOTER_MAGIC` was cut short (or is still being
+//! written: writers write to `<name>.partial` and rename when complete).
+
+/// First 8 bytes of every `.tst` file.
+pub const MAGIC: &[u8; 8] = b"TESSTRC\0";
+/// Last 8 bytes of every complete `.tst` file.
+pub const FOOTER_MAGIC: &[u8; 8] = b"TSTINDEX";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 16;
+pub const FOOTER_LEN: usize = 32;
+/// Alignment of the index, so the mapped archive can be validated in place.
+pub const INDEX_ALIGN: usize = 16;

@@ -1,0 +1,379 @@
+//! Memory-mapped `.tst` reader: lazy per chunk, `Send + Sync`, shared by all workers.
+//!
+//! [`TraceFile::open`] maps the file, checks magic, version, footer and the index checksum,
+//! validates the rkyv index and checks every chunk entry against the file. Chunks are
+//! decompressed only when asked for, by a [`ChunkDecoder`] (one per worker; it owns its
+//! buffers), which verifies each chunk's CRC-32 and then tells the kernel that the
+//! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
+//! end keeps only what the workers are decoding resident.
+
+use crate::codec::{decode_cta, split_chunk, DecodedCta, SlotInfo};
+use crate::error::{io_err, Result, TraceError};
+use crate::format::*;
+use crate::schema::*;
+use memmap2::Mmap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// An open `.tst` file.
+pub struct TraceFile {
+    path: PathBuf,
+    map: Mmap,
+    index: Index,
+    slots: Vec<Vec<SlotInfo>>,
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl TraceFile {
+    /// Opens and validates a trace.
+    pub fn open(path: &Path) -> Result<TraceFile> {
+        let file = File::open(path).map_err(io_err(path))?;
+        // SAFETY: the mapping is read-only; tessera never writes a file it has open, and a
+        // file changed underneath by another process is caught by the chunk checksums.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_err(path))?;
+        let truncated = |detail: String| TraceError::Truncated {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let corrupt = |detail: String| TraceError::Corrupt {
+            path: path.to_path_buf(),
+            detail,
+        };
+        if map.len() < MAGIC.len() || &map[..MAGIC.len()] != MAGIC {
+            return Err(TraceError::NotATrace {
+                path: path.to_path_buf(),
+            });
+        }
+        if map.len() < HEADER_LEN {
+            return Err(truncated(format!(
+                "{} bytes, shorter than the header",
+                map.len()
+            )));
+        }
+        let version = le_u32(&map, 8);
+        if version != FORMAT_VERSION {
+            return Err(TraceError::Version {
+                path: path.to_path_buf(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if map.len() < HEADER_LEN + FOOTER_LEN || &map[map.len() - 8..] != FOOTER_MAGIC {
+            return Err(truncated(format!(
+                "{} bytes and no index footer at the end (the file was cut short or its writer did not finish)",
+                map.len()
+            )));
+        }
+        let f = map.len() - FOOTER_LEN;
+        let index_off = le_u64(&map, f);
+        let index_len = le_u64(&map, f + 8);
+        let index_crc = le_u32(&map, f + 16);
+        let footer_version = le_u32(&map, f + 20);
+        if footer_version != version {
+            return Err(corrupt(format!(
+                "footer says format version {footer_version}, header says {version}"
+            )));
+        }
+        let index_end = index_off.checked_add(index_len);
+        if index_off < HEADER_LEN as u64 || index_end != Some(f as u64) {
+            return Err(corrupt(format!(
+                "index at {index_off}+{index_len} does not end at the footer ({f})"
+            )));
+        }
+        let ib = &map[index_off as usize..f];
+        if crc32fast::hash(ib) != index_crc {
+            return Err(corrupt("index checksum mismatch".into()));
+        }
+        let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(ib.len());
+        aligned.extend_from_slice(ib);
+        let index: Index = rkyv::from_bytes::<Index, rkyv::rancor::Error>(&aligned)
+            .map_err(|e| corrupt(format!("index fails validation: {e}")))?;
+        check_index(&index, index_off).map_err(corrupt)?;
+        let slots = index
+            .kernels
+            .iter()
+            .map(|k| {
+                k.statics
+                    .iter()
+                    .map(|s| {
+                        let info = &k.opcodes[s.opcode as usize];
+                        SlotInfo {
+                            pc: s.pc,
+                            class: info.class,
+                            has_mem: s.mem_width > 0,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(TraceFile {
+            path: path.to_path_buf(),
+            map,
+            index,
+            slots,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    pub fn kernels(&self) -> &[KernelMeta] {
+        &self.index.kernels
+    }
+
+    pub fn commands(&self) -> &[Command] {
+        &self.index.commands
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// The decoder's view of kernel `k`'s static instructions.
+    pub fn slot_infos(&self, k: usize) -> &[SlotInfo] {
+        &self.slots[k]
+    }
+
+    /// Chunk indices of kernel `k`.
+    pub fn kernel_chunks(&self, k: usize) -> std::ops::Range<usize> {
+        let m = &self.index.kernels[k];
+        m.first_chunk as usize..(m.first_chunk + m.n_chunks) as usize
+    }
+
+    /// The chunk holding CTA `cta` (listing order) of kernel `k`, if any.
+    pub fn chunk_of_cta(&self, k: usize, cta: u32) -> Option<usize> {
+        let r = self.kernel_chunks(k);
+        let chunks = &self.index.chunks[r.clone()];
+        let i = chunks.partition_point(|c| c.first_cta + c.n_chunks_ctas() <= cta);
+        (i < chunks.len() && chunks[i].first_cta <= cta).then_some(r.start + i)
+    }
+
+    pub(crate) fn chunk_error(&self, chunk: usize, what: &str) -> TraceError {
+        let c = &self.index.chunks[chunk];
+        TraceError::Corrupt {
+            path: self.path.clone(),
+            detail: format!(
+                "chunk {chunk} (kernel {}, CTAs {}..{}, bytes {}..{}): {what}",
+                c.kernel,
+                c.first_cta,
+                c.first_cta + c.n_ctas,
+                c.offset,
+                c.offset + c.stored_len as u64
+            ),
+        }
+    }
+
+    /// A new decoder for this file (one per worker thread).
+    pub fn decoder(&self) -> ChunkDecoder<'_> {
+        ChunkDecoder {
+            file: self,
+            raw: Vec::new(),
+            loaded: None,
+            ctas: Vec::new(),
+            cta: DecodedCta::default(),
+            release_pages: true,
+        }
+    }
+}
+
+impl ChunkEntry {
+    fn n_chunks_ctas(&self) -> u32 {
+        self.n_ctas
+    }
+}
+
+fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> {
+    let n_dev = index.devices.len() as u32;
+    for (i, c) in index.commands.iter().enumerate() {
+        let ok = match *c {
+            Command::MemcpyHtoD { device, .. } => device < n_dev.max(1),
+            Command::KernelLaunch { device, kernel } => {
+                device < n_dev.max(1) && (kernel as usize) < index.kernels.len()
+            }
+        };
+        if !ok {
+            return Err(format!("command {i} names a missing kernel or device"));
+        }
+    }
+    for (ki, k) in index.kernels.iter().enumerate() {
+        let end = k.first_chunk as u64 + k.n_chunks as u64;
+        if end > index.chunks.len() as u64 {
+            return Err(format!("kernel {ki} names chunks past the chunk table"));
+        }
+        for s in &k.statics {
+            if s.opcode as usize >= k.opcodes.len() {
+                return Err(format!(
+                    "kernel {ki}: static instruction names a missing opcode"
+                ));
+            }
+        }
+        let mut next_cta = 0u32;
+        for ci in k.first_chunk..k.first_chunk + k.n_chunks {
+            let c = &index.chunks[ci as usize];
+            if c.kernel as usize != ki || c.first_cta != next_cta {
+                return Err(format!("chunk {ci} is out of order in kernel {ki}"));
+            }
+            next_cta = c.first_cta.saturating_add(c.n_ctas);
+        }
+        if next_cta as u64 != k.counts.ctas {
+            return Err(format!(
+                "kernel {ki}: chunks hold {next_cta} CTAs, counts say {}",
+                k.counts.ctas
+            ));
+        }
+    }
+    for (ci, c) in index.chunks.iter().enumerate() {
+        let end = c.offset.checked_add(c.stored_len as u64);
+        if c.offset < HEADER_LEN as u64 || end.is_none_or(|e| e > data_end) {
+            return Err(format!("chunk {ci} lies outside the data region"));
+        }
+    }
+    Ok(())
+}
+
+/// Decompresses and decodes chunks of one [`TraceFile`]; owns reusable buffers.
+pub struct ChunkDecoder<'f> {
+    file: &'f TraceFile,
+    raw: Vec<u8>,
+    loaded: Option<usize>,
+    ctas: Vec<(usize, usize)>,
+    cta: DecodedCta,
+    release_pages: bool,
+}
+
+impl<'f> ChunkDecoder<'f> {
+    /// Whether to advise the kernel to drop a chunk's mapped pages once decompressed
+    /// (default true). Turn off when the same chunks are read again and again.
+    pub fn set_release_pages(&mut self, on: bool) {
+        self.release_pages = on;
+    }
+
+    /// Decompresses chunk `chunk` (checking its length and CRC) unless already loaded;
+    /// returns its CTA count.
+    pub fn load(&mut self, chunk: usize) -> Result<usize> {
+        if self.loaded == Some(chunk) {
+            return Ok(self.ctas.len());
+        }
+        self.loaded = None;
+        let f = self.file;
+        let c = *f
+            .index
+            .chunks
+            .get(chunk)
+            .ok_or_else(|| TraceError::Corrupt {
+                path: f.path.clone(),
+                detail: format!("no chunk {chunk}"),
+            })?;
+        let start = c.offset as usize;
+        let end = start + c.stored_len as usize;
+        let frame = &f.map[start..end];
+        self.raw.clear();
+        self.raw.reserve(c.raw_len as usize);
+        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw_spare(c.raw_len as usize))
+            .map_err(|e| f.chunk_error(chunk, &format!("cannot decompress: {e}")))?;
+        // SAFETY-free variant: decompress_to_buffer wrote into a zeroed Vec of raw_len.
+        self.raw.truncate(n);
+        if n != c.raw_len as usize {
+            return Err(f.chunk_error(chunk, "decompressed length differs from the index"));
+        }
+        if crc32fast::hash(&self.raw) != c.crc32 {
+            return Err(f.chunk_error(chunk, "checksum mismatch"));
+        }
+        if self.release_pages {
+            release(&f.map, start, end);
+        }
+        let base = self.raw.as_ptr() as usize;
+        let recs = split_chunk(&self.raw).map_err(|e| f.chunk_error(chunk, e.0))?;
+        if recs.len() != c.n_ctas as usize {
+            return Err(f.chunk_error(chunk, "CTA count differs from the index"));
+        }
+        self.ctas.clear();
+        self.ctas
+            .extend(recs.iter().map(|r| (r.as_ptr() as usize - base, r.len())));
+        self.loaded = Some(chunk);
+        Ok(self.ctas.len())
+    }
+
+    fn raw_spare(&mut self, len: usize) -> &mut Vec<u8> {
+        self.raw.resize(len, 0);
+        &mut self.raw
+    }
+
+    /// Decodes CTA `i` (position within the loaded chunk).
+    pub fn cta(&mut self, i: usize) -> Result<&DecodedCta> {
+        let chunk = self.loaded.ok_or_else(|| TraceError::Corrupt {
+            path: self.file.path.clone(),
+            detail: "no chunk loaded".into(),
+        })?;
+        let (off, len) = self.ctas[i];
+        let k = self.file.index.chunks[chunk].kernel as usize;
+        decode_cta(
+            &self.raw[off..off + len],
+            &self.file.slots[k],
+            &mut self.cta,
+        )
+        .map_err(|e| self.file.chunk_error(chunk, &format!("CTA {i}: {}", e.0)))?;
+        Ok(&self.cta)
+    }
+
+    /// Decodes CTA `cta` (listing order) of kernel `k`, loading its chunk if needed.
+    pub fn kernel_cta(&mut self, k: usize, cta: u32) -> Result<&DecodedCta> {
+        let chunk = self
+            .file
+            .chunk_of_cta(k, cta)
+            .ok_or_else(|| TraceError::Corrupt {
+                path: self.file.path.clone(),
+                detail: format!("kernel {k} has no CTA {cta}"),
+            })?;
+        self.load(chunk)?;
+        let first = self.file.index.chunks[chunk].first_cta;
+        self.cta((cta - first) as usize)
+    }
+
+    /// Calls `f` on every CTA of chunk `chunk`, in order.
+    pub fn for_each_cta<E: From<TraceError>>(
+        &mut self,
+        chunk: usize,
+        mut f: impl FnMut(&DecodedCta) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let n = self.load(chunk)?;
+        for i in 0..n {
+            let cta = self.cta(i)?;
+            f(cta)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn release(map: &Mmap, start: usize, end: usize) {
+    // Whole pages strictly inside the chunk; neighbours may still be needed.
+    const PAGE: usize = 4096;
+    let s = start.div_ceil(PAGE) * PAGE;
+    let e = end / PAGE * PAGE;
+    if e > s {
+        // SAFETY: the mapping is a read-only, file-backed, private mapping: dropping its
+        // pages only means they are read again from the file if touched.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, s, e - s) };
+    }
+}
+
+#[cfg(not(unix))]
+fn release(_map: &Mmap, _start: usize, _end: usize) {}

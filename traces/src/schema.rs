@@ -1,0 +1,181 @@
+//! The index of a `.tst` file: everything but the instruction streams.
+//!
+//! Stored with rkyv at the end of the file and validated (bytecheck) on open. It holds the
+//! command list, per-kernel metadata (header fields, opcode table, static instruction table,
+//! counts) and the chunk table that maps CTAs to compressed chunks. Its size grows with the
+//! number of kernels, static instructions and chunks, never with the number of
+//! instructions, so a reader's memory tracks the simulated state, not the trace.
+
+use crate::opcode::{MemSpace, OpClass, OpcodeInfo};
+
+/// One host-side command, in stream order (DESIGN.md section 2).
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub enum Command {
+    /// Host-to-device copy of `bytes` bytes to device address `addr`.
+    MemcpyHtoD { device: u32, addr: u64, bytes: u64 },
+    /// Launch of `kernels[kernel]` on `device`.
+    KernelLaunch { device: u32, kernel: u32 },
+}
+
+/// A device (an Accel-Sim CUDA context) the commands refer to.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct DeviceInfo {
+    /// Name of the command list it came from (`kernelslist.g`, `kernelslist_ctx_0x....g`).
+    pub source: String,
+}
+
+/// One static instruction of a kernel: the fields that are the same every time a PC
+/// executes. A PC whose instances differ in any of these fields gets one entry per variant
+/// (the per-instance override of DESIGN.md section 7); instances refer to entries by index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct StaticInst {
+    /// Program counter (byte offset in the kernel's code, as traced).
+    pub pc: u32,
+    /// Index into [`KernelMeta::opcodes`].
+    pub opcode: u16,
+    /// Destination registers as traced (`R255` is RZ; predicate and uniform registers are
+    /// not recorded by the tracer).
+    pub dsts: Vec<u16>,
+    /// Source registers as traced.
+    pub srcs: Vec<u16>,
+    /// The trace's `mem_width` field; 0 for non-memory instructions, which carry no
+    /// addresses.
+    pub mem_width: u32,
+    /// The immediate field, when the line has one (tracer version 5 and late version 4).
+    pub imm: Option<i64>,
+    /// Source line number, when the kernel was traced with `-enable lineinfo = 1`.
+    pub line: Option<u32>,
+}
+
+/// Per-kernel counts, computed by the writer while it encodes.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[rkyv(derive(Debug))]
+pub struct KernelCounts {
+    pub ctas: u64,
+    pub warps: u64,
+    /// Warp instructions: every traced line, mask-0 ones included.
+    pub warp_insts: u64,
+    /// Thread instructions: sum over warp instructions of the popcount of the mask.
+    pub thread_insts: u64,
+    /// Warp instructions per [`OpClass`], indexed by discriminant.
+    pub class_warp_insts: Vec<u64>,
+    /// Uncompressed bytes of this kernel's chunks.
+    pub raw_bytes: u64,
+    /// Compressed bytes of this kernel's chunks.
+    pub stored_bytes: u64,
+    /// Instructions whose opcode was unknown (imported with `--allow-unknown-opcodes`).
+    pub unknown_opcode_insts: u64,
+}
+
+/// Everything known about one kernel launch except its instruction streams.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct KernelMeta {
+    pub name: String,
+    /// `-kernel id` from the trace header (may be non-contiguous).
+    pub id: u32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic + static shared memory per CTA, bytes.
+    pub shmem_bytes: u32,
+    /// Registers per thread.
+    pub nregs: u32,
+    /// Compute capability as an integer (80 = sm_80).
+    pub binary_version: u32,
+    pub stream: u64,
+    pub shmem_base: u64,
+    pub local_base: u64,
+    pub nvbit_version: String,
+    pub tracer_version: u32,
+    pub lineinfo: bool,
+    /// Device (context) the kernel runs on; index into [`Index::devices`].
+    pub device: u32,
+    /// The header lines exactly as traced (everything before the first `#BEGIN_TB`), so
+    /// that export reproduces them.
+    pub header_text: String,
+    /// File name the kernel was imported from (`kernel-1.traceg`).
+    pub source: String,
+    pub opcodes: Vec<OpcodeInfo>,
+    pub statics: Vec<StaticInst>,
+    pub counts: KernelCounts,
+    /// First entry of this kernel in [`Index::chunks`]; chunks of a kernel are contiguous.
+    pub first_chunk: u32,
+    pub n_chunks: u32,
+}
+
+/// Size of the generic-address window of local memory above `local mem base_addr`.
+/// Accel-Sim classifies a generic address as shared when it lies in
+/// `[shmem base_addr, local mem base_addr)` and as local when it lies within this window
+/// above `local mem base_addr`; everything else is global.
+pub const LOCAL_GENERIC_WINDOW_BYTES: u64 = 1 << 32;
+
+impl KernelMeta {
+    /// Threads per CTA.
+    pub fn threads_per_cta(&self) -> u64 {
+        self.block.iter().map(|&d| d as u64).product()
+    }
+
+    /// Warps per CTA (32 lanes).
+    pub fn warps_per_cta(&self) -> u64 {
+        self.threads_per_cta().div_ceil(32)
+    }
+
+    /// Number of CTAs in the grid.
+    pub fn grid_ctas(&self) -> u64 {
+        self.grid.iter().map(|&d| d as u64).product()
+    }
+
+    /// Class of static instruction `s`.
+    pub fn class_of(&self, s: u32) -> OpClass {
+        self.opcodes[self.statics[s as usize].opcode as usize].class
+    }
+
+    /// The space a generic address falls in, by the header's shared and local windows.
+    pub fn generic_space(&self, addr: u64) -> MemSpace {
+        if self.shmem_base != 0 && addr >= self.shmem_base && addr < self.local_base {
+            MemSpace::Shared
+        } else if self.local_base != 0
+            && addr >= self.local_base
+            && addr - self.local_base < LOCAL_GENERIC_WINDOW_BYTES
+        {
+            MemSpace::Local
+        } else {
+            MemSpace::Global
+        }
+    }
+}
+
+/// One compressed chunk: a run of consecutive CTAs (in listing order) of one kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct ChunkEntry {
+    pub kernel: u32,
+    /// Index (in listing order) of the chunk's first CTA within its kernel.
+    pub first_cta: u32,
+    pub n_ctas: u32,
+    /// Byte offset of the zstd frame in the file.
+    pub offset: u64,
+    /// Length of the zstd frame.
+    pub stored_len: u32,
+    /// Length after decompression.
+    pub raw_len: u32,
+    /// CRC-32 of the decompressed bytes.
+    pub crc32: u32,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+}
+
+/// The whole index.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct Index {
+    pub devices: Vec<DeviceInfo>,
+    pub commands: Vec<Command>,
+    pub kernels: Vec<KernelMeta>,
+    pub chunks: Vec<ChunkEntry>,
+}
