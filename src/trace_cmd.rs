@@ -96,9 +96,10 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 println!("unknown opcode {op}: {n} warp instructions imported as class 'other'");
             }
             eprintln!(
-                "import took {secs:.2} s: {:.1} MB/s of text, {:.2} M warp instructions/s",
+                "import took {secs:.2} s: {:.1} MB/s of text, {:.2} M warp instructions/s{}",
                 rep.text_bytes as f64 / 1e6 / secs,
-                rep.warp_insts as f64 / 1e6 / secs
+                rep.warp_insts as f64 / 1e6 / secs,
+                peak_rss_note()
             );
             Ok(())
         }
@@ -136,8 +137,9 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 rep.thread_insts
             );
             eprintln!(
-                "decoded in {secs:.2} s ({:.1} M warp instructions/s)",
-                rep.warp_insts as f64 / 1e6 / secs.max(1e-9)
+                "decoded in {secs:.2} s ({:.1} M warp instructions/s){}",
+                rep.warp_insts as f64 / 1e6 / secs.max(1e-9),
+                peak_rss_note()
             );
             Ok(())
         }
@@ -250,4 +252,15 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
         t.kernels().len()
     );
     Ok(())
+}
+
+/// `", peak RSS N MiB"` from /proc/self/status (Linux), or nothing.
+fn peak_rss_note() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| format!(", peak RSS {:.1} MiB", kb as f64 / 1024.0))
+        .unwrap_or_default()
 }

@@ -282,7 +282,7 @@ fn convert_writes_64(base: &str, mods: &[&str]) -> bool {
     match base {
         "F2F" => {
             mods.iter()
-                .find(|m| m.starts_with('F') || m.starts_with("BF"))
+                .find(|m| matches!(**m, "F16" | "BF16" | "TF32" | "F32" | "F64"))
                 == Some(&"F64")
         }
         "I2F" => mods.contains(&"F64"),
@@ -322,7 +322,7 @@ fn mma_dst_regs(base: &str, mods: &[&str]) -> Option<u8> {
         "DMMA" => 64,
         _ => 32, // integer and bit MMAs accumulate in S32
     };
-    let regs = (m * n / threads) * acc_bits / 32;
+    let regs = (m.saturating_mul(n) / threads).saturating_mul(acc_bits) / 32;
     Some(regs.clamp(1, u8::MAX as u32) as u8)
 }
 
@@ -492,6 +492,7 @@ mod tests {
         assert_eq!(wd("DSETP.GEU.AND"), (4, 1));
         assert_eq!(wd("F2F.F64.F32"), (8, 2));
         assert_eq!(wd("F2F.F32.F64"), (4, 1));
+        assert_eq!(wd("F2F.FTZ.F64.F32"), (8, 2));
         assert_eq!(wd("I2F.F64.S64"), (8, 2));
         assert_eq!(wd("F2I.FTZ.U32.TRUNC.NTZ"), (4, 1));
         assert_eq!(wd("F2I.S64.TRUNC"), (8, 2));
