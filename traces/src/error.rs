@@ -4,12 +4,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{}: {err}", path.display())]
+    Io { path: PathBuf, err: std::io::Error },
     #[error("{}: not a tessera trace (.tst): the file does not start with the magic bytes {:?}", path.display(), String::from_utf8_lossy(crate::format::MAGIC))]
     NotATrace { path: PathBuf },
     #[error("{}: .tst format version {found}; this build of tessera reads version {supported}{}", path.display(), if *found > *supported { " (the file is newer: upgrade tessera)" } else { " (the file is older: re-import it)" })]
@@ -29,8 +25,8 @@ pub enum TraceError {
 pub type Result<T, E = TraceError> = std::result::Result<T, E>;
 
 pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io {
+    move |err| TraceError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     }
 }

@@ -108,11 +108,39 @@ pub struct KernelMeta {
     pub n_chunks: u32,
 }
 
-/// Size of the generic-address window of local memory above `local mem base_addr`.
-/// Accel-Sim classifies a generic address as shared when it lies in
-/// `[shmem base_addr, local mem base_addr)` and as local when it lies within this window
-/// above `local mem base_addr`; everything else is global.
-pub const LOCAL_GENERIC_WINDOW_BYTES: u64 = 1 << 32;
+/// Size of the shared-memory window of the generic address space, above the header's
+/// `shmem base_addr`. Accel-Sim classifies a generic address as shared when it lies in
+/// `[shmem base_addr, local mem base_addr)`, which is empty when the local base lies below
+/// the shared base, as in captured sm_80 traces (the bundled vectorAdd trace has the
+/// local window at 0x7fb137000000 and the shared one 32 MiB above it). tessera uses a
+/// window of fixed size above each base instead; 16 MiB covers the largest shared memory
+/// of any GPU (228 KiB per SM on H100) and keeps the two windows apart when their bases
+/// are 32 MiB apart.
+pub const SHARED_WINDOW_BYTES: u64 = 16 << 20;
+/// Size of the local-memory window above `local mem base_addr` (see
+/// [`SHARED_WINDOW_BYTES`]).
+pub const LOCAL_WINDOW_BYTES: u64 = 16 << 20;
+
+/// Register number the tracer uses for RZ, the zero register: never a dependency.
+pub const RZ: u16 = 255;
+
+impl StaticInst {
+    /// Source registers a scoreboard waits on: the traced sources without RZ. Predicate
+    /// and uniform registers are not recorded by the tracer, so they never appear.
+    pub fn src_regs(&self) -> impl Iterator<Item = u16> + '_ {
+        self.srcs.iter().copied().filter(|&r| r != RZ)
+    }
+
+    /// Registers written: each traced destination widened to the pair or quad its opcode's
+    /// modifiers imply (`LDG.E.64 R4` writes R4 and R5; `.128` writes four), without RZ.
+    pub fn dst_regs<'a>(&'a self, op: &'a OpcodeInfo) -> impl Iterator<Item = u16> + 'a {
+        let span = op.dst_regs.max(1) as u16;
+        self.dsts
+            .iter()
+            .filter(|&&r| r != RZ)
+            .flat_map(move |&r| (r..r.saturating_add(span)).filter(|&x| x < RZ))
+    }
+}
 
 impl KernelMeta {
     /// Threads per CTA.
@@ -135,14 +163,13 @@ impl KernelMeta {
         self.opcodes[self.statics[s as usize].opcode as usize].class
     }
 
-    /// The space a generic address falls in, by the header's shared and local windows.
+    /// The space a generic address (of `LD`, `ST`, `ATOM`) falls in, by the header's
+    /// shared and local windows; a base of 0 (not traced) opens no window.
     pub fn generic_space(&self, addr: u64) -> MemSpace {
-        if self.shmem_base != 0 && addr >= self.shmem_base && addr < self.local_base {
+        let within = |base: u64, size: u64| base != 0 && addr >= base && addr - base < size;
+        if within(self.shmem_base, SHARED_WINDOW_BYTES) {
             MemSpace::Shared
-        } else if self.local_base != 0
-            && addr >= self.local_base
-            && addr - self.local_base < LOCAL_GENERIC_WINDOW_BYTES
-        {
+        } else if within(self.local_base, LOCAL_WINDOW_BYTES) {
             MemSpace::Local
         } else {
             MemSpace::Global
@@ -178,4 +205,53 @@ pub struct Index {
     pub commands: Vec<Command>,
     pub kernels: Vec<KernelMeta>,
     pub chunks: Vec<ChunkEntry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opcode::OpClass;
+
+    #[test]
+    fn generic_addresses_fall_in_the_header_windows() {
+        // Bases of the bundled sm_80 vectorAdd trace: local below shared.
+        let mut k = KernelMeta::new("k", [1, 1, 1], [32, 1, 1]);
+        k.shmem_base = 0x7fb1_3900_0000;
+        k.local_base = 0x7fb1_3700_0000;
+        assert_eq!(k.generic_space(0x7fb1_3900_0000), MemSpace::Shared);
+        assert_eq!(
+            k.generic_space(0x7fb1_3900_0000 + 48 * 1024),
+            MemSpace::Shared
+        );
+        assert_eq!(k.generic_space(0x7fb1_3700_0010), MemSpace::Local);
+        assert_eq!(k.generic_space(0x7fb1_3700_0000 - 4), MemSpace::Global);
+        assert_eq!(k.generic_space(0x7fb0_fc40_0000), MemSpace::Global);
+        k.shmem_base = 0;
+        k.local_base = 0;
+        assert_eq!(k.generic_space(0x10), MemSpace::Global);
+    }
+
+    #[test]
+    fn rz_is_never_a_dependency_and_widths_widen_destinations() {
+        let st = StaticInst {
+            pc: 0,
+            opcode: 0,
+            dsts: vec![4],
+            srcs: vec![RZ, 6, RZ],
+            mem_width: 8,
+            imm: None,
+            line: None,
+        };
+        assert_eq!(st.src_regs().collect::<Vec<_>>(), vec![6]);
+        let mut op = OpcodeInfo::simple("LDG.E.64", OpClass::LoadGlobal);
+        op.dst_regs = 2;
+        assert_eq!(st.dst_regs(&op).collect::<Vec<_>>(), vec![4, 5]);
+        op.dst_regs = 4;
+        assert_eq!(st.dst_regs(&op).collect::<Vec<_>>(), vec![4, 5, 6, 7]);
+        let rz_dst = StaticInst {
+            dsts: vec![RZ],
+            ..st
+        };
+        assert_eq!(rz_dst.dst_regs(&op).count(), 0);
+    }
 }

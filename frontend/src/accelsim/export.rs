@@ -6,10 +6,11 @@
 //! post-processing tool, so a trace captured by the tracer comes back byte for byte.
 
 use super::import::ImportError;
+use super::line::{TextAddrs, TextInst};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tessera_traces::codec::{Addrs, ADDR_DELTA, ADDR_STRIDE};
+use tessera_traces::codec::{Addrs, ADDR_DELTA};
 use tessera_traces::{Command, DecodedCta, KernelMeta, TraceFile, WarpInst};
 
 /// What an export wrote.
@@ -28,49 +29,38 @@ fn ferr(path: &Path, e: impl std::fmt::Display) -> ImportError {
     }
 }
 
-/// Formats one instruction line (without the newline) into `out`.
-pub fn format_inst_line(meta: &KernelMeta, cta: &DecodedCta, inst: &WarpInst, out: &mut String) {
+/// Fills `out` (buffers reused) with the text form of a decoded instruction.
+pub fn to_text_inst(meta: &KernelMeta, cta: &DecodedCta, inst: &WarpInst, out: &mut TextInst) {
     let st = &meta.statics[inst.slot as usize];
-    if let Some(l) = st.line {
-        let _ = write!(out, "{l} ");
-    }
-    let _ = write!(out, "{:04x} {:08x} {} ", inst.pc, inst.mask, st.dsts.len());
-    for r in &st.dsts {
-        let _ = write!(out, "R{r} ");
-    }
-    let _ = write!(
-        out,
-        "{} {} ",
-        meta.opcodes[st.opcode as usize].name,
-        st.srcs.len()
-    );
-    for r in &st.srcs {
-        let _ = write!(out, "R{r} ");
-    }
-    let _ = write!(out, "{} ", st.mem_width);
-    match inst.addrs {
-        Addrs::None => {}
-        Addrs::Stride { base, stride } => {
-            let _ = write!(out, "{ADDR_STRIDE} 0x{base:x} {stride} ");
-        }
+    out.line = st.line;
+    out.pc = inst.pc;
+    out.mask = inst.mask;
+    out.dsts.clear();
+    out.dsts.extend_from_slice(&st.dsts);
+    out.opcode.clear();
+    out.opcode.push_str(&meta.opcodes[st.opcode as usize].name);
+    out.srcs.clear();
+    out.srcs.extend_from_slice(&st.srcs);
+    out.mem_width = st.mem_width;
+    out.imm = st.imm;
+    out.addrs = match inst.addrs {
+        Addrs::None => TextAddrs::None,
+        Addrs::Stride { base, stride } => TextAddrs::Stride { base, stride },
         Addrs::List { start, len } => {
             let a = &cta.addrs[start as usize..(start + len) as usize];
             if inst.addr_mode == ADDR_DELTA {
-                let _ = write!(out, "{ADDR_DELTA} 0x{:x} ", a.first().copied().unwrap_or(0));
-                for w in a.windows(2) {
-                    let _ = write!(out, "{} ", w[1].wrapping_sub(w[0]) as i64);
+                TextAddrs::Delta {
+                    base: a.first().copied().unwrap_or(0),
+                    deltas: a
+                        .windows(2)
+                        .map(|w| w[1].wrapping_sub(w[0]) as i64)
+                        .collect(),
                 }
             } else {
-                out.push_str("0 ");
-                for x in a {
-                    let _ = write!(out, "0x{x:016x} ");
-                }
+                TextAddrs::List(a.to_vec())
             }
         }
-    }
-    if let Some(imm) = st.imm {
-        let _ = write!(out, "{imm} ");
-    }
+    };
 }
 
 /// A header in the tracer's version-5 layout, for kernels that were not imported (generated
@@ -200,6 +190,7 @@ fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError
     let mut total = 0u64;
     let mut dec = t.decoder();
     let mut first = true;
+    let mut text = TextInst::default();
     for chunk in t.kernel_chunks(k) {
         dec.for_each_cta(chunk, |cta| -> Result<(), ImportError> {
             if !first {
@@ -221,8 +212,8 @@ fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError
             for wp in &cta.warps {
                 let _ = write!(s, "\nwarp = {}\ninsts = {}\n", wp.warp_id, wp.insts.len());
                 for inst in &cta.insts[wp.insts.clone()] {
-                    format_inst_line(meta, cta, inst, &mut s);
-                    s.push('\n');
+                    to_text_inst(meta, cta, inst, &mut text);
+                    let _ = writeln!(s, "{text}");
                 }
             }
             s.push_str("\n#END_TB\n");

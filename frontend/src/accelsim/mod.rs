@@ -18,7 +18,7 @@ mod export;
 mod import;
 mod line;
 
-pub use export::{export_dir, format_inst_line, ExportReport};
+pub use export::{export_dir, to_text_inst, ExportReport};
 pub use import::{import_dir, ImportError, ImportOptions, ImportReport};
 pub use line::{parse_inst_line, LineError, TextAddrs, TextInst};
 
