@@ -5,7 +5,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
-use tessera_frontend::accelsim::{export_dir, import_dir, ImportOptions};
+use std::io::IsTerminal;
+use tessera_frontend::accelsim::{export_dir, import_dir_with_progress, ImportOptions};
 use tessera_traces::{OpClass, TraceFile, WriterOptions};
 
 #[derive(Subcommand)]
@@ -78,7 +79,26 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                     chunk_target_bytes: writer.chunk_kib as usize * 1024,
                 },
             };
-            let rep = import_dir(&dir, &output, &opts)?;
+            // A progress line on a terminal only; logs and pipes get the summary alone.
+            let tty = std::io::stderr().is_terminal();
+            let mut last = Instant::now();
+            let mut progress = |r: &tessera_frontend::accelsim::ImportReport| {
+                if tty && last.elapsed().as_secs_f64() >= 1.0 {
+                    last = Instant::now();
+                    let s = t0.elapsed().as_secs_f64();
+                    eprint!(
+                        "\r  {:.0} MB of text read, {} kernel(s) done, {:.1} MB/s   ",
+                        r.text_bytes as f64 / 1e6,
+                        r.kernels,
+                        r.text_bytes as f64 / 1e6 / s
+                    );
+                }
+            };
+            let res = import_dir_with_progress(&dir, &output, &opts, &mut progress);
+            if tty && t0.elapsed().as_secs_f64() >= 1.0 {
+                eprintln!();
+            }
+            let rep = res?;
             let secs = t0.elapsed().as_secs_f64();
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
             println!(

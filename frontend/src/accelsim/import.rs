@@ -92,6 +92,17 @@ pub fn import_dir(
     out: &Path,
     opts: &ImportOptions,
 ) -> Result<ImportReport, ImportError> {
+    import_dir_with_progress(dir, out, opts, &mut |_| {})
+}
+
+/// [`import_dir`], calling `progress` with the running totals about every 64 Ki lines
+/// (the counts of the kernel being imported are added when it ends; `text_bytes` is live).
+pub fn import_dir_with_progress(
+    dir: &Path,
+    out: &Path,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(&ImportReport),
+) -> Result<ImportReport, ImportError> {
     let lists = command_lists(dir)?;
     let mut w = TraceWriter::create(out, opts.writer)?;
     let mut rep = ImportReport::default();
@@ -133,7 +144,7 @@ pub fn import_dir(
                         path.display()
                     )));
                 }
-                let k = import_kernel(&path, l, device, &mut w, opts, &mut rep)?;
+                let k = import_kernel(&path, l, device, &mut w, opts, &mut rep, progress)?;
                 w.add_command(Command::KernelLaunch { device, kernel: k })?;
             } else {
                 return Err(lerr(format!(
@@ -248,6 +259,7 @@ fn import_kernel(
     w: &mut TraceWriter,
     opts: &ImportOptions,
     rep: &mut ImportReport,
+    progress: &mut dyn FnMut(&ImportReport),
 ) -> Result<u32, ImportError> {
     let mut rd = open_kernel(path)?;
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
@@ -377,6 +389,9 @@ fn import_kernel(
 
     while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
         line_no += 1;
+        if line_no % (1 << 16) == 0 {
+            progress(rep);
+        }
         let l: &[u8] = &buf;
         let first = l.iter().position(|b| !b.is_ascii_whitespace());
         let Some(first) = first else { continue };

@@ -19,7 +19,7 @@ mod import;
 mod line;
 
 pub use export::{export_dir, to_text_inst, ExportReport};
-pub use import::{import_dir, ImportError, ImportOptions, ImportReport};
+pub use import::{import_dir, import_dir_with_progress, ImportError, ImportOptions, ImportReport};
 pub use line::{parse_inst_line, LineError, TextAddrs, TextInst};
 
 /// Register number the tracer uses for RZ, the zero register.
