@@ -410,7 +410,7 @@ pub fn split_chunk(raw: &[u8]) -> CResult<Vec<&[u8]>> {
     let mut out = Vec::with_capacity(n);
     for len in lens {
         let sub = c.take(len)?;
-        out.push(&sub.buf[..]);
+        out.push(sub.buf);
     }
     if !c.is_empty() {
         return Err(CodecError("bytes left after the last CTA of the chunk"));

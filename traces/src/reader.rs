@@ -286,10 +286,10 @@ impl<'f> ChunkDecoder<'f> {
         let frame = &f.map[start..end];
         self.raw.clear();
         self.raw.reserve(c.raw_len as usize);
-        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw_spare(c.raw_len as usize))
+        // Decompresses into the Vec's capacity and sets its length; a frame that would
+        // exceed raw_len is an error, not a reallocation.
+        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw)
             .map_err(|e| f.chunk_error(chunk, &format!("cannot decompress: {e}")))?;
-        // SAFETY-free variant: decompress_to_buffer wrote into a zeroed Vec of raw_len.
-        self.raw.truncate(n);
         if n != c.raw_len as usize {
             return Err(f.chunk_error(chunk, "decompressed length differs from the index"));
         }
@@ -309,11 +309,6 @@ impl<'f> ChunkDecoder<'f> {
             .extend(recs.iter().map(|r| (r.as_ptr() as usize - base, r.len())));
         self.loaded = Some(chunk);
         Ok(self.ctas.len())
-    }
-
-    fn raw_spare(&mut self, len: usize) -> &mut Vec<u8> {
-        self.raw.resize(len, 0);
-        &mut self.raw
     }
 
     /// Decodes CTA `i` (position within the loaded chunk).

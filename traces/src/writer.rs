@@ -11,7 +11,7 @@ use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
 use crate::opcode::{OpClass, OpcodeInfo};
 use crate::schema::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -165,7 +165,7 @@ impl TraceWriter {
         meta.n_chunks = 0;
         self.kernel = Some(KernelBuild {
             meta,
-            by_pc: HashMap::new(),
+            by_pc: HashMap::default(),
             slot_insts: Vec::new(),
             cta_index: 0,
         });

@@ -2,7 +2,8 @@
 
 use super::line::{parse_inst_line_into, TextAddrs, TextInst};
 use crate::opcodes::{decode_opcode, unknown_opcode, ArchFamily};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -354,7 +355,7 @@ fn import_kernel(
     let lineinfo = hdr.lineinfo;
     let kernel = w.begin_kernel(meta)?;
 
-    let mut opcodes: HashMap<String, u16> = HashMap::new();
+    let mut opcodes: HashMap<String, u16> = HashMap::default();
     let mut unknown: Vec<bool> = Vec::new();
     let mut inst = TextInst::default();
     let mut addr_buf: Vec<u64> = Vec::with_capacity(32);
@@ -389,7 +390,7 @@ fn import_kernel(
 
     while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
         line_no += 1;
-        if line_no % (1 << 16) == 0 {
+        if line_no.is_multiple_of(1 << 16) {
             progress(rep);
         }
         let l: &[u8] = &buf;

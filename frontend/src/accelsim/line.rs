@@ -88,30 +88,44 @@ impl fmt::Display for LineError {
     }
 }
 
+/// Whitespace-separated fields of a line.
 struct Toks<'a> {
-    it: std::iter::Filter<std::slice::Split<'a, u8, fn(&u8) -> bool>, fn(&&[u8]) -> bool>,
+    line: &'a [u8],
+    pos: usize,
 }
 
-fn is_space(b: &u8) -> bool {
-    *b == b' ' || *b == b'\t' || *b == b'\r'
-}
-
-fn non_empty(s: &&[u8]) -> bool {
-    !s.is_empty()
+#[inline]
+fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t' || b == b'\r'
 }
 
 impl<'a> Toks<'a> {
     fn new(line: &'a [u8]) -> Self {
-        Toks {
-            it: line
-                .split(is_space as fn(&u8) -> bool)
-                .filter(non_empty as fn(&&[u8]) -> bool),
-        }
+        Toks { line, pos: 0 }
     }
 
+    #[inline]
+    fn next_field(&mut self) -> Option<&'a [u8]> {
+        let l = self.line;
+        let mut i = self.pos;
+        while i < l.len() && is_space(l[i]) {
+            i += 1;
+        }
+        if i == l.len() {
+            self.pos = i;
+            return None;
+        }
+        let start = i;
+        while i < l.len() && !is_space(l[i]) {
+            i += 1;
+        }
+        self.pos = i;
+        Some(&l[start..i])
+    }
+
+    #[inline]
     fn next(&mut self, what: &str) -> Result<&'a [u8], LineError> {
-        self.it
-            .next()
+        self.next_field()
             .ok_or_else(|| LineError(format!("line ends before its {what}")))
     }
 }
@@ -199,19 +213,42 @@ fn dec_i64(t: &[u8], what: &str) -> Result<i64, LineError> {
     }
 }
 
+/// Parses field `i` (0-based) of `n` registers on one `side`; messages built only on error.
 #[inline]
-fn reg(t: &[u8], what: &str) -> Result<u16, LineError> {
-    let n = t
-        .strip_prefix(b"R")
-        .and_then(|d| dec_u64(d, what).ok())
-        .filter(|&n| n <= 255)
+fn reg_field(t: &mut Toks<'_>, side: &str, i: u32, n: u32) -> Result<u16, LineError> {
+    let tok = t.next_field().ok_or_else(|| {
+        LineError(format!(
+            "line ends before its {side} register {} of {n}",
+            i + 1
+        ))
+    })?;
+    tok.strip_prefix(b"R")
+        .and_then(|d| dec_u64(d, "").ok())
+        .filter(|&r| r <= 255)
+        .map(|r| r as u16)
         .ok_or_else(|| {
             LineError(format!(
-                "expected {what} as a register R0..R255, found '{}'",
-                show(t)
+                "expected {side} register {} of {n} as a register R0..R255, found '{}'",
+                i + 1,
+                show(tok)
             ))
-        })?;
-    Ok(n as u16)
+        })
+}
+
+/// Parses the `i`-th (0-based) of `n` address fields with `parse`; messages built only on
+/// error.
+#[inline]
+fn indexed<T>(
+    t: &mut Toks<'_>,
+    what: &str,
+    i: u32,
+    n: u32,
+    parse: impl Fn(&[u8], &str) -> Result<T, LineError>,
+) -> Result<T, LineError> {
+    let tok = t
+        .next_field()
+        .ok_or_else(|| LineError(format!("line ends before its {what} {} of {n}", i + 1)))?;
+    parse(tok, "").map_err(|_| LineError(format!("bad {what} {} of {n}: '{}'", i + 1, show(tok))))
 }
 
 /// Most registers an instruction line may list on either side. The tracer records at
@@ -264,8 +301,7 @@ pub fn parse_inst_line_into(
     let dsts = &mut out.dsts;
     dsts.clear();
     for i in 0..n_dst {
-        let what = format!("destination register {} of {n_dst}", i + 1);
-        dsts.push(reg(t.next(&what)?, &what)?);
+        dsts.push(reg_field(&mut t, "destination", i, n_dst)?);
     }
     let op = t.next("opcode")?;
     if !op[0].is_ascii_alphabetic() {
@@ -288,8 +324,7 @@ pub fn parse_inst_line_into(
     let srcs = &mut out.srcs;
     srcs.clear();
     for i in 0..n_src {
-        let what = format!("source register {} of {n_src}", i + 1);
-        srcs.push(reg(t.next(&what)?, &what)?);
+        srcs.push(reg_field(&mut t, "source", i, n_src)?);
     }
     let mem_width = dec_u32(t.next("memory width")?, "a memory width")?;
     let old = std::mem::replace(&mut out.addrs, TextAddrs::None);
@@ -308,8 +343,13 @@ pub fn parse_inst_line_into(
                     _ => Vec::with_capacity(32),
                 };
                 for i in 0..active {
-                    let what = format!("address {} of {active} (one per active lane)", i + 1);
-                    v.push(hex(t.next(&what)?, &what, 64)?);
+                    v.push(indexed(
+                        &mut t,
+                        "hexadecimal address (one per active lane)",
+                        i,
+                        active,
+                        |f, w| hex(f, w, 64),
+                    )?);
                 }
                 TextAddrs::List(v)
             }
@@ -331,8 +371,7 @@ pub fn parse_inst_line_into(
                     _ => Vec::with_capacity(32),
                 };
                 for i in 0..n {
-                    let what = format!("address delta {} of {n}", i + 1);
-                    deltas.push(dec_i64(t.next(&what)?, &what)?);
+                    deltas.push(indexed(&mut t, "address delta", i, n, dec_i64)?);
                 }
                 TextAddrs::Delta { base, deltas }
             }
@@ -343,11 +382,14 @@ pub fn parse_inst_line_into(
             }
         }
     };
-    let imm = match t.it.next() {
+    let imm = match t.next_field() {
         None => None,
         Some(tok) => Some(dec_i64(tok, "an immediate")?),
     };
-    let extra = t.it.count();
+    let mut extra = 0;
+    while t.next_field().is_some() {
+        extra += 1;
+    }
     if extra > 0 {
         return Err(LineError(format!(
             "{extra} unexpected field(s) after the immediate: wrong register count or address count?"
