@@ -13,6 +13,7 @@
 //! - `decompress_only/*`: zstd decompression of every chunk (no CTA decoding);
 //! - `decode_cta_only/*`: `codec::decode_cta` on already decompressed chunks (varint
 //!   decoding without zstd), with the same address walk;
+//! - `decode_cta_no_lanes/*`: the same without walking the lanes' addresses;
 //! - `encode/*`: `TraceWriter` from instructions to a finished file.
 //!
 //! Run with `cargo bench -p tessera-traces --bench decode`.
@@ -342,6 +343,29 @@ fn benches(c: &mut Criterion) {
                     }
                 }
                 black_box(sum)
+            })
+        });
+    }
+    g.finish();
+
+    // The same without the lane walk: the varint decoding alone.
+    let mut g = c.benchmark_group("decode_cta_no_lanes");
+    g.throughput(Throughput::Elements(WARP_INSTS));
+    for (name, _, path) in &files {
+        let t = TraceFile::open(path).unwrap();
+        let chunks = raw_chunks(path);
+        let mut cta = DecodedCta::default();
+        g.bench_function(*name, |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                for (k, raw) in &chunks {
+                    let slots = t.slot_infos(*k);
+                    for rec in split_chunk(raw).unwrap() {
+                        decode_cta(rec, slots, &mut cta).unwrap();
+                        n += cta.insts.len() + cta.addrs.len();
+                    }
+                }
+                black_box(n)
             })
         });
     }

@@ -284,11 +284,10 @@ impl<'f> ChunkDecoder<'f> {
         let start = c.offset as usize;
         let end = start + c.stored_len as usize;
         let frame = &f.map[start..end];
+        // zstd writes into the initialized length of the buffer (a slice), so size it first.
         self.raw.clear();
-        self.raw.reserve(c.raw_len as usize);
-        // Decompresses into the Vec's capacity and sets its length; a frame that would
-        // exceed raw_len is an error, not a reallocation.
-        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw)
+        self.raw.resize(c.raw_len as usize, 0);
+        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw[..])
             .map_err(|e| f.chunk_error(chunk, &format!("cannot decompress: {e}")))?;
         if n != c.raw_len as usize {
             return Err(f.chunk_error(chunk, "decompressed length differs from the index"));
