@@ -75,15 +75,28 @@ impl<'a> Cursor<'a> {
         self.pos >= self.buf.len()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self) -> CResult<u64> {
-        // Fast path: one byte.
+        // Fast paths: one byte (most slot and mask entries) and two bytes (most address
+        // deltas), without a call.
         if let Some(&b) = self.buf.get(self.pos) {
             if b < 0x80 {
                 self.pos += 1;
                 return Ok(b as u64);
             }
+            if let Some(&b1) = self.buf.get(self.pos + 1) {
+                if b1 < 0x80 {
+                    self.pos += 2;
+                    return Ok((b & 0x7f) as u64 | (b1 as u64) << 7);
+                }
+            }
         }
+        self.varint_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn varint_slow(&mut self) -> CResult<u64> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -191,14 +204,28 @@ pub struct DecodedWarp {
 }
 
 /// A decoded CTA; buffers are reused across calls to [`decode_cta`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct DecodedCta {
     pub id: [u32; 3],
     pub cluster: Option<ClusterInfo>,
     pub warps: Vec<DecodedWarp>,
     pub insts: Vec<WarpInst>,
     pub addrs: Vec<u64>,
+    /// Decoder scratch: previous base address per static instruction.
+    last_base: Vec<u64>,
 }
+
+impl PartialEq for DecodedCta {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.cluster == o.cluster
+            && self.warps == o.warps
+            && self.insts == o.insts
+            && self.addrs == o.addrs
+    }
+}
+
+impl Eq for DecodedCta {}
 
 impl DecodedCta {
     /// The instructions of warp `w` (position in listing order, not warp id).
@@ -445,7 +472,26 @@ pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResu
         _ => return Err(CodecError("bad CTA flags byte")),
     };
     let n_warps = c.varint()?;
-    let mut last_base = vec![0u64; slots.len()];
+    let mut last_base = std::mem::take(&mut out.last_base);
+    last_base.clear();
+    last_base.resize(slots.len(), 0);
+    let res = decode_warps(&mut c, n_warps, slots, &mut last_base, out);
+    out.last_base = last_base;
+    res?;
+    if !c.is_empty() {
+        return Err(CodecError("bytes left after the CTA's last warp"));
+    }
+    Ok(())
+}
+
+#[inline]
+fn decode_warps(
+    c: &mut Cursor<'_>,
+    n_warps: u64,
+    slots: &[SlotInfo],
+    last_base: &mut [u64],
+    out: &mut DecodedCta,
+) -> CResult<()> {
     for _ in 0..n_warps {
         let warp_id = c.u32()?;
         let n = c.varint()? as usize;
@@ -461,9 +507,10 @@ pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResu
             ));
         }
         let start = out.insts.len();
+        // Column by column: each loop keeps few values live, which is what makes decoding
+        // fast (one pass over all columns at once spills registers on x86-64).
         out.insts.reserve(n);
         let mut prev_slot: i64 = -1;
-        let mut mask = u32::MAX;
         for _ in 0..n {
             let slot = prev_slot + 1 + unzigzag(sc.varint()?);
             prev_slot = slot;
@@ -471,21 +518,39 @@ pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResu
                 .ok()
                 .and_then(|s| slots.get(s))
                 .ok_or(CodecError("static instruction index out of range"))?;
-            mask ^=
-                u32::try_from(mc.varint()?).map_err(|_| CodecError("mask wider than 32 bits"))?;
-            let (addr_mode, addrs) = if info.has_mem {
-                decode_addrs(&mut ac, slot as usize, mask, &mut last_base, &mut out.addrs)?
-            } else {
-                (0, Addrs::None)
-            };
             out.insts.push(WarpInst {
                 pc: info.pc,
-                mask,
+                mask: 0,
                 slot: slot as u32,
                 class: info.class,
-                addr_mode,
-                addrs,
+                addr_mode: 0,
+                addrs: Addrs::None,
             });
+        }
+        let mut mask = u32::MAX;
+        for inst in &mut out.insts[start..] {
+            mask ^=
+                u32::try_from(mc.varint()?).map_err(|_| CodecError("mask wider than 32 bits"))?;
+            inst.mask = mask;
+        }
+        if !ac.is_empty() {
+            for inst in &mut out.insts[start..] {
+                // In range: checked by the first loop.
+                if slots[inst.slot as usize].has_mem {
+                    (inst.addr_mode, inst.addrs) = decode_addrs(
+                        &mut ac,
+                        inst.slot as usize,
+                        inst.mask,
+                        last_base,
+                        &mut out.addrs,
+                    )?;
+                }
+            }
+        } else if out.insts[start..]
+            .iter()
+            .any(|i| slots[i.slot as usize].has_mem)
+        {
+            return Err(CodecError("memory instruction without its addresses"));
         }
         if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() {
             return Err(CodecError(
@@ -496,9 +561,6 @@ pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResu
             warp_id,
             insts: start..out.insts.len(),
         });
-    }
-    if !c.is_empty() {
-        return Err(CodecError("bytes left after the CTA's last warp"));
     }
     Ok(())
 }

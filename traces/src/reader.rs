@@ -183,6 +183,7 @@ impl TraceFile {
     /// A new decoder for this file (one per worker thread).
     pub fn decoder(&self) -> ChunkDecoder<'_> {
         ChunkDecoder {
+            zstd: None,
             file: self,
             raw: Vec::new(),
             loaded: None,
@@ -256,6 +257,8 @@ pub struct ChunkDecoder<'f> {
     ctas: Vec<(usize, usize)>,
     cta: DecodedCta,
     release_pages: bool,
+    /// Created on first use, then reused for every chunk.
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
 }
 
 impl<'f> ChunkDecoder<'f> {
@@ -287,7 +290,16 @@ impl<'f> ChunkDecoder<'f> {
         // zstd writes into the initialized length of the buffer (a slice), so size it first.
         self.raw.clear();
         self.raw.resize(c.raw_len as usize, 0);
-        let n = zstd::bulk::decompress_to_buffer(frame, &mut self.raw[..])
+        let zstd = match &mut self.zstd {
+            Some(z) => z,
+            None => self
+                .zstd
+                .insert(zstd::bulk::Decompressor::new().map_err(|e| {
+                    f.chunk_error(chunk, &format!("cannot create a zstd context: {e}"))
+                })?),
+        };
+        let n = zstd
+            .decompress_to_buffer(frame, &mut self.raw[..])
             .map_err(|e| f.chunk_error(chunk, &format!("cannot decompress: {e}")))?;
         if n != c.raw_len as usize {
             return Err(f.chunk_error(chunk, "decompressed length differs from the index"));
