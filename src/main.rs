@@ -1,6 +1,26 @@
 //! `tessera`: the command-line tool. Parses arguments and calls the crates; no models here.
 
+/// `println!` for results on stdout that ends the process quietly when stdout is closed
+/// (`tessera trace info big.tst | head`), instead of panicking as `println!` does.
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::write_stdout(format_args!($($t)*)) };
+}
+
 mod trace_cmd;
+
+/// Writes one line to stdout; a closed pipe ends the process (exit 0, like `head` wants),
+/// any other write error ends it with a message.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|_| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

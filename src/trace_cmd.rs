@@ -101,11 +101,11 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let rep = res?;
             let secs = t0.elapsed().as_secs_f64();
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
-            println!(
+            outln!(
                 "imported {} kernel(s), {} CTAs, {} warps, {} warp instructions, {} thread instructions",
                 rep.kernels, rep.ctas, rep.warps, rep.warp_insts, rep.thread_insts
             );
-            println!(
+            outln!(
                 "wrote {} ({} bytes, {:.2}x smaller than the {} bytes of text)",
                 output.display(),
                 size,
@@ -113,7 +113,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 rep.text_bytes
             );
             for (op, n) in &rep.unknown_opcodes {
-                println!("unknown opcode {op}: {n} warp instructions imported as class 'other'");
+                outln!("unknown opcode {op}: {n} warp instructions imported as class 'other'");
             }
             eprintln!(
                 "import took {secs:.2} s: {:.1} MB/s of text, {:.2} M warp instructions/s{}",
@@ -129,7 +129,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             output,
         } => {
             let rep = export_dir(&file, &output)?;
-            println!(
+            outln!(
                 "exported {} kernel(s), {} warp instructions to {} ({} files, {} bytes)",
                 rep.kernels,
                 rep.warp_insts,
@@ -146,7 +146,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let rep = tessera_traces::verify(&t)
                 .with_context(|| format!("verification of {} failed", file.display()))?;
             let secs = t0.elapsed().as_secs_f64();
-            println!(
+            outln!(
                 "{}: OK: {} kernel(s), {} chunks, {} CTAs, {} warps, {} warp instructions, {} thread instructions; all checksums and counts match",
                 file.display(),
                 rep.kernels,
@@ -218,10 +218,10 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
         }
     });
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{}: .tst format {}, {} device(s), {} command(s), {} bytes",
         file.display(),
         tessera_traces::FORMAT_VERSION,
@@ -231,7 +231,7 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
     );
     for (i, k) in t.kernels().iter().enumerate() {
         let c = &k.counts;
-        println!(
+        outln!(
             "kernel {i} (id {}) {}\n  grid ({},{},{}) block ({},{},{}) sm_{} tracer v{}\n  {} CTAs, {} warps, {} warp instructions, {} thread instructions\n  {} bytes in {} chunks ({} bytes uncompressed)",
             k.id, k.name, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
             k.binary_version, k.tracer_version, c.ctas, c.warps, c.warp_insts, c.thread_insts,
@@ -259,15 +259,15 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
                 )
             })
             .collect();
-        println!("  mix: {}", parts.join(", "));
+        outln!("  mix: {}", parts.join(", "));
         if c.unknown_opcode_insts > 0 {
-            println!(
+            outln!(
                 "  {} warp instructions with unknown opcodes (class other)",
                 c.unknown_opcode_insts
             );
         }
     }
-    println!(
+    outln!(
         "total: {} kernel(s), {ctas} CTAs, {warps} warps, {wi} warp instructions, {ti} thread instructions",
         t.kernels().len()
     );

@@ -50,7 +50,10 @@ impl TraceFile {
             path: path.to_path_buf(),
             detail,
         };
-        if map.len() < MAGIC.len() || &map[..MAGIC.len()] != MAGIC {
+        if map.len() < MAGIC.len() && MAGIC.starts_with(&map[..]) {
+            return Err(truncated(format!("{} bytes, shorter than the header", map.len())));
+        }
+        if &map[..MAGIC.len()] != MAGIC {
             return Err(TraceError::NotATrace {
                 path: path.to_path_buf(),
             });

@@ -272,9 +272,11 @@ fn import_kernel(
         line,
         msg,
     };
+    let mut unterminated = false;
     let read_line = |rd: &mut Box<dyn BufRead>,
                      buf: &mut Vec<u8>,
-                     text_bytes: &mut u64|
+                     text_bytes: &mut u64,
+                     unterminated: &mut bool|
      -> Result<bool, ImportError> {
         buf.clear();
         let n = rd
@@ -283,12 +285,16 @@ fn import_kernel(
         *text_bytes += n as u64;
         if buf.last() == Some(&b'\n') {
             buf.pop();
+        } else if n > 0 {
+            // The last line of the file has no newline: remember it so that a parse
+            // error there reads as what it most likely is, a cut-off file.
+            *unterminated = true;
         }
         Ok(n > 0)
     };
     // Header: everything before the first #BEGIN_TB.
     let mut first_tb = false;
-    while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
+    while read_line(&mut rd, &mut buf, &mut rep.text_bytes, &mut unterminated)? {
         line_no += 1;
         let l = std::str::from_utf8(&buf).map_err(|_| {
             lerr(
@@ -301,7 +307,7 @@ fn import_kernel(
             break;
         }
         if l.starts_with('-') {
-            hdr.parse(l).map_err(|m| lerr(line_no, m))?;
+            hdr.parse(l.trim_end()).map_err(|m| lerr(line_no, m))?;
         } else if !l.trim().is_empty() && !l.starts_with('#') {
             return Err(lerr(
                 line_no,
@@ -388,7 +394,7 @@ fn import_kernel(
         Ok(())
     };
 
-    while read_line(&mut rd, &mut buf, &mut rep.text_bytes)? {
+    while read_line(&mut rd, &mut buf, &mut rep.text_bytes, &mut unterminated)? {
         line_no += 1;
         if line_no.is_multiple_of(1 << 16) {
             progress(rep);
@@ -421,7 +427,13 @@ fn import_kernel(
                 ));
             }
             ws.seen += 1;
-            parse_inst_line_into(l, lineinfo, &mut inst).map_err(|e| lerr(line_no, e.0))?;
+            parse_inst_line_into(l, lineinfo, &mut inst).map_err(|e| {
+                if unterminated {
+                    lerr(line_no, format!("file ends in the middle of this line (truncated trace?): {}", e.0))
+                } else {
+                    lerr(line_no, e.0)
+                }
+            })?;
             let opcode = match opcodes.get(inst.opcode.as_str()) {
                 Some(&o) => o,
                 None => {

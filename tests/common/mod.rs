@@ -1,0 +1,247 @@
+//! Helpers shared by the end-to-end tests of the `tessera` binary.
+//!
+//! Each integration test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `tessera` binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tessera")
+}
+
+/// `tests/data/<name>`.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Runs `tessera` with `args` and returns its output, whatever the exit status.
+pub fn tessera<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("cannot run the tessera binary")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `tessera` and panics with its stdout and stderr unless it succeeds.
+pub fn tessera_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let o = tessera(args);
+    assert!(
+        o.status.success(),
+        "tessera {:?} failed ({})\nstdout:\n{}\nstderr:\n{}",
+        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// `tessera trace import accel-sim <dir> -o <out>` (plus `extra`), which must succeed.
+pub fn import(dir: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "trace".as_ref(),
+        "import".as_ref(),
+        "accel-sim".as_ref(),
+        dir.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
+    tessera_ok(&args)
+}
+
+/// `tessera trace export accel-sim <tst> -o <dir>`, which must succeed.
+pub fn export(tst: &Path, dir: &Path) -> Output {
+    tessera_ok(&[
+        "trace".as_ref(),
+        "export".as_ref(),
+        "accel-sim".as_ref(),
+        tst.as_os_str(),
+        "-o".as_ref(),
+        dir.as_os_str(),
+    ])
+}
+
+/// `tessera trace info --json <tst>`, parsed.
+pub fn info_json(tst: &Path) -> serde_json::Value {
+    let o = tessera_ok(&[
+        "trace".as_ref(),
+        "info".as_ref(),
+        tst.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "info --json printed something that is not JSON ({e}):\n{}",
+            stdout(&o)
+        )
+    })
+}
+
+/// `tessera trace verify <tst>`, which must succeed; returns its stdout.
+pub fn verify(tst: &Path) -> String {
+    stdout(&tessera_ok(&[
+        "trace".as_ref(),
+        "verify".as_ref(),
+        tst.as_os_str(),
+    ]))
+}
+
+/// Copies the files of directory `from` (not recursive) into `to`, creating it.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Replaces `path` by `path.xz`, compressed with the xz2 crate.
+pub fn xz_in_place(path: &Path) -> PathBuf {
+    use std::io::Write;
+    let text = std::fs::read(path).unwrap();
+    let mut xz_name = path.as_os_str().to_owned();
+    xz_name.push(".xz");
+    let xz_path = PathBuf::from(xz_name);
+    let f = std::fs::File::create(&xz_path).unwrap();
+    let mut enc = xz2::write::XzEncoder::new(f, 6);
+    enc.write_all(&text).unwrap();
+    enc.finish().unwrap();
+    std::fs::remove_file(path).unwrap();
+    xz_path
+}
+
+/// Counts of a `.traceg` text, taken by reading the text directly (independently of the
+/// importer): CTAs are `#BEGIN_TB` lines, warps `warp = N` lines, and each warp's
+/// instruction lines are the `insts = K` lines that follow its `insts = K` line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HandCount {
+    pub ctas: u64,
+    pub warps: u64,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+}
+
+impl HandCount {
+    pub fn add(&mut self, o: &HandCount) {
+        self.ctas += o.ctas;
+        self.warps += o.warps;
+        self.warp_insts += o.warp_insts;
+        self.thread_insts += o.thread_insts;
+    }
+}
+
+pub fn hand_count(text: &str) -> HandCount {
+    let mut c = HandCount::default();
+    let lineinfo = text.lines().any(|l| l.trim_end() == "-enable lineinfo = 1");
+    let mask_field = if lineinfo { 2 } else { 1 };
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        let l = l.trim();
+        if l == "#BEGIN_TB" {
+            c.ctas += 1;
+        } else if l.starts_with("warp =") {
+            c.warps += 1;
+        } else if let Some(k) = l.strip_prefix("insts =") {
+            let k: u64 = k.trim().parse().unwrap();
+            for _ in 0..k {
+                let inst = lines.next().expect("file ends inside a warp");
+                let mask = inst.split_whitespace().nth(mask_field).unwrap();
+                c.warp_insts += 1;
+                c.thread_insts += u64::from(u32::from_str_radix(mask, 16).unwrap().count_ones());
+            }
+        }
+    }
+    c
+}
+
+/// Compares two trace texts line by line, field by field (whitespace-separated tokens),
+/// and panics naming the first differing line; then compares them byte for byte.
+pub fn assert_same_text(what: &str, original: &str, exported: &str) {
+    let a: Vec<&str> = original.lines().collect();
+    let b: Vec<&str> = exported.lines().collect();
+    for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        let tx: Vec<&str> = x.split_whitespace().collect();
+        let ty: Vec<&str> = y.split_whitespace().collect();
+        assert_eq!(
+            tx,
+            ty,
+            "{what}: line {} differs\n original: {x:?}\n exported: {y:?}",
+            i + 1
+        );
+    }
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{what}: the original has {} lines, the export {}",
+        a.len(),
+        b.len()
+    );
+    if original != exported {
+        let at = original
+            .bytes()
+            .zip(exported.bytes())
+            .position(|(x, y)| x != y)
+            .unwrap_or(original.len().min(exported.len()));
+        panic!("{what}: same fields, but the bytes differ first at byte offset {at}");
+    }
+}
+
+/// Asserts a failed run: non-zero exit, stderr one `error:` line containing every string
+/// of `needles`, and no panic.
+pub fn assert_clean_failure(o: &Output, needles: &[&str]) -> String {
+    let err = stderr(o);
+    assert!(
+        !o.status.success(),
+        "expected a failure, got success\nstdout:\n{}\nstderr:\n{err}",
+        stdout(o)
+    );
+    assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
+    assert!(
+        err.starts_with("error: "),
+        "stderr does not start with 'error: ':\n{err}"
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "stderr is not one message:\n{err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "stderr does not mention {n:?}:\n{err}");
+    }
+    err
+}
+
+/// `path` + `.partial`.
+pub fn partial(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".partial");
+    PathBuf::from(s)
+}
+
+/// Asserts that neither `path` nor `path.partial` exists.
+pub fn assert_no_output(path: &Path) {
+    assert!(!path.exists(), "{} was left behind", path.display());
+    let p = partial(path);
+    assert!(!p.exists(), "{} was left behind", p.display());
+}
+
+/// `info --json` without the fields that name or size the file itself.
+pub fn without_file_fields(mut v: serde_json::Value) -> serde_json::Value {
+    v.as_object_mut().unwrap().remove("file");
+    v
+}

@@ -1,0 +1,5 @@
+MemcpyHtoD,0x00007f5000000000,1024
+MemcpyHtoD,0x00007f5000001000,2048
+kernel-1.traceg
+MemcpyHtoD,0x00007f5000002000,512
+kernel-4.traceg.xz
