@@ -3,9 +3,9 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
-use std::io::IsTerminal;
 use tessera_frontend::accelsim::{export_dir, import_dir_with_progress, ImportOptions};
 use tessera_traces::{OpClass, TraceFile, WriterOptions};
 

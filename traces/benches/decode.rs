@@ -337,8 +337,9 @@ fn benches(c: &mut Criterion) {
                 let mut sum = 0u64;
                 for (k, raw) in &chunks {
                     let slots = t.slot_infos(*k);
+                    let version = t.version();
                     for rec in split_chunk(raw).unwrap() {
-                        decode_cta(rec, slots, &mut cta).unwrap();
+                        decode_cta(rec, slots, version, &mut cta).unwrap();
                         sum = sum.wrapping_add(touch(&cta));
                     }
                 }
@@ -360,8 +361,9 @@ fn benches(c: &mut Criterion) {
                 let mut n = 0usize;
                 for (k, raw) in &chunks {
                     let slots = t.slot_infos(*k);
+                    let version = t.version();
                     for rec in split_chunk(raw).unwrap() {
-                        decode_cta(rec, slots, &mut cta).unwrap();
+                        decode_cta(rec, slots, version, &mut cta).unwrap();
                         n += cta.insts.len() + cta.addrs.len();
                     }
                 }

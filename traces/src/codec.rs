@@ -211,6 +211,10 @@ pub struct DecodedCta {
     pub warps: Vec<DecodedWarp>,
     pub insts: Vec<WarpInst>,
     pub addrs: Vec<u64>,
+    /// Per-lane operands of atomics (format version 2), see [`DecodedCta::operands_of`].
+    pub operands: Vec<u64>,
+    /// `(instruction index, start in operands)` for each instruction with operands.
+    pub operand_index: Vec<(u32, u32)>,
     /// Decoder scratch: previous base address per static instruction.
     last_base: Vec<u64>,
 }
@@ -222,12 +226,28 @@ impl PartialEq for DecodedCta {
             && self.warps == o.warps
             && self.insts == o.insts
             && self.addrs == o.addrs
+            && self.operands == o.operands
+            && self.operand_index == o.operand_index
     }
 }
 
 impl Eq for DecodedCta {}
 
 impl DecodedCta {
+    /// The per-lane operands of instruction `i` (index into `insts`): for each active lane
+    /// in lane order, one value (two for compare-and-swap: compare, then new value).
+    /// `None` when the instruction carries none (not an atomic, a kernel without recorded
+    /// operands, or no active lane).
+    pub fn operands_of(&self, i: usize, per_lane: u8) -> Option<&[u64]> {
+        let k = self
+            .operand_index
+            .binary_search_by_key(&(i as u32), |&(x, _)| x)
+            .ok()?;
+        let start = self.operand_index[k].1 as usize;
+        let n = self.insts[i].mask.count_ones() as usize * per_lane as usize;
+        self.operands.get(start..start + n)
+    }
+
     /// The instructions of warp `w` (position in listing order, not warp id).
     pub fn warp(&self, w: usize) -> &[WarpInst] {
         &self.insts[self.warps[w].insts.clone()]
@@ -286,6 +306,27 @@ pub struct SlotInfo {
     pub pc: u32,
     pub class: OpClass,
     pub has_mem: bool,
+    /// Operands recorded per active lane (0 unless the kernel records operands and this
+    /// is an atomic or reduction: 1, or 2 for compare-and-swap).
+    pub operands: u8,
+}
+
+/// Operands per active lane an atomic or reduction records: 2 for compare-and-swap
+/// (compare value, new value), 1 for the others, 0 for non-atomics.
+pub fn operands_per_lane(op: &crate::OpcodeInfo) -> u8 {
+    match op.class {
+        OpClass::AtomicGlobal
+        | OpClass::AtomicShared
+        | OpClass::AtomicGeneric
+        | OpClass::Reduction => {
+            if op.atomic == crate::AtomicOp::Cas {
+                2
+            } else {
+                1
+            }
+        }
+        _ => 0,
+    }
 }
 
 /// Number of addresses a mode-0/2 record carries for `mask`.
@@ -308,6 +349,7 @@ pub struct CtaEncoder {
     slot_col: Vec<u8>,
     mask_col: Vec<u8>,
     addr_col: Vec<u8>,
+    operand_col: Vec<u8>,
     warp_id: u32,
     n_insts: u64,
     prev_slot: i64,
@@ -352,6 +394,14 @@ impl CtaEncoder {
         self.slot_col.clear();
         self.mask_col.clear();
         self.addr_col.clear();
+        self.operand_col.clear();
+    }
+
+    /// Appends the per-lane operands of the instruction just pushed (format version 2).
+    pub fn push_operands(&mut self, operands: &[u64]) {
+        for &v in operands {
+            put_varint(&mut self.operand_col, zigzag(v as i64));
+        }
     }
 
     /// Appends one instruction of the current warp. `addrs` must be `None` exactly when the
@@ -410,9 +460,11 @@ impl CtaEncoder {
         put_varint(w, self.slot_col.len() as u64);
         put_varint(w, self.mask_col.len() as u64);
         put_varint(w, self.addr_col.len() as u64);
+        put_varint(w, self.operand_col.len() as u64);
         w.extend_from_slice(&self.slot_col);
         w.extend_from_slice(&self.mask_col);
         w.extend_from_slice(&self.addr_col);
+        w.extend_from_slice(&self.operand_col);
     }
 
     /// Closes the CTA and returns its record (valid until the next `begin_cta`).
@@ -455,11 +507,19 @@ pub fn join_chunk(records: &[u8], lens: &[u32], out: &mut Vec<u8>) {
     out.extend_from_slice(records);
 }
 
-/// Decodes one CTA record into `out` (its buffers are reused).
-pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResult<()> {
+/// Decodes one CTA record of a file of format `version` into `out` (its buffers are
+/// reused).
+pub fn decode_cta(
+    rec: &[u8],
+    slots: &[SlotInfo],
+    version: u32,
+    out: &mut DecodedCta,
+) -> CResult<()> {
     out.warps.clear();
     out.insts.clear();
     out.addrs.clear();
+    out.operands.clear();
+    out.operand_index.clear();
     let mut c = Cursor::new(rec);
     out.id = [c.u32()?, c.u32()?, c.u32()?];
     out.cluster = match c.byte()? {
@@ -475,7 +535,7 @@ pub fn decode_cta(rec: &[u8], slots: &[SlotInfo], out: &mut DecodedCta) -> CResu
     let mut last_base = std::mem::take(&mut out.last_base);
     last_base.clear();
     last_base.resize(slots.len(), 0);
-    let res = decode_warps(&mut c, n_warps, slots, &mut last_base, out);
+    let res = decode_warps(&mut c, n_warps, slots, version >= 2, &mut last_base, out);
     out.last_base = last_base;
     res?;
     if !c.is_empty() {
@@ -489,6 +549,7 @@ fn decode_warps(
     c: &mut Cursor<'_>,
     n_warps: u64,
     slots: &[SlotInfo],
+    has_operand_col: bool,
     last_base: &mut [u64],
     out: &mut DecodedCta,
 ) -> CResult<()> {
@@ -498,9 +559,15 @@ fn decode_warps(
         let slot_len = c.varint()? as usize;
         let mask_len = c.varint()? as usize;
         let addr_len = c.varint()? as usize;
+        let operand_len = if has_operand_col {
+            c.varint()? as usize
+        } else {
+            0
+        };
         let mut sc = c.take(slot_len)?;
         let mut mc = c.take(mask_len)?;
         let mut ac = c.take(addr_len)?;
+        let mut oc = c.take(operand_len)?;
         if n > slot_len {
             return Err(CodecError(
                 "instruction count larger than the static column",
@@ -552,7 +619,21 @@ fn decode_warps(
         {
             return Err(CodecError("memory instruction without its addresses"));
         }
-        if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() {
+        if !oc.is_empty() {
+            for i in start..out.insts.len() {
+                let inst = &out.insts[i];
+                let per_lane = slots[inst.slot as usize].operands as u32;
+                if per_lane == 0 || inst.mask == 0 {
+                    continue;
+                }
+                out.operand_index
+                    .push((i as u32, out.operands.len() as u32));
+                for _ in 0..per_lane * inst.mask.count_ones() {
+                    out.operands.push(unzigzag(oc.varint()?) as u64);
+                }
+            }
+        }
+        if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
             return Err(CodecError(
                 "column has bytes left after the warp's last instruction",
             ));

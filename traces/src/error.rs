@@ -8,7 +8,7 @@ pub enum TraceError {
     Io { path: PathBuf, err: std::io::Error },
     #[error("{}: not a tessera trace (.tst): the file does not start with the magic bytes {:?}", path.display(), String::from_utf8_lossy(crate::format::MAGIC))]
     NotATrace { path: PathBuf },
-    #[error("{}: .tst format version {found}; this build of tessera reads version {supported}{}", path.display(), if *found > *supported { " (the file is newer: upgrade tessera)" } else { " (the file is older: re-import it)" })]
+    #[error("{}: .tst format version {found}; this build of tessera reads versions {}..={supported}{}", path.display(), crate::format::MIN_READ_VERSION, if *found > *supported { " (the file is newer: upgrade tessera)" } else { " (the file is older: re-import it)" })]
     Version {
         path: PathBuf,
         found: u32,

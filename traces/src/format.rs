@@ -15,8 +15,14 @@
 pub const MAGIC: &[u8; 8] = b"TESSTRC\0";
 /// Last 8 bytes of every complete `.tst` file.
 pub const FOOTER_MAGIC: &[u8; 8] = b"TSTINDEX";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes.
+///
+/// - 1: Accel-Sim imports (commands, kernels, three columns per warp).
+/// - 2: recorded traces: `Alloc` commands, array annotations, a fourth column per warp
+///   with the per-lane operands of atomics and reductions.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const MIN_READ_VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 16;
 pub const FOOTER_LEN: usize = 32;
 /// Alignment of the index, so the mapped archive can be validated in place.

@@ -42,6 +42,7 @@ pub mod format;
 pub mod opcode;
 pub mod reader;
 pub mod schema;
+pub mod schema_v1;
 pub mod verify;
 pub mod writer;
 
@@ -50,7 +51,10 @@ pub use error::{Result, TraceError};
 pub use format::FORMAT_VERSION;
 pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
 pub use reader::{ChunkDecoder, TraceFile};
-pub use schema::{ChunkEntry, Command, DeviceInfo, Index, KernelCounts, KernelMeta, StaticInst};
+pub use schema::{
+    Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, Index, KernelCounts,
+    KernelMeta, StaticInst,
+};
 pub use verify::{verify, VerifyReport};
 pub use writer::{RawInst, TraceWriter, WriterOptions};
 
@@ -80,6 +84,9 @@ impl KernelMeta {
             counts: KernelCounts::default(),
             first_chunk: 0,
             n_chunks: 0,
+            annotations: Vec::new(),
+            records_operands: false,
+            generator: String::new(),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
 //! end keeps only what the workers are decoding resident.
 
-use crate::codec::{decode_cta, split_chunk, DecodedCta, SlotInfo};
+use crate::codec::{decode_cta, operands_per_lane, split_chunk, DecodedCta, SlotInfo};
 use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
 use crate::schema::*;
@@ -21,6 +21,7 @@ pub struct TraceFile {
     map: Mmap,
     index: Index,
     slots: Vec<Vec<SlotInfo>>,
+    version: u32,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -51,7 +52,10 @@ impl TraceFile {
             detail,
         };
         if map.len() < MAGIC.len() && MAGIC.starts_with(&map[..]) {
-            return Err(truncated(format!("{} bytes, shorter than the header", map.len())));
+            return Err(truncated(format!(
+                "{} bytes, shorter than the header",
+                map.len()
+            )));
         }
         if &map[..MAGIC.len()] != MAGIC {
             return Err(TraceError::NotATrace {
@@ -65,7 +69,7 @@ impl TraceFile {
             )));
         }
         let version = le_u32(&map, 8);
-        if version != FORMAT_VERSION {
+        if !(MIN_READ_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(TraceError::Version {
                 path: path.to_path_buf(),
                 found: version,
@@ -100,8 +104,13 @@ impl TraceFile {
         }
         let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(ib.len());
         aligned.extend_from_slice(ib);
-        let index: Index = rkyv::from_bytes::<Index, rkyv::rancor::Error>(&aligned)
-            .map_err(|e| corrupt(format!("index fails validation: {e}")))?;
+        let index: Index = if version == 1 {
+            rkyv::from_bytes::<crate::schema_v1::Index, rkyv::rancor::Error>(&aligned)
+                .map(Index::from)
+        } else {
+            rkyv::from_bytes::<Index, rkyv::rancor::Error>(&aligned)
+        }
+        .map_err(|e| corrupt(format!("index fails validation: {e}")))?;
         check_index(&index, index_off).map_err(corrupt)?;
         let slots = index
             .kernels
@@ -115,6 +124,11 @@ impl TraceFile {
                             pc: s.pc,
                             class: info.class,
                             has_mem: s.mem_width > 0,
+                            operands: if k.records_operands {
+                                operands_per_lane(info)
+                            } else {
+                                0
+                            },
                         }
                     })
                     .collect()
@@ -125,7 +139,13 @@ impl TraceFile {
             map,
             index,
             slots,
+            version,
         })
+    }
+
+    /// Format version of the file (this build reads 1 and 2).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     pub fn path(&self) -> &Path {
@@ -207,7 +227,9 @@ fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> 
     let n_dev = index.devices.len() as u32;
     for (i, c) in index.commands.iter().enumerate() {
         let ok = match *c {
-            Command::MemcpyHtoD { device, .. } => device < n_dev.max(1),
+            Command::MemcpyHtoD { device, .. } | Command::Alloc { device, .. } => {
+                device < n_dev.max(1)
+            }
             Command::KernelLaunch { device, kernel } => {
                 device < n_dev.max(1) && (kernel as usize) < index.kernels.len()
             }
@@ -336,6 +358,7 @@ impl<'f> ChunkDecoder<'f> {
         decode_cta(
             &self.raw[off..off + len],
             &self.file.slots[k],
+            self.file.version,
             &mut self.cta,
         )
         .map_err(|e| self.file.chunk_error(chunk, &format!("CTA {i}: {}", e.0)))?;

@@ -16,6 +16,76 @@ pub enum Command {
     MemcpyHtoD { device: u32, addr: u64, bytes: u64 },
     /// Launch of `kernels[kernel]` on `device`.
     KernelLaunch { device: u32, kernel: u32 },
+    /// Device allocation of `bytes` bytes at `addr` (format version 2; recorded traces).
+    /// `trace verify` checks that memory accesses fall inside allocations when a trace
+    /// has any.
+    Alloc { device: u32, addr: u64, bytes: u64 },
+}
+
+/// How a kernel uses an array (for kernel-boundary coherence, DESIGN.md section 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+#[repr(u8)]
+pub enum Access {
+    Read = 0,
+    ReadWrite = 1,
+}
+
+impl Access {
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::ReadWrite => "read_write",
+        }
+    }
+}
+
+/// The part of an array that a run of consecutive CTAs (listing order) touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct CtaRange {
+    pub first_cta: u32,
+    pub n_ctas: u32,
+    /// Byte range `[lo, hi)` those CTAs access.
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// A per-kernel array annotation (format version 2): what a command processor needs to
+/// decide kernel-boundary coherence actions (the CPCoh study,
+/// dalmia-2023-synchronization-communication-overheads.txt, section on CPCoh).
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct ArrayAnnotation {
+    pub name: String,
+    pub base: u64,
+    pub bytes: u64,
+    pub access: Access,
+    /// Footprints of CTA runs, in CTA order, so that the range a chiplet touches can be
+    /// computed for any contiguous split of the grid ([`ArrayAnnotation::footprint`]).
+    /// Empty when every CTA may touch the whole array.
+    pub ranges: Vec<CtaRange>,
+}
+
+impl ArrayAnnotation {
+    /// Byte range `[lo, hi)` touched by CTAs `ctas` (listing order): the hull of the
+    /// ranges that overlap them, or the whole array when the annotation has no ranges.
+    pub fn footprint(&self, ctas: std::ops::Range<u32>) -> Option<(u64, u64)> {
+        if self.ranges.is_empty() {
+            return (!ctas.is_empty()).then_some((self.base, self.base + self.bytes));
+        }
+        let mut hull: Option<(u64, u64)> = None;
+        for r in &self.ranges {
+            let end = r.first_cta.saturating_add(r.n_ctas);
+            if r.first_cta < ctas.end && ctas.start < end {
+                hull = Some(match hull {
+                    None => (r.lo, r.hi),
+                    Some((lo, hi)) => (lo.min(r.lo), hi.max(r.hi)),
+                });
+            }
+        }
+        hull
+    }
 }
 
 /// A device (an Accel-Sim CUDA context) the commands refer to.
@@ -106,6 +176,13 @@ pub struct KernelMeta {
     /// First entry of this kernel in [`Index::chunks`]; chunks of a kernel are contiguous.
     pub first_chunk: u32,
     pub n_chunks: u32,
+    /// Arrays the kernel reads or writes (format version 2; recorded traces).
+    pub annotations: Vec<ArrayAnnotation>,
+    /// True when atomics and reductions of this kernel carry their per-lane operands
+    /// (format version 2; recorded traces). Accel-Sim imports have no values.
+    pub records_operands: bool,
+    /// What produced the kernel: `accel-sim import`, or a workload and its parameters.
+    pub generator: String,
 }
 
 /// Size of the shared-memory window of the generic address space, above the header's

@@ -6,7 +6,7 @@
 //! [`TraceWriter::finish`]; dropped unfinished (an error anywhere in an import), it removes
 //! the partial file, so a requested output name never holds a half-written trace.
 
-use crate::codec::{join_chunk, AddrRecord, ClusterInfo, CtaEncoder};
+use crate::codec::{join_chunk, operands_per_lane, AddrRecord, ClusterInfo, CtaEncoder};
 use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
 use crate::opcode::{OpClass, OpcodeInfo};
@@ -208,6 +208,14 @@ impl TraceWriter {
     /// Appends one instruction to the current warp.
     #[inline]
     pub fn push(&mut self, inst: &RawInst<'_>) -> Result<()> {
+        self.push_with_operands(inst, &[])
+    }
+
+    /// Appends one instruction with the per-lane operands of an atomic or reduction
+    /// (kernels begun with `records_operands`): one value per active lane, two for
+    /// compare-and-swap (compare, new), in lane order.
+    #[inline]
+    pub fn push_with_operands(&mut self, inst: &RawInst<'_>, operands: &[u64]) -> Result<()> {
         if (inst.mem_width == 0) != matches!(inst.addrs, AddrRecord::None) {
             return Err(self.misuse("addresses given exactly when mem_width is non-zero"));
         }
@@ -220,11 +228,26 @@ impl TraceWriter {
         if inst.opcode as usize >= k.meta.opcodes.len() {
             return Err(self.misuse("instruction names an opcode not added"));
         }
+        let per_lane = if k.meta.records_operands {
+            operands_per_lane(&k.meta.opcodes[inst.opcode as usize]) as usize
+        } else {
+            0
+        };
+        if operands.len() != per_lane * inst.mask.count_ones() as usize {
+            return Err(self.misuse(&format!(
+                "{} operands given for an instruction that records {per_lane} per active lane",
+                operands.len()
+            )));
+        }
+        let Some(k) = self.kernel.as_mut() else {
+            return Err(self.misuse("instruction outside a kernel"));
+        };
         let slot = intern(k, inst);
         k.slot_insts[slot as usize] += 1;
         self.cta_warp_insts += 1;
         self.cta_thread_insts += inst.mask.count_ones() as u64;
         self.enc.push(slot, inst.mask, inst.addrs);
+        self.enc.push_operands(operands);
         Ok(())
     }
 

@@ -25,6 +25,8 @@ struct Inst {
     imm: Option<i64>,
     line: Option<u32>,
     addr: Addr,
+    /// Per-lane operands, written when the opcode is the atomic (index 3).
+    operands: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -67,9 +69,10 @@ fn arb_inst() -> impl Strategy<Value = Inst> {
             proptest::collection::vec(any::<u64>(), 32),
             0u8..3,
         ),
+        proptest::collection::vec(any::<u64>(), 32),
     )
         .prop_map(
-            |(pc, mask, opcode, dsts, srcs, imm, line, (kind, base, stride, lanes, near))| {
+            |(pc, mask, opcode, dsts, srcs, imm, line, (kind, base, stride, lanes, near), ops)| {
                 let n = mask.count_ones() as usize;
                 // Mix addresses near each other (delta-friendly) and anywhere in 64 bits.
                 let lanes: Vec<u64> = if near > 0 {
@@ -88,6 +91,11 @@ fn arb_inst() -> impl Strategy<Value = Inst> {
                 } else {
                     4 << (base % 3)
                 };
+                let operands = if opcode == 3 {
+                    ops[..n].to_vec()
+                } else {
+                    Vec::new()
+                };
                 Inst {
                     pc,
                     mask,
@@ -98,6 +106,7 @@ fn arb_inst() -> impl Strategy<Value = Inst> {
                     imm,
                     line,
                     addr,
+                    operands,
                 }
             },
         )
@@ -136,13 +145,10 @@ fn write(path: &std::path::Path, kernels: &[Vec<Cta>], chunk: usize) -> Vec<Kern
     .unwrap();
     let mut counts = Vec::new();
     for (ki, ctas) in kernels.iter().enumerate() {
-        let k = w
-            .begin_kernel(KernelMeta::new(
-                &format!("k{ki}"),
-                [70000, 3, 3],
-                [1024, 1, 1],
-            ))
-            .unwrap();
+        let mut meta = KernelMeta::new(&format!("k{ki}"), [70000, 3, 3], [1024, 1, 1]);
+        // Even kernels record atomic operands (format version 2), odd ones do not.
+        meta.records_operands = ki % 2 == 0;
+        let k = w.begin_kernel(meta).unwrap();
         w.add_command(Command::KernelLaunch {
             device: 0,
             kernel: k,
@@ -167,17 +173,21 @@ fn write(path: &std::path::Path, kernels: &[Vec<Cta>], chunk: usize) -> Vec<Kern
                             addrs: v,
                         },
                     };
-                    w.push(&RawInst {
-                        pc: i.pc,
-                        mask: i.mask,
-                        opcode: i.opcode,
-                        dsts: &i.dsts,
-                        srcs: &i.srcs,
-                        mem_width: i.mem_width,
-                        imm: i.imm,
-                        line: i.line,
-                        addrs,
-                    })
+                    let ops: &[u64] = if ki % 2 == 0 { &i.operands } else { &[] };
+                    w.push_with_operands(
+                        &RawInst {
+                            pc: i.pc,
+                            mask: i.mask,
+                            opcode: i.opcode,
+                            dsts: &i.dsts,
+                            srcs: &i.srcs,
+                            mem_width: i.mem_width,
+                            imm: i.imm,
+                            line: i.line,
+                            addrs,
+                        },
+                        ops,
+                    )
                     .unwrap();
                 }
                 w.end_warp().unwrap();
@@ -235,7 +245,11 @@ proptest! {
                     prop_assert_eq!(d.warps[wi].warp_id, *wid);
                     let got = d.warp(wi);
                     prop_assert_eq!(got.len(), insts.len());
-                    for (g, i) in got.iter().zip(insts) {
+                    let first = d.warps[wi].insts.start;
+                    for (gi, (g, i)) in got.iter().zip(insts).enumerate() {
+                        let want = (k % 2 == 0 && i.opcode == 3 && i.mask != 0)
+                            .then_some(&i.operands[..]);
+                        prop_assert_eq!(d.operands_of(first + gi, 1), want);
                         let st = &meta.statics[g.slot as usize];
                         prop_assert_eq!(g.pc, i.pc);
                         prop_assert_eq!(st.pc, i.pc);

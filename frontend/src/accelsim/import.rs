@@ -429,7 +429,13 @@ fn import_kernel(
             ws.seen += 1;
             parse_inst_line_into(l, lineinfo, &mut inst).map_err(|e| {
                 if unterminated {
-                    lerr(line_no, format!("file ends in the middle of this line (truncated trace?): {}", e.0))
+                    lerr(
+                        line_no,
+                        format!(
+                            "file ends in the middle of this line (truncated trace?): {}",
+                            e.0
+                        ),
+                    )
                 } else {
                     lerr(line_no, e.0)
                 }
