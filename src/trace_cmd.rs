@@ -44,6 +44,72 @@ pub enum TraceCmd {
     },
     /// Decode everything and check counts and checksums.
     Verify { file: PathBuf },
+    /// Record a built-in workload (run functionally on real data) into a .tst file.
+    Gen {
+        /// Workload name (see --list).
+        #[arg(required_unless_present = "list")]
+        workload: Option<String>,
+        /// A workload parameter, `key=value` (repeatable).
+        #[arg(long = "param", short = 'p', value_name = "KEY=VALUE", value_parser = parse_kv)]
+        params: Vec<(String, String)>,
+        /// Output .tst file.
+        #[arg(short, long, value_name = "FILE.tst", required_unless_present = "list")]
+        output: Option<PathBuf>,
+        /// Architecture to emit SASS for, as a binary version (70, 75, 80, 86, 89, 90).
+        #[arg(long, default_value_t = 80)]
+        arch: u32,
+        /// List the workloads with their parameters and defaults.
+        #[arg(long)]
+        list: bool,
+    },
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected key=value, found '{s}'"))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+fn gen(
+    workload: Option<String>,
+    params: &[(String, String)],
+    output: Option<PathBuf>,
+    arch: u32,
+    list: bool,
+) -> Result<()> {
+    use tessera_frontend::workloads;
+    if list {
+        for w in workloads::all() {
+            outln!("{:<16} {}", w.name, w.help);
+            for p in w.params {
+                outln!("    {:<14} default {:<10} {}", p.name, p.default, p.help);
+            }
+        }
+        return Ok(());
+    }
+    let (Some(name), Some(out)) = (workload, output) else {
+        anyhow::bail!("give a workload and -o FILE.tst, or --list");
+    };
+    let t0 = Instant::now();
+    let rep = workloads::generate(&name, params, arch, &out)?;
+    let secs = t0.elapsed().as_secs_f64();
+    outln!("{}: {}", rep.generator, rep.summary);
+    outln!(
+        "wrote {}: {} kernel(s), {} CTAs, {} warps, {} warp instructions, {} thread instructions",
+        out.display(),
+        rep.stats.kernels,
+        rep.stats.ctas,
+        rep.stats.warps,
+        rep.stats.warp_insts,
+        rep.stats.thread_insts
+    );
+    eprintln!(
+        "recorded in {secs:.2} s: {:.2} M warp instructions/s{}",
+        rep.stats.warp_insts as f64 / 1e6 / secs.max(1e-9),
+        peak_rss_note()
+    );
+    Ok(())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -140,6 +206,13 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             Ok(())
         }
         TraceCmd::Info { file, json } => info(&file, json),
+        TraceCmd::Gen {
+            workload,
+            params,
+            output,
+            arch,
+            list,
+        } => gen(workload, &params, output, arch, list),
         TraceCmd::Verify { file } => {
             let t = TraceFile::open(&file)?;
             let t0 = Instant::now();

@@ -7,3 +7,5 @@
 
 pub mod accelsim;
 pub mod opcodes;
+pub mod record;
+pub mod workloads;

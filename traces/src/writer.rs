@@ -399,6 +399,13 @@ impl TraceWriter {
         ))
     }
 
+    /// The metadata of the kernel being written, for fields known only at its end
+    /// (a recorder's register count). Opcodes, statics, counts and the chunk range belong
+    /// to the writer and are overwritten.
+    pub fn kernel_meta_mut(&mut self) -> Option<&mut KernelMeta> {
+        self.kernel.as_mut().map(|k| &mut k.meta)
+    }
+
     /// The index as written so far (for reports while importing).
     pub fn index(&self) -> &Index {
         &self.index

@@ -1,0 +1,950 @@
+//! The functional executor and the recorder: runs a kernel's warps on real data in a
+//! fixed, deterministic interleaving and streams what they record into a `.tst` file.
+//!
+//! Each warp runs on its own thread, but only one runs at a time: the executor's state
+//! (device memory, shared memories, the kernel's PC and register tables) is handed to a
+//! warp with the baton and handed back when it blocks (`BAR.SYNC`), yields (a spin loop)
+//! or finishes. Runnable warps wait in one FIFO queue, so the interleaving, and with it
+//! every recorded value, address and atomic result, depends only on the kernel and its
+//! inputs. Up to `resident_ctas` CTAs are live at once, as on a GPU; a CTA that waits for
+//! another (a flag set by a later CTA) makes progress as long as that one is resident.
+
+use super::mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
+use super::warp::{Aborted, RecInst, Warp, WarpRecord, WARP};
+use crate::opcodes::{decode_opcode, ArchFamily};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::path::Path;
+use std::sync::mpsc;
+use tessera_traces::codec::{AddrRecord, ADDR_DELTA};
+use tessera_traces::schema::RZ;
+use tessera_traces::{
+    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, RawInst, TraceError,
+    TraceWriter, WriterOptions,
+};
+
+/// A recording failure.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("kernel {kernel}: CTA ({},{},{}) warp {warp}: {msg}", cta[0], cta[1], cta[2])]
+    Kernel {
+        kernel: String,
+        cta: [u32; 3],
+        warp: u32,
+        msg: String,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub(crate) enum Resume {
+    Go(Box<ExecState>),
+    Abort,
+}
+
+pub(crate) enum WarpEvent {
+    Barrier(Box<ExecState>, usize),
+    Yield(Box<ExecState>, usize),
+    Done(Box<ExecState>, usize, WarpRecord),
+    Failed(Option<Box<ExecState>>, String),
+}
+
+impl WarpEvent {
+    pub(crate) fn barrier(st: Box<ExecState>, slot: usize) -> Self {
+        WarpEvent::Barrier(st, slot)
+    }
+    pub(crate) fn yielded(st: Box<ExecState>, slot: usize) -> Self {
+        WarpEvent::Yield(st, slot)
+    }
+}
+
+/// Mnemonics that differ between families.
+#[derive(Clone, Copy)]
+pub(crate) struct Sass {
+    family: ArchFamily,
+}
+
+impl Sass {
+    /// Volta and Turing spell the default (system-coherent) global access `.SYS`.
+    fn sys(&self) -> bool {
+        matches!(self.family, ArchFamily::Volta | ArchFamily::Turing)
+    }
+
+    pub(crate) fn ldg(&self, bytes: u32) -> &'static str {
+        match (bytes, self.sys()) {
+            (8, false) => "LDG.E.64",
+            (8, true) => "LDG.E.64.SYS",
+            (_, false) => "LDG.E",
+            (_, true) => "LDG.E.SYS",
+        }
+    }
+
+    pub(crate) fn stg(&self, bytes: u32) -> &'static str {
+        match (bytes, self.sys()) {
+            (8, false) => "STG.E.64",
+            (8, true) => "STG.E.64.SYS",
+            (_, false) => "STG.E",
+            (_, true) => "STG.E.SYS",
+        }
+    }
+}
+
+/// Per-kernel tables: PC by source location, destination register by PC, opcodes.
+pub(crate) struct KernelTables {
+    pcs: HashMap<(usize, u32, u32, u8), u32>,
+    next_pc: u32,
+    dst: HashMap<u32, u16>,
+    next_reg: u16,
+    max_reg: u16,
+    reg_budget: u16,
+    pub(crate) opcodes: Vec<&'static str>,
+    opcode_ids: HashMap<&'static str, u16>,
+    pub(crate) sass: Sass,
+}
+
+/// Bytes between consecutive SASS instructions (sm_70 and later).
+pub const INST_BYTES: u32 = 16;
+
+impl KernelTables {
+    fn new(family: ArchFamily, reg_budget: u16) -> Self {
+        KernelTables {
+            pcs: HashMap::default(),
+            next_pc: 0,
+            dst: HashMap::default(),
+            next_reg: 0,
+            max_reg: 1,
+            reg_budget: reg_budget.clamp(8, 254),
+            opcodes: Vec::new(),
+            opcode_ids: HashMap::default(),
+            sass: Sass { family },
+        }
+    }
+
+    /// The PC of the `sub`-th instruction emitted at source location `loc`.
+    pub(crate) fn pc(&mut self, loc: &'static Location<'static>, sub: u8) -> u32 {
+        let key = (loc.file().as_ptr() as usize, loc.line(), loc.column(), sub);
+        let next = &mut self.next_pc;
+        *self.pcs.entry(key).or_insert_with(|| {
+            let pc = *next;
+            *next += INST_BYTES;
+            pc
+        })
+    }
+
+    pub(crate) fn opcode(&mut self, name: &'static str) -> u16 {
+        let ops = &mut self.opcodes;
+        *self.opcode_ids.entry(name).or_insert_with(|| {
+            ops.push(name);
+            (ops.len() - 1) as u16
+        })
+    }
+
+    /// The destination register of `pc`, allocated the first time it executes: R0, then
+    /// R2 upwards (R1 is the stack pointer), pairs aligned to even registers, wrapping
+    /// within the register budget.
+    pub(crate) fn dst_reg(&mut self, pc: u32, pair: bool) -> u16 {
+        if let Some(&r) = self.dst.get(&pc) {
+            return r;
+        }
+        let mut r = self.next_reg;
+        if r == 1 {
+            r = 2;
+        }
+        if pair && r % 2 == 1 {
+            r += 1;
+        }
+        let width = if pair { 2 } else { 1 };
+        if r + width > self.reg_budget {
+            r = 2;
+        }
+        self.next_reg = r + width;
+        self.max_reg = self.max_reg.max(r + width - 1);
+        self.dst.insert(pc, r);
+        r
+    }
+
+    /// Fixes `pc`'s destination to `reg` (accumulators updated in place).
+    pub(crate) fn pin_dst(&mut self, pc: u32, reg: u16) {
+        self.dst.entry(pc).or_insert(reg);
+        if reg != RZ {
+            self.max_reg = self.max_reg.max(reg);
+        }
+    }
+}
+
+/// What moves with the baton.
+pub(crate) struct ExecState {
+    pub(crate) mem: DeviceMemory,
+    pub(crate) kernel: KernelTables,
+    shared: HashMap<u32, Vec<u8>>,
+    error: Option<String>,
+}
+
+impl ExecState {
+    fn fail(&mut self, msg: String) {
+        self.error.get_or_insert(msg);
+    }
+
+    pub(crate) fn read_global(&mut self, addr: u64, bytes: u32) -> u64 {
+        match self.mem.read(addr, bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                self.fail(format!("load: {e}"));
+                0
+            }
+        }
+    }
+
+    pub(crate) fn write_global(&mut self, addr: u64, bytes: u32, v: u64) {
+        if let Err(e) = self.mem.write(addr, bytes, v) {
+            self.fail(format!("store: {e}"));
+        }
+    }
+
+    fn shared_slot(&mut self, cta: u32, off: u32, bytes: u32) -> Option<&mut [u8]> {
+        let end = off as usize + bytes as usize;
+        let n = self.shared.get(&cta).map_or(0, |sm| sm.len());
+        if end > n {
+            self.fail(format!(
+                "shared-memory access of {bytes} bytes at offset {off} beyond the CTA's {n} bytes"
+            ));
+            return None;
+        }
+        self.shared
+            .get_mut(&cta)
+            .map(|sm| &mut sm[off as usize..end])
+    }
+
+    pub(crate) fn read_shared(&mut self, cta: u32, off: u32, bytes: u32) -> u64 {
+        match self.shared_slot(cta, off, bytes) {
+            Some(s) => {
+                let mut b = [0u8; 8];
+                b[..s.len()].copy_from_slice(s);
+                u64::from_le_bytes(b)
+            }
+            None => 0,
+        }
+    }
+
+    pub(crate) fn write_shared(&mut self, cta: u32, off: u32, bytes: u32, v: u64) {
+        if let Some(s) = self.shared_slot(cta, off, bytes) {
+            let n = s.len();
+            s.copy_from_slice(&v.to_le_bytes()[..n]);
+        }
+    }
+}
+
+/// One kernel launch.
+#[derive(Clone, Debug)]
+pub struct LaunchSpec {
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Shared memory per CTA, bytes.
+    pub shmem_bytes: u32,
+    /// Registers per thread to declare in the trace (occupancy studies); the recorded
+    /// register use when `None` or smaller.
+    pub regs_per_thread: Option<u32>,
+    pub annotations: Vec<ArrayAnnotation>,
+    /// CTAs live at once in the capture (see the module docs).
+    pub resident_ctas: u32,
+    /// Whether warps may block (`barrier`, `spin_yield`). A kernel that never does runs
+    /// its warps inline, one after the other, in the order the scheduler would pick them
+    /// (so the trace is the same), much faster; blocking in such a kernel is an error.
+    pub blocking: bool,
+}
+
+/// Largest CTA: 1024 threads (all NVIDIA GPUs since Fermi).
+pub const MAX_THREADS_PER_CTA: u32 = 1024;
+/// Largest shared memory per CTA: 227 KiB (H100, the largest of any preset).
+pub const MAX_SHMEM_PER_CTA: u32 = 227 * 1024;
+/// Register budget the allocator wraps within, unless a launch declares more.
+pub const DEFAULT_REG_BUDGET: u16 = 32;
+
+impl LaunchSpec {
+    pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Self {
+        LaunchSpec {
+            name: name.to_string(),
+            grid,
+            block,
+            shmem_bytes: 0,
+            regs_per_thread: None,
+            annotations: Vec::new(),
+            resident_ctas: 16,
+            blocking: true,
+        }
+    }
+
+    fn check(&self) -> Result<(u32, u32), RecordError> {
+        let bad = |m: String| Err(RecordError::Invalid(format!("kernel {}: {m}", self.name)));
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return bad(format!(
+                "grid {:?} and block {:?} must have no zero dimension",
+                self.grid, self.block
+            ));
+        }
+        let threads = self.block.iter().map(|&d| d as u64).product::<u64>();
+        if threads > MAX_THREADS_PER_CTA as u64 {
+            return bad(format!(
+                "{threads} threads per CTA; at most {MAX_THREADS_PER_CTA}"
+            ));
+        }
+        if self.shmem_bytes > MAX_SHMEM_PER_CTA {
+            return bad(format!(
+                "{} bytes of shared memory per CTA; at most {MAX_SHMEM_PER_CTA}",
+                self.shmem_bytes
+            ));
+        }
+        let ctas = self.grid.iter().map(|&d| d as u64).product::<u64>();
+        match u32::try_from(ctas) {
+            Ok(c) => Ok((c, threads as u32)),
+            Err(_) => bad(format!("{ctas} CTAs; at most 2^32-1")),
+        }
+    }
+}
+
+/// What a recording wrote so far.
+#[derive(Clone, Debug, Default)]
+pub struct RecordStats {
+    pub kernels: u64,
+    pub ctas: u64,
+    pub warps: u64,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+}
+
+/// Records a whole program (allocations, copies, kernel launches) into one `.tst` file.
+pub struct Recorder {
+    writer: TraceWriter,
+    mem: Option<DeviceMemory>,
+    family: ArchFamily,
+    binary_version: u32,
+    device: u32,
+    next_kernel_id: u32,
+    generator: String,
+    pub stats: RecordStats,
+}
+
+/// Yields one warp may make before the capture gives up on it: a spin loop that never
+/// ends (a flag nobody sets) is reported, not run forever.
+pub const MAX_SPIN_YIELDS: u64 = 100_000;
+
+struct WarpSlot {
+    yields: u64,
+    resume: mpsc::Sender<Resume>,
+    cta: u32,
+    warp: u32,
+    at_barrier: bool,
+    done: bool,
+    record: Option<WarpRecord>,
+}
+
+struct CtaRun {
+    id: [u32; 3],
+    slots: Vec<usize>,
+    arrived: usize,
+    done: usize,
+}
+
+impl Recorder {
+    /// Starts a recording into `path` for an architecture given by its binary version
+    /// (80 = sm_80, the default of `trace gen`). `generator` names the workload and its
+    /// parameters, stored with every kernel.
+    pub fn create(path: &Path, binary_version: u32, generator: &str) -> Result<Self, RecordError> {
+        let family = ArchFamily::from_binary_version(binary_version)
+            .filter(|f| matches!(f, ArchFamily::Volta | ArchFamily::Turing | ArchFamily::Ampere | ArchFamily::Ada | ArchFamily::Hopper))
+            .ok_or_else(|| {
+                RecordError::Invalid(format!(
+                    "cannot record for binary version {binary_version}: the recorder emits sm_70 and later SASS (70, 72, 75, 80, 86, 87, 89, 90)"
+                ))
+            })?;
+        let mut writer = TraceWriter::create(path, WriterOptions::default())?;
+        let device = writer.add_device(DeviceInfo {
+            source: "kernelslist.g".into(),
+        });
+        Ok(Recorder {
+            writer,
+            mem: Some(DeviceMemory::new()),
+            family,
+            binary_version,
+            device,
+            next_kernel_id: 1,
+            generator: generator.to_string(),
+            stats: RecordStats::default(),
+        })
+    }
+
+    fn mem(&mut self) -> &mut DeviceMemory {
+        self.mem.get_or_insert_with(DeviceMemory::new)
+    }
+
+    /// `cudaMalloc` of `n` elements, zero-filled; recorded as an `Alloc` command.
+    pub fn alloc<T: Elem>(&mut self, name: &str, n: u64) -> Result<Buffer<T>, RecordError> {
+        let bytes = n * T::BYTES as u64;
+        let base = self.mem().alloc(name, bytes);
+        self.writer.add_command(Command::Alloc {
+            device: self.device,
+            addr: base,
+            bytes,
+        })?;
+        Ok(Buffer::new(base, n))
+    }
+
+    /// `cudaMemcpy` host to device of all of `buf`; recorded as `MemcpyHtoD`.
+    pub fn upload<T: Elem>(&mut self, buf: Buffer<T>, data: &[T]) -> Result<(), RecordError> {
+        if data.len() as u64 != buf.len {
+            return Err(RecordError::Invalid(format!(
+                "upload of {} elements into a buffer of {}",
+                data.len(),
+                buf.len
+            )));
+        }
+        self.mem()
+            .write_slice(buf, data)
+            .map_err(|e: OutOfBounds| RecordError::Invalid(e.to_string()))?;
+        self.writer.add_command(Command::MemcpyHtoD {
+            device: self.device,
+            addr: buf.base,
+            bytes: buf.bytes(),
+        })?;
+        Ok(())
+    }
+
+    /// The current contents of `buf` (device to host; not a trace command: Accel-Sim
+    /// traces do not carry them either).
+    pub fn download<T: Elem>(&mut self, buf: Buffer<T>) -> Result<Vec<T>, RecordError> {
+        self.mem()
+            .read_slice(buf)
+            .map_err(|e| RecordError::Invalid(e.to_string()))
+    }
+
+    /// Runs `kernel` over the grid of `spec`, recording every warp; returns the kernel's
+    /// counts.
+    pub fn launch(
+        &mut self,
+        spec: &LaunchSpec,
+        kernel: &(dyn Fn(&mut Warp) + Sync),
+    ) -> Result<KernelCounts, RecordError> {
+        let (n_ctas, threads) = spec.check()?;
+        let warps_per_cta = threads.div_ceil(WARP as u32);
+        let mut meta = KernelMeta::new(&spec.name, spec.grid, spec.block);
+        meta.id = self.next_kernel_id;
+        self.next_kernel_id += 1;
+        meta.shmem_bytes = spec.shmem_bytes;
+        meta.binary_version = self.binary_version;
+        meta.nvbit_version = format!("tessera {}", env!("CARGO_PKG_VERSION"));
+        meta.tracer_version = 5;
+        meta.device = self.device;
+        meta.source = format!("kernel-{}.traceg", meta.id);
+        meta.records_operands = true;
+        meta.annotations = spec.annotations.clone();
+        meta.generator = self.generator.clone();
+        let kidx = self.writer.begin_kernel(meta)?;
+        self.writer.add_command(Command::KernelLaunch {
+            device: self.device,
+            kernel: kidx,
+        })?;
+        let budget = spec
+            .regs_per_thread
+            .map_or(DEFAULT_REG_BUDGET, |r| r.clamp(8, 254) as u16);
+        let state = Box::new(ExecState {
+            mem: self.mem.take().unwrap_or_default(),
+            kernel: KernelTables::new(self.family, budget),
+            shared: HashMap::default(),
+            error: None,
+        });
+        let mut written_ops = 0usize;
+        let family = self.family;
+        let writer = &mut self.writer;
+        let mut sink = |st: &ExecState, id: [u32; 3], recs: &[WarpRecord]| {
+            write_cta(writer, &st.kernel, &mut written_ops, family, id, recs)
+        };
+        let (res, state) = if spec.blocking {
+            run_grid(
+                spec,
+                n_ctas,
+                threads,
+                warps_per_cta,
+                state,
+                kernel,
+                &mut sink,
+            )
+        } else {
+            run_inline(
+                spec,
+                n_ctas,
+                threads,
+                warps_per_cta,
+                state,
+                kernel,
+                &mut sink,
+            )
+        };
+        let max_reg = state.kernel.max_reg as u32;
+        self.mem = Some(state.mem);
+        res?;
+        if let Some(m) = self.writer.kernel_meta_mut() {
+            m.nregs = (max_reg + 1).max(spec.regs_per_thread.unwrap_or(0));
+        }
+        let c = self.writer.end_kernel()?;
+        self.stats.kernels += 1;
+        self.stats.ctas += c.ctas;
+        self.stats.warps += c.warps;
+        self.stats.warp_insts += c.warp_insts;
+        self.stats.thread_insts += c.thread_insts;
+        Ok(c)
+    }
+
+    /// Writes the index; the file is complete.
+    pub fn finish(self) -> Result<Index, RecordError> {
+        Ok(self.writer.finish()?)
+    }
+}
+
+type CtaSink<'a> = dyn FnMut(&ExecState, [u32; 3], &[WarpRecord]) -> Result<(), RecordError> + 'a;
+
+fn cta_coords(i: u32, grid: [u32; 3]) -> [u32; 3] {
+    [i % grid[0], i / grid[0] % grid[1], i / (grid[0] * grid[1])]
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "kernel code panicked".into())
+}
+
+/// Runs a non-blocking kernel's warps one after the other on this thread: CTA by CTA,
+/// warp by warp, the order the scheduler's FIFO gives when no warp blocks.
+fn run_inline(
+    spec: &LaunchSpec,
+    n_ctas: u32,
+    threads: u32,
+    warps_per_cta: u32,
+    mut st: Box<ExecState>,
+    kernel: &(dyn Fn(&mut Warp) + Sync),
+    sink: &mut CtaSink<'_>,
+) -> (Result<(), RecordError>, Box<ExecState>) {
+    for cta in 0..n_ctas {
+        let id = cta_coords(cta, spec.grid);
+        st.shared.insert(cta, vec![0u8; spec.shmem_bytes as usize]);
+        let mut recs = Vec::with_capacity(warps_per_cta as usize);
+        for w in 0..warps_per_cta {
+            let lanes = (threads - w * WARP as u32).min(WARP as u32);
+            let valid = if lanes == 32 {
+                u32::MAX
+            } else {
+                (1u32 << lanes) - 1
+            };
+            let mut warp = Warp {
+                st: Some(st),
+                resume: None,
+                events: None,
+                slot: 0,
+                cta: id,
+                warp: w,
+                block: spec.block,
+                grid: spec.grid,
+                cta_linear: cta,
+                valid,
+                mask: valid,
+                exited: 0,
+                rec: WarpRecord::default(),
+            };
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                warp.prologue();
+                kernel(&mut warp);
+                warp.epilogue();
+            }));
+            st = match warp.st.take() {
+                Some(s) => s,
+                None => {
+                    return (
+                        Err(RecordError::Invalid("executor lost its state".into())),
+                        fallback_state(),
+                    )
+                }
+            };
+            let kerr = |msg: String| RecordError::Kernel {
+                kernel: spec.name.clone(),
+                cta: id,
+                warp: w,
+                msg,
+            };
+            if let Err(p) = r {
+                let msg = if p.is::<super::warp::InlineBlocked>() {
+                    "the kernel blocked (BAR.SYNC or a spin loop) but was launched with blocking = false".to_string()
+                } else {
+                    panic_message(&p)
+                };
+                return (Err(kerr(msg)), st);
+            }
+            if let Some(msg) = st.error.take() {
+                return (Err(kerr(msg)), st);
+            }
+            recs.push(std::mem::take(&mut warp.rec));
+        }
+        st.shared.remove(&cta);
+        if let Err(e) = sink(&st, id, &recs) {
+            return (Err(e), st);
+        }
+    }
+    (Ok(()), st)
+}
+
+fn fallback_state() -> Box<ExecState> {
+    Box::new(ExecState {
+        mem: DeviceMemory::new(),
+        kernel: KernelTables::new(ArchFamily::Ampere, DEFAULT_REG_BUDGET),
+        shared: HashMap::default(),
+        error: None,
+    })
+}
+
+/// The scheduler: see the module docs. Returns the state (always) and the outcome.
+fn run_grid(
+    spec: &LaunchSpec,
+    n_ctas: u32,
+    threads: u32,
+    warps_per_cta: u32,
+    state: Box<ExecState>,
+    kernel: &(dyn Fn(&mut Warp) + Sync),
+    sink: &mut CtaSink<'_>,
+) -> (Result<(), RecordError>, Box<ExecState>) {
+    let resident = spec.resident_ctas.max(1);
+    let mut st: Option<Box<ExecState>> = Some(state);
+    let res = std::thread::scope(|s| -> Result<(), RecordError> {
+        let (ev_tx, ev_rx) = mpsc::channel::<WarpEvent>();
+        let mut slots: HashMap<usize, WarpSlot> = HashMap::default();
+        let mut ctas: BTreeMap<u32, CtaRun> = BTreeMap::new();
+        let mut queue: VecDeque<usize> = VecDeque::new();
+        let mut finished: BTreeMap<u32, ([u32; 3], Vec<WarpRecord>)> = BTreeMap::new();
+        let mut next_cta = 0u32;
+        let mut next_write = 0u32;
+        let mut next_slot = 0usize;
+        let kerr = |cta: [u32; 3], warp: u32, msg: String| RecordError::Kernel {
+            kernel: spec.name.clone(),
+            cta,
+            warp,
+            msg,
+        };
+        loop {
+            while (ctas.len() as u32) < resident && next_cta < n_ctas {
+                let id = cta_coords(next_cta, spec.grid);
+                if let Some(stv) = st.as_mut() {
+                    stv.shared
+                        .insert(next_cta, vec![0u8; spec.shmem_bytes as usize]);
+                }
+                let mut run = CtaRun {
+                    id,
+                    slots: Vec::new(),
+                    arrived: 0,
+                    done: 0,
+                };
+                for w in 0..warps_per_cta {
+                    let slot = next_slot;
+                    next_slot += 1;
+                    let (tx, rx) = mpsc::channel::<Resume>();
+                    let events = ev_tx.clone();
+                    let lanes = (threads - w * WARP as u32).min(WARP as u32);
+                    let valid = if lanes == 32 {
+                        u32::MAX
+                    } else {
+                        (1u32 << lanes) - 1
+                    };
+                    let (block, grid, cta_linear) = (spec.block, spec.grid, next_cta);
+                    s.spawn(move || {
+                        let Ok(Resume::Go(first)) = rx.recv() else {
+                            return;
+                        };
+                        let mut warp = Warp {
+                            st: Some(first),
+                            resume: Some(rx),
+                            events: Some(events),
+                            slot,
+                            cta: id,
+                            warp: w,
+                            block,
+                            grid,
+                            cta_linear,
+                            valid,
+                            mask: valid,
+                            exited: 0,
+                            rec: WarpRecord::default(),
+                        };
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            warp.prologue();
+                            kernel(&mut warp);
+                            warp.epilogue();
+                        }));
+                        match r {
+                            Ok(()) => {
+                                if let Some(stv) = warp.st.take() {
+                                    let rec = std::mem::take(&mut warp.rec);
+                                    if let Some(ev) = &warp.events {
+                                        let _ = ev.send(WarpEvent::Done(stv, slot, rec));
+                                    }
+                                }
+                            }
+                            Err(p) if p.is::<Aborted>() => {}
+                            Err(p) => {
+                                let msg = panic_message(&p);
+                                if let Some(ev) = &warp.events {
+                                    let _ = ev.send(WarpEvent::Failed(warp.st.take(), msg));
+                                }
+                            }
+                        }
+                    });
+                    slots.insert(
+                        slot,
+                        WarpSlot {
+                            yields: 0,
+                            resume: tx,
+                            cta: next_cta,
+                            warp: w,
+                            at_barrier: false,
+                            done: false,
+                            record: None,
+                        },
+                    );
+                    run.slots.push(slot);
+                    queue.push_back(slot);
+                }
+                ctas.insert(next_cta, run);
+                next_cta += 1;
+            }
+            let Some(slot) = queue.pop_front() else {
+                if ctas.is_empty() {
+                    return Ok(());
+                }
+                let (c, run) = ctas
+                    .iter()
+                    .next()
+                    .map(|(c, r)| (*c, r.id))
+                    .unwrap_or((0, [0; 3]));
+                return Err(kerr(run, 0, format!(
+                    "deadlock: every live warp waits at a barrier that can never complete (CTA {c} onwards); a warp exited or diverged around BAR.SYNC"
+                )));
+            };
+            let Some(ws) = slots.get(&slot) else { continue };
+            let Some(stv) = st.take() else {
+                return Err(RecordError::Invalid("executor lost its state".into()));
+            };
+            if ws.resume.send(Resume::Go(stv)).is_err() {
+                return Err(RecordError::Invalid("a warp thread ended early".into()));
+            }
+            let ev = ev_rx
+                .recv()
+                .map_err(|_| RecordError::Invalid("every warp thread ended".into()))?;
+            let (cta, warp) = (ws.cta, ws.warp);
+            match ev {
+                WarpEvent::Barrier(s2, sl) => {
+                    st = Some(s2);
+                    if let Some(w) = slots.get_mut(&sl) {
+                        w.at_barrier = true;
+                    }
+                    if let Some(run) = ctas.get_mut(&cta) {
+                        run.arrived += 1;
+                    }
+                }
+                WarpEvent::Yield(s2, sl) => {
+                    st = Some(s2);
+                    let n = slots.get_mut(&sl).map_or(0, |w| {
+                        w.yields += 1;
+                        w.yields
+                    });
+                    if n > MAX_SPIN_YIELDS {
+                        let id = ctas.get(&cta).map_or([0; 3], |r| r.id);
+                        for w in slots.values() {
+                            let _ = w.resume.send(Resume::Abort);
+                        }
+                        return Err(kerr(id, warp, format!(
+                            "spin loop still waiting after {MAX_SPIN_YIELDS} iterations: livelock, or it waits for a CTA that is not resident (resident_ctas = {resident})"
+                        )));
+                    }
+                    queue.push_back(sl);
+                }
+                WarpEvent::Done(s2, sl, rec) => {
+                    st = Some(s2);
+                    if let Some(w) = slots.get_mut(&sl) {
+                        w.done = true;
+                        w.record = Some(rec);
+                    }
+                    if let Some(run) = ctas.get_mut(&cta) {
+                        run.done += 1;
+                    }
+                }
+                WarpEvent::Failed(s2, msg) => {
+                    st = s2;
+                    let id = ctas.get(&cta).map_or([0; 3], |r| r.id);
+                    for w in slots.values() {
+                        let _ = w.resume.send(Resume::Abort);
+                    }
+                    return Err(kerr(id, warp, msg));
+                }
+            }
+            if let Some(msg) = st.as_mut().and_then(|x| x.error.take()) {
+                let id = ctas.get(&cta).map_or([0; 3], |r| r.id);
+                for w in slots.values() {
+                    let _ = w.resume.send(Resume::Abort);
+                }
+                return Err(kerr(id, warp, msg));
+            }
+            // Barrier release and CTA completion.
+            if let Some(run) = ctas.get_mut(&cta) {
+                let n = run.slots.len();
+                if run.arrived > 0 && run.arrived + run.done == n {
+                    run.arrived = 0;
+                    for &sl in &run.slots {
+                        if let Some(w) = slots.get_mut(&sl) {
+                            if w.at_barrier {
+                                w.at_barrier = false;
+                                queue.push_back(sl);
+                            }
+                        }
+                    }
+                }
+                if run.done == n {
+                    let recs: Vec<WarpRecord> = run
+                        .slots
+                        .iter()
+                        .filter_map(|sl| slots.remove(sl).and_then(|w| w.record))
+                        .collect();
+                    finished.insert(cta, (run.id, recs));
+                    ctas.remove(&cta);
+                    if let Some(stv) = st.as_mut() {
+                        stv.shared.remove(&cta);
+                    }
+                }
+            }
+            while let Some((id, recs)) = finished.remove(&next_write) {
+                if let Some(stv) = st.as_deref() {
+                    sink(stv, id, &recs)?;
+                }
+                next_write += 1;
+            }
+        }
+    });
+    (res, st.unwrap_or_else(fallback_state))
+}
+
+/// Tracer-style address compression (the NVBit tracer's `base_stride_compress`): a run of
+/// consecutive active lanes with one stride is mode 1, anything else mode 2. An empty
+/// mask gives base 0, stride 0, as the tracer prints it.
+pub fn compress_addrs(mask: u32, addrs: &[u64]) -> AddrRecord<'_> {
+    if mask == 0 {
+        return AddrRecord::Stride { base: 0, stride: 0 };
+    }
+    let first = mask.trailing_zeros();
+    let run = (mask >> first).trailing_ones();
+    let contiguous = first + run == 32 || mask >> (first + run) == 0;
+    if run >= 2 && contiguous {
+        let d = addrs[1].wrapping_sub(addrs[0]) as i64;
+        if let Ok(stride) = i32::try_from(d) {
+            if addrs
+                .windows(2)
+                .all(|w| w[1].wrapping_sub(w[0]) as i64 == d)
+            {
+                return AddrRecord::Stride {
+                    base: addrs[0],
+                    stride,
+                };
+            }
+        }
+    }
+    AddrRecord::List {
+        mode: ADDR_DELTA,
+        addrs,
+    }
+}
+
+fn write_cta(
+    w: &mut TraceWriter,
+    tables: &KernelTables,
+    written_ops: &mut usize,
+    family: ArchFamily,
+    id: [u32; 3],
+    recs: &[WarpRecord],
+) -> Result<(), RecordError> {
+    while *written_ops < tables.opcodes.len() {
+        let name = tables.opcodes[*written_ops];
+        let info = decode_opcode(family, name).ok_or_else(|| {
+            RecordError::Invalid(format!(
+                "the recorder emitted {name}, which is not in the {} table",
+                family.name()
+            ))
+        })?;
+        w.add_opcode(info)?;
+        *written_ops += 1;
+    }
+    w.begin_cta(id, None)?;
+    for (wi, r) in recs.iter().enumerate() {
+        w.begin_warp(wi as u32)?;
+        for i in &r.insts {
+            write_inst(w, r, i)?;
+        }
+        w.end_warp()?;
+    }
+    w.end_cta()?;
+    Ok(())
+}
+
+fn write_inst(w: &mut TraceWriter, r: &WarpRecord, i: &RecInst) -> Result<(), RecordError> {
+    let addrs = &r.addrs[i.addrs.0 as usize..i.addrs.1 as usize];
+    let addrs = if i.mem_width > 0 {
+        compress_addrs(i.mask, addrs)
+    } else {
+        AddrRecord::None
+    };
+    let raw = RawInst {
+        pc: i.pc,
+        mask: i.mask,
+        opcode: i.opcode,
+        dsts: &i.dsts[..i.n_dsts as usize],
+        srcs: &i.srcs[..i.n_srcs as usize],
+        mem_width: i.mem_width,
+        imm: Some(0),
+        line: None,
+        addrs,
+    };
+    w.push_with_operands(
+        &raw,
+        &r.operands[i.operands.0 as usize..i.operands.1 as usize],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_follows_the_tracer() {
+        let a: Vec<u64> = (0..32).map(|l| 0x1000 + 4 * l).collect();
+        assert_eq!(
+            compress_addrs(u32::MAX, &a),
+            AddrRecord::Stride {
+                base: 0x1000,
+                stride: 4
+            }
+        );
+        // A gap in the mask: base + deltas even with a constant stride.
+        let b = [0x1000, 0x1004];
+        assert!(matches!(
+            compress_addrs(0b101, &b),
+            AddrRecord::List { mode: 2, .. }
+        ));
+        // A single active lane is mode 2 with no delta.
+        assert!(matches!(
+            compress_addrs(1 << 5, &b[..1]),
+            AddrRecord::List { mode: 2, .. }
+        ));
+        assert_eq!(
+            compress_addrs(0, &[]),
+            AddrRecord::Stride { base: 0, stride: 0 }
+        );
+    }
+}

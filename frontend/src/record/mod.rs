@@ -1,0 +1,20 @@
+//! The recording frontend: kernels written in Rust, executed functionally on real data,
+//! recorded as SASS-like warp instruction streams (DESIGN.md sections 2 and 6).
+//!
+//! - [`Recorder`]: the host side: `alloc`, `upload`, `launch`, `download`, `finish`; every
+//!   allocation, copy and launch becomes a command of the trace.
+//! - [`Warp`]: the device side: per-lane values ([`Val`]), predicates ([`Pred`]),
+//!   divergent `if_`/`while_`, counted loops, global and shared memory, atomics with their
+//!   operands, fences, CTA barriers, exits. Each call records the instruction nvcc would
+//!   emit for sm_70 and later, at a PC fixed by its source location.
+//! - The executor interleaves warps deterministically (one runs at a time, FIFO), so the
+//!   same inputs give the same trace byte for byte, and warps that wait on each other
+//!   (barriers, flags with [`Warp::spin_yield`]) are captured without deadlock.
+
+mod exec;
+mod mem;
+mod warp;
+
+pub use exec::{compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES};
+pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
+pub use warp::{Atom, AtomicElem, Cmp, Float, Pred, SharedArr, Val, Warp, WARP};

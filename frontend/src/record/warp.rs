@@ -1,0 +1,1260 @@
+//! The per-warp recording API: kernels are Rust code over per-lane values.
+//!
+//! Every method executes its operation functionally on the active lanes and records the
+//! SASS instruction a compiler would emit for it (sm_70+ mnemonics: `IMAD`, `IADD3`,
+//! `FFMA`, `IMAD.WIDE`, `LDG.E`, `STS`, `ATOMG.E.ADD.STRONG.GPU`, `BAR.SYNC`, `EXIT`...).
+//! The PC of an instruction is fixed by the source location of the call (`#[track_caller]`)
+//! so a loop body executes the same PCs every iteration, and its destination register is
+//! fixed the first time the PC executes, so the static fields of a PC never vary.
+
+use super::exec::{ExecState, Resume, WarpEvent};
+use super::mem::{Buffer, Elem};
+use std::panic::Location;
+use std::sync::mpsc::{Receiver, Sender};
+use tessera_traces::schema::RZ;
+
+/// Lanes per warp.
+pub const WARP: usize = 32;
+
+/// A per-lane value living in a register (a pair for 64-bit types).
+#[derive(Clone, Copy, Debug)]
+pub struct Val<T> {
+    pub v: [T; WARP],
+    pub reg: u16,
+}
+
+impl<T: Copy> Val<T> {
+    /// Lane `l`'s value.
+    pub fn lane(&self, l: usize) -> T {
+        self.v[l]
+    }
+}
+
+/// A per-lane predicate (predicate registers are not recorded by the tracer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pred(pub u32);
+
+impl Pred {
+    pub fn lane(&self, l: usize) -> bool {
+        self.0 >> l & 1 == 1
+    }
+}
+
+/// A typed array in a CTA's shared memory, at a byte offset.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedArr<T> {
+    pub offset: u32,
+    pub len: u32,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Elem> SharedArr<T> {
+    pub fn new(offset: u32, len: u32) -> Self {
+        SharedArr {
+            offset,
+            len,
+            _t: std::marker::PhantomData,
+        }
+    }
+
+    /// First byte after the array.
+    pub fn end(&self) -> u32 {
+        self.offset + self.len * T::BYTES
+    }
+}
+
+/// Comparison of `setp`-style instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+}
+
+/// Operation of an atomic or reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Atom {
+    Add,
+    Min,
+    Max,
+    Exch,
+}
+
+/// One recorded warp instruction (addresses and operands live in the warp's flat
+/// buffers).
+#[derive(Clone, Debug)]
+pub(crate) struct RecInst {
+    pub pc: u32,
+    pub mask: u32,
+    pub opcode: u16,
+    pub dsts: [u16; 2],
+    pub n_dsts: u8,
+    pub srcs: [u16; 4],
+    pub n_srcs: u8,
+    pub mem_width: u32,
+    /// Range in `WarpRecord::addrs` (one address per active lane).
+    pub addrs: (u32, u32),
+    /// Range in `WarpRecord::operands`.
+    pub operands: (u32, u32),
+}
+
+/// Everything a warp recorded.
+#[derive(Default)]
+pub(crate) struct WarpRecord {
+    pub insts: Vec<RecInst>,
+    pub addrs: Vec<u64>,
+    pub operands: Vec<u64>,
+}
+
+/// A warp being recorded: the handle kernel code receives.
+pub struct Warp {
+    pub(crate) st: Option<Box<ExecState>>,
+    /// Baton channels; `None` when the kernel runs inline (launched with
+    /// `blocking: false`), where blocking is an error.
+    pub(crate) resume: Option<Receiver<Resume>>,
+    pub(crate) events: Option<Sender<WarpEvent>>,
+    pub(crate) slot: usize,
+    /// CTA coordinates.
+    pub cta: [u32; 3],
+    /// Warp index within the CTA.
+    pub warp: u32,
+    pub block: [u32; 3],
+    pub grid: [u32; 3],
+    pub(crate) cta_linear: u32,
+    /// Lanes that hold threads (a partial last warp has fewer).
+    pub(crate) valid: u32,
+    pub(crate) mask: u32,
+    pub(crate) exited: u32,
+    pub(crate) rec: WarpRecord,
+}
+
+/// Unwinds a warp thread when the recording was aborted (not a bug: no message).
+pub(crate) struct Aborted;
+
+/// Unwinds an inline warp that tried to block.
+pub(crate) struct InlineBlocked;
+
+impl Warp {
+    fn state(&mut self) -> &mut ExecState {
+        match self.st.as_mut() {
+            Some(s) => s,
+            // The state is only absent while the warp is blocked in `switch`, which never
+            // returns without it.
+            None => std::panic::resume_unwind(Box::new(Aborted)),
+        }
+    }
+
+    /// Lanes currently executing.
+    pub fn active(&self) -> u32 {
+        self.mask & !self.exited
+    }
+
+    /// True when `l` is active.
+    pub fn is_active(&self, l: usize) -> bool {
+        self.active() >> l & 1 == 1
+    }
+
+    /// Lanes of this warp that hold threads (fewer than 32 in a partial last warp).
+    pub fn valid_lanes(&self) -> u32 {
+        self.valid
+    }
+
+    /// Threads per CTA.
+    pub fn threads(&self) -> u32 {
+        self.block[0] * self.block[1] * self.block[2]
+    }
+
+    /// Hands the baton back to the scheduler and waits for it.
+    fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
+        let (Some(events), Some(resume)) = (&self.events, &self.resume) else {
+            std::panic::resume_unwind(Box::new(InlineBlocked))
+        };
+        let Some(st) = self.st.take() else {
+            std::panic::resume_unwind(Box::new(Aborted))
+        };
+        if events.send(ev(st, self.slot)).is_err() {
+            std::panic::resume_unwind(Box::new(Aborted));
+        }
+        match resume.recv() {
+            Ok(Resume::Go(st)) => self.st = Some(st),
+            Ok(Resume::Abort) | Err(_) => std::panic::resume_unwind(Box::new(Aborted)),
+        }
+    }
+
+    // ---- recording core ----
+
+    /// Records one instruction at the caller's PC (`sub` tells apart several instructions
+    /// one API call emits). `dst_pair`: the destination is a 64-bit register pair.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        loc: &'static Location<'static>,
+        sub: u8,
+        opcode: &'static str,
+        dst: Option<bool>,
+        srcs: &[u16],
+        mem: Option<(u32, &[u64])>,
+        operands: &[u64],
+    ) -> u16 {
+        if self.exited == self.valid {
+            // Every thread of the warp has exited: the warp fetches nothing more.
+            return RZ;
+        }
+        let mask = self.active();
+        let st = self.state();
+        let pc = st.kernel.pc(loc, sub);
+        let opcode = st.kernel.opcode(opcode);
+        let reg = match dst {
+            Some(pair) => st.kernel.dst_reg(pc, pair),
+            None => RZ,
+        };
+        let rec = &mut self.rec;
+        let a0 = rec.addrs.len() as u32;
+        let (mem_width, _) = match mem {
+            Some((w, a)) => {
+                rec.addrs.extend_from_slice(a);
+                (w, ())
+            }
+            None => (0, ()),
+        };
+        let o0 = rec.operands.len() as u32;
+        rec.operands.extend_from_slice(operands);
+        let mut s = [RZ; 4];
+        let n_srcs = srcs.len().min(4);
+        s[..n_srcs].copy_from_slice(&srcs[..n_srcs]);
+        rec.insts.push(RecInst {
+            pc,
+            mask,
+            opcode,
+            dsts: [reg, RZ],
+            n_dsts: u8::from(dst.is_some()),
+            srcs: s,
+            n_srcs: n_srcs as u8,
+            mem_width,
+            addrs: (a0, rec.addrs.len() as u32),
+            operands: (o0, rec.operands.len() as u32),
+        });
+        reg
+    }
+
+    fn map<T: Copy + Default, U: Copy + Default>(
+        &self,
+        a: &Val<T>,
+        f: impl Fn(T) -> U,
+    ) -> [U; WARP] {
+        let mut out = [U::default(); WARP];
+        let m = self.active();
+        for (l, o) in out.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *o = f(a.v[l]);
+            }
+        }
+        out
+    }
+
+    fn zip<A: Copy, B: Copy, U: Copy + Default>(
+        &self,
+        a: &Val<A>,
+        b: &Val<B>,
+        f: impl Fn(A, B) -> U,
+    ) -> [U; WARP] {
+        let mut out = [U::default(); WARP];
+        let m = self.active();
+        for (l, o) in out.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *o = f(a.v[l], b.v[l]);
+            }
+        }
+        out
+    }
+
+    // ---- ids and constants ----
+
+    /// `threadIdx` component `d` (0 = x): `S2R`.
+    #[track_caller]
+    pub fn tid(&mut self, d: usize) -> Val<u32> {
+        self.tid_at(Location::caller(), 0, d)
+    }
+
+    /// `blockIdx` component `d`: `S2R`.
+    #[track_caller]
+    pub fn ctaid(&mut self, d: usize) -> Val<u32> {
+        let loc = Location::caller();
+        let reg = self.emit(loc, 0, "S2R", Some(false), &[], None, &[]);
+        Val {
+            v: [self.cta[d.min(2)]; WARP],
+            reg,
+        }
+    }
+
+    /// Lane index within the warp: `S2R SR_LANEID`.
+    #[track_caller]
+    pub fn lane_id(&mut self) -> Val<u32> {
+        let loc = Location::caller();
+        let reg = self.emit(loc, 0, "S2R", Some(false), &[], None, &[]);
+        let mut v = [0u32; WARP];
+        for (l, x) in v.iter_mut().enumerate() {
+            *x = l as u32;
+        }
+        Val { v, reg }
+    }
+
+    /// `blockIdx.x * blockDim.x + threadIdx.x`: `S2R`, `S2R`, `IMAD` (as nvcc emits it).
+    #[track_caller]
+    pub fn global_id_x(&mut self) -> Val<u32> {
+        let loc = Location::caller();
+        let t = self.tid_at(loc, 0, 0);
+        let c = self.emit(loc, 1, "S2R", Some(false), &[], None, &[]);
+        let bx = self.block[0];
+        let cx = self.cta[0];
+        let v = self.map(&t, |t| cx.wrapping_mul(bx).wrapping_add(t));
+        let reg = self.emit(loc, 2, "IMAD", Some(false), &[c, t.reg], None, &[]);
+        Val { v, reg }
+    }
+
+    fn tid_at(&mut self, loc: &'static Location<'static>, sub: u8, d: usize) -> Val<u32> {
+        let (bx, by) = (self.block[0], self.block[1]);
+        let base = self.warp * WARP as u32;
+        let mut v = [0u32; WARP];
+        for (l, x) in v.iter_mut().enumerate() {
+            let t = base + l as u32;
+            *x = match d {
+                0 => t % bx,
+                1 => t / bx % by,
+                _ => t / (bx * by),
+            };
+        }
+        let reg = self.emit(loc, sub, "S2R", Some(false), &[], None, &[]);
+        Val { v, reg }
+    }
+
+    /// A constant in a register: `MOV` (for 64-bit values `IMAD.MOV.U32` on the pair is
+    /// not modeled; they come from `MOV` as well).
+    #[track_caller]
+    pub fn konst<T: Elem>(&mut self, x: T) -> Val<T> {
+        let loc = Location::caller();
+        let reg = self.emit(loc, 0, "MOV", Some(T::BYTES == 8), &[], None, &[]);
+        Val { v: [x; WARP], reg }
+    }
+
+    // ---- integer ----
+
+    /// `a + b`: `IADD3`.
+    #[track_caller]
+    pub fn iadd(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, b, u32::wrapping_add);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IADD3",
+            Some(false),
+            &[a.reg, b.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a + k`: `IADD3` with an immediate.
+    #[track_caller]
+    pub fn iadd_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let v = self.map(a, |x| x.wrapping_add(k));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IADD3",
+            Some(false),
+            &[a.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a - b`: `IADD3` with a negated operand.
+    #[track_caller]
+    pub fn isub(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, b, u32::wrapping_sub);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IADD3",
+            Some(false),
+            &[a.reg, b.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a * b + c`: `IMAD`.
+    #[track_caller]
+    pub fn imad(&mut self, a: &Val<u32>, b: &Val<u32>, c: &Val<u32>) -> Val<u32> {
+        let m = self.active();
+        let mut v = [0u32; WARP];
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = a.v[l].wrapping_mul(b.v[l]).wrapping_add(c.v[l]);
+            }
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IMAD",
+            Some(false),
+            &[a.reg, b.reg, c.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a * k + c` with a constant `k` (kernel parameter or literal): `IMAD`.
+    #[track_caller]
+    pub fn imad_imm(&mut self, a: &Val<u32>, k: u32, c: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, c, |x, y| x.wrapping_mul(k).wrapping_add(y));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IMAD",
+            Some(false),
+            &[a.reg, c.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a * k` with a constant: `IMAD` with RZ addend (what nvcc emits for a multiply by a
+    /// parameter).
+    #[track_caller]
+    pub fn imul_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let v = self.map(a, |x| x.wrapping_mul(k));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IMAD",
+            Some(false),
+            &[a.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a << k`: `SHF.L.U32`.
+    #[track_caller]
+    pub fn shl(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let v = self.map(a, |x| x.wrapping_shl(k));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "SHF.L.U32",
+            Some(false),
+            &[a.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a >> k` (logical): `SHF.R.U32.HI`.
+    #[track_caller]
+    pub fn shr(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let v = self.map(a, |x| x.wrapping_shr(k));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "SHF.R.U32.HI",
+            Some(false),
+            &[RZ, a.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a & k`: `LOP3.LUT`.
+    #[track_caller]
+    pub fn and_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let v = self.map(a, |x| x & k);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "LOP3.LUT",
+            Some(false),
+            &[a.reg, RZ],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a % k` for a power-of-two or general constant: `LOP3.LUT` or `IMAD.HI`+`IMAD`
+    /// (recorded as one `IMAD.HI.U32` and one `IADD3`, the magic-number sequence nvcc
+    /// uses for a constant divisor).
+    #[track_caller]
+    pub fn rem_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let loc = Location::caller();
+        let k = k.max(1);
+        let v = self.map(a, |x| x % k);
+        if k.is_power_of_two() {
+            let reg = self.emit(loc, 0, "LOP3.LUT", Some(false), &[a.reg, RZ], None, &[]);
+            return Val { v, reg };
+        }
+        let q = self.emit(loc, 0, "IMAD.HI.U32", Some(false), &[a.reg, RZ], None, &[]);
+        let reg = self.emit(loc, 1, "IMAD", Some(false), &[q, a.reg], None, &[]);
+        Val { v, reg }
+    }
+
+    /// `a / k` for a constant: `SHF.R.U32.HI` for powers of two, else `IMAD.HI.U32`.
+    #[track_caller]
+    pub fn div_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
+        let loc = Location::caller();
+        let k = k.max(1);
+        let v = self.map(a, |x| x / k);
+        let op = if k.is_power_of_two() {
+            "SHF.R.U32.HI"
+        } else {
+            "IMAD.HI.U32"
+        };
+        let reg = self.emit(loc, 0, op, Some(false), &[a.reg, RZ], None, &[]);
+        Val { v, reg }
+    }
+
+    /// `min(a, b)` / `max(a, b)`: `IMNMX`.
+    #[track_caller]
+    pub fn imin(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, b, u32::min);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "IMNMX.U32",
+            Some(false),
+            &[a.reg, b.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// Integer comparison with a per-lane value: `ISETP.<cmp>.U32.AND`.
+    #[track_caller]
+    pub fn icmp(&mut self, c: Cmp, a: &Val<u32>, b: &Val<u32>) -> Pred {
+        let p = self.pred_of(|l| c.eval(a.v[l], b.v[l]));
+        let op = isetp(c);
+        self.emit(Location::caller(), 0, op, None, &[a.reg, b.reg], None, &[]);
+        p
+    }
+
+    /// Integer comparison with a constant: `ISETP.<cmp>.U32.AND`.
+    #[track_caller]
+    pub fn icmp_imm(&mut self, c: Cmp, a: &Val<u32>, k: u32) -> Pred {
+        let p = self.pred_of(|l| c.eval(a.v[l], k));
+        let op = isetp(c);
+        self.emit(Location::caller(), 0, op, None, &[a.reg], None, &[]);
+        p
+    }
+
+    /// Float comparison: `FSETP.<cmp>.AND`.
+    #[track_caller]
+    pub fn fcmp(&mut self, c: Cmp, a: &Val<f32>, b: &Val<f32>) -> Pred {
+        let p = self.pred_of(|l| c.eval(a.v[l], b.v[l]));
+        let op = match c {
+            Cmp::Lt => "FSETP.LT.AND",
+            Cmp::Le => "FSETP.LE.AND",
+            Cmp::Gt => "FSETP.GT.AND",
+            Cmp::Ge => "FSETP.GE.AND",
+            Cmp::Eq => "FSETP.EQ.AND",
+            Cmp::Ne => "FSETP.NEU.AND",
+        };
+        self.emit(Location::caller(), 0, op, None, &[a.reg, b.reg], None, &[]);
+        p
+    }
+
+    fn pred_of(&self, f: impl Fn(usize) -> bool) -> Pred {
+        let m = self.active();
+        let mut p = 0u32;
+        for l in 0..WARP {
+            if m >> l & 1 == 1 && f(l) {
+                p |= 1 << l;
+            }
+        }
+        Pred(p)
+    }
+
+    /// `p ? a : b` per lane: `SEL`.
+    #[track_caller]
+    pub fn sel<T: Elem>(&mut self, p: Pred, a: &Val<T>, b: &Val<T>) -> Val<T> {
+        let m = self.active();
+        let mut v = [T::default(); WARP];
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = if p.lane(l) { a.v[l] } else { b.v[l] };
+            }
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "SEL",
+            Some(T::BYTES == 8),
+            &[a.reg, b.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    // ---- floating point ----
+
+    /// `a + b`: `FADD` (`DADD` for f64).
+    #[track_caller]
+    pub fn fadd<T: Float>(&mut self, a: &Val<T>, b: &Val<T>) -> Val<T> {
+        let v = self.zip(a, b, |x, y| x.add(y));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            T::ADD,
+            Some(T::BYTES == 8),
+            &[a.reg, b.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a * b`: `FMUL` / `DMUL`.
+    #[track_caller]
+    pub fn fmul<T: Float>(&mut self, a: &Val<T>, b: &Val<T>) -> Val<T> {
+        let v = self.zip(a, b, |x, y| x.mul(y));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            T::MUL,
+            Some(T::BYTES == 8),
+            &[a.reg, b.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `a * b + c`, fused: `FFMA` / `DFMA`.
+    #[track_caller]
+    pub fn ffma<T: Float>(&mut self, a: &Val<T>, b: &Val<T>, c: &Val<T>) -> Val<T> {
+        let m = self.active();
+        let mut v = [T::default(); WARP];
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = a.v[l].fma(b.v[l], c.v[l]);
+            }
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            T::FMA,
+            Some(T::BYTES == 8),
+            &[a.reg, b.reg, c.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// `acc = a * b + acc` in place (the accumulator keeps its register, as in an unrolled
+    /// dot product): `FFMA` / `DFMA`.
+    #[track_caller]
+    pub fn ffma_acc<T: Float>(&mut self, acc: &mut Val<T>, a: &Val<T>, b: &Val<T>) {
+        let m = self.active();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                acc.v[l] = a.v[l].fma(b.v[l], acc.v[l]);
+            }
+        }
+        let loc = Location::caller();
+        let st = self.state();
+        let pc = st.kernel.pc(loc, 0);
+        st.kernel.pin_dst(pc, acc.reg);
+        self.emit(
+            loc,
+            0,
+            T::FMA,
+            Some(T::BYTES == 8),
+            &[a.reg, b.reg, acc.reg],
+            None,
+            &[],
+        );
+    }
+
+    /// `acc = acc + a` in place: `FADD` / `DADD`.
+    #[track_caller]
+    pub fn fadd_acc<T: Float>(&mut self, acc: &mut Val<T>, a: &Val<T>) {
+        let m = self.active();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                acc.v[l] = acc.v[l].add(a.v[l]);
+            }
+        }
+        let loc = Location::caller();
+        let st = self.state();
+        let pc = st.kernel.pc(loc, 0);
+        st.kernel.pin_dst(pc, acc.reg);
+        self.emit(
+            loc,
+            0,
+            T::ADD,
+            Some(T::BYTES == 8),
+            &[acc.reg, a.reg],
+            None,
+            &[],
+        );
+    }
+
+    /// Integer to float: `I2F.U32` (`I2F.F64.U32`).
+    #[track_caller]
+    pub fn u2f<T: Float>(&mut self, a: &Val<u32>) -> Val<T> {
+        let v = self.map(a, T::from_u32);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            T::I2F,
+            Some(T::BYTES == 8),
+            &[a.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    // ---- memory ----
+
+    /// `&buf[idx]`: `IMAD.WIDE` (64-bit address in a register pair).
+    #[track_caller]
+    pub fn addr<T: Elem>(&mut self, buf: &Buffer<T>, idx: &Val<u32>) -> Val<u64> {
+        self.addr_at(Location::caller(), 0, buf, idx)
+    }
+
+    fn lane_addrs(&self, a: &Val<u64>) -> ([u64; WARP], usize) {
+        let m = self.active();
+        let mut out = [0u64; WARP];
+        let mut n = 0;
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                out[n] = a.v[l];
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
+    /// Global load: `LDG.E` (`LDG.E.64`).
+    #[track_caller]
+    pub fn ld<T: Elem>(&mut self, a: &Val<u64>) -> Val<T> {
+        self.ld_at(Location::caller(), 0, a)
+    }
+
+    /// `buf[idx]`: `IMAD.WIDE` then `LDG.E`.
+    #[track_caller]
+    pub fn load<T: Elem>(&mut self, buf: &Buffer<T>, idx: &Val<u32>) -> Val<T> {
+        let loc = Location::caller();
+        let a = self.addr_at(loc, 0, buf, idx);
+        self.ld_at(loc, 1, &a)
+    }
+
+    /// `buf[idx] = x`: `IMAD.WIDE` then `STG.E`.
+    #[track_caller]
+    pub fn store<T: Elem>(&mut self, buf: &Buffer<T>, idx: &Val<u32>, x: &Val<T>) {
+        let loc = Location::caller();
+        let a = self.addr_at(loc, 0, buf, idx);
+        self.st_at(loc, 1, &a, x)
+    }
+
+    fn addr_at<T: Elem>(
+        &mut self,
+        loc: &'static Location<'static>,
+        sub: u8,
+        buf: &Buffer<T>,
+        idx: &Val<u32>,
+    ) -> Val<u64> {
+        let b = buf.base;
+        let v = self.map(idx, |i| b.wrapping_add(i as u64 * T::BYTES as u64));
+        let reg = self.emit(loc, sub, "IMAD.WIDE.U32", Some(true), &[idx.reg], None, &[]);
+        Val { v, reg }
+    }
+
+    fn ld_at<T: Elem>(&mut self, loc: &'static Location<'static>, sub: u8, a: &Val<u64>) -> Val<T> {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let mut v = [T::default(); WARP];
+        let st = self.state();
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = T::from_bits(st.read_global(a.v[l], T::BYTES));
+            }
+        }
+        let op = st.kernel.sass.ldg(T::BYTES);
+        let reg = self.emit(
+            loc,
+            sub,
+            op,
+            Some(T::BYTES == 8),
+            &[a.reg],
+            Some((T::BYTES, &addrs[..n])),
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    fn st_at<T: Elem>(
+        &mut self,
+        loc: &'static Location<'static>,
+        sub: u8,
+        a: &Val<u64>,
+        x: &Val<T>,
+    ) {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let st = self.state();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                st.write_global(a.v[l], T::BYTES, x.v[l].to_bits());
+            }
+        }
+        let op = st.kernel.sass.stg(T::BYTES);
+        self.emit(
+            loc,
+            sub,
+            op,
+            None,
+            &[a.reg, x.reg],
+            Some((T::BYTES, &addrs[..n])),
+            &[],
+        );
+    }
+
+    /// Global store: `STG.E` (`STG.E.64`).
+    #[track_caller]
+    pub fn st<T: Elem>(&mut self, a: &Val<u64>, x: &Val<T>) {
+        self.st_at(Location::caller(), 0, a, x)
+    }
+
+    /// Byte offset of `arr[idx]` in shared memory: `LEA`.
+    #[track_caller]
+    pub fn shared_addr<T: Elem>(&mut self, arr: &SharedArr<T>, idx: &Val<u32>) -> Val<u32> {
+        let o = arr.offset;
+        let v = self.map(idx, |i| o.wrapping_add(i.wrapping_mul(T::BYTES)));
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "LEA",
+            Some(false),
+            &[idx.reg],
+            None,
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    fn shared_lanes(&self, a: &Val<u32>) -> ([u64; WARP], usize) {
+        let m = self.active();
+        let mut out = [0u64; WARP];
+        let mut n = 0;
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                out[n] = a.v[l] as u64;
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
+    /// Shared load at byte offsets `a`: `LDS` (`LDS.64`). Recorded addresses are offsets
+    /// into the CTA's shared memory.
+    #[track_caller]
+    pub fn lds<T: Elem>(&mut self, a: &Val<u32>) -> Val<T> {
+        let (addrs, n) = self.shared_lanes(a);
+        let m = self.active();
+        let cta = self.cta_linear;
+        let mut v = [T::default(); WARP];
+        let st = self.state();
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = T::from_bits(st.read_shared(cta, a.v[l], T::BYTES));
+            }
+        }
+        let op = if T::BYTES == 8 { "LDS.64" } else { "LDS" };
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            op,
+            Some(T::BYTES == 8),
+            &[a.reg],
+            Some((T::BYTES, &addrs[..n])),
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// Shared store: `STS` (`STS.64`).
+    #[track_caller]
+    pub fn sts<T: Elem>(&mut self, a: &Val<u32>, x: &Val<T>) {
+        let (addrs, n) = self.shared_lanes(a);
+        let m = self.active();
+        let cta = self.cta_linear;
+        let st = self.state();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                st.write_shared(cta, a.v[l], T::BYTES, x.v[l].to_bits());
+            }
+        }
+        let op = if T::BYTES == 8 { "STS.64" } else { "STS" };
+        self.emit(
+            Location::caller(),
+            0,
+            op,
+            None,
+            &[a.reg, x.reg],
+            Some((T::BYTES, &addrs[..n])),
+            &[],
+        );
+    }
+
+    /// Device-scope atomic on global memory, lanes applied in lane order. With `ret` it is
+    /// `ATOMG.E.<op>.STRONG.GPU` and returns the old values; without, `RED.E.<op>.STRONG.GPU`
+    /// (the result is unused). The per-lane operands are recorded (format version 2).
+    #[track_caller]
+    pub fn atomic<T: Elem + AtomicElem>(
+        &mut self,
+        op: Atom,
+        a: &Val<u64>,
+        x: &Val<T>,
+        ret: bool,
+    ) -> Val<T> {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let mut old = [T::default(); WARP];
+        let mut operands = [0u64; WARP];
+        let mut k = 0;
+        let st = self.state();
+        for (l, o) in old.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                let cur = T::from_bits(st.read_global(a.v[l], T::BYTES));
+                *o = cur;
+                st.write_global(a.v[l], T::BYTES, T::apply(op, cur, x.v[l]).to_bits());
+                operands[k] = x.v[l].to_bits();
+                k += 1;
+            }
+        }
+        let name = T::atom_name(op, ret);
+        let dst = ret.then_some(T::BYTES == 8);
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            name,
+            dst,
+            &[a.reg, x.reg],
+            Some((T::BYTES, &addrs[..n])),
+            &operands[..k],
+        );
+        Val { v: old, reg }
+    }
+
+    /// Shared-memory atomic add (`ATOMS.ADD`), returning old values.
+    #[track_caller]
+    pub fn atomic_shared_add(&mut self, a: &Val<u32>, x: &Val<u32>) -> Val<u32> {
+        let (addrs, n) = self.shared_lanes(a);
+        let m = self.active();
+        let cta = self.cta_linear;
+        let mut old = [0u32; WARP];
+        let mut operands = [0u64; WARP];
+        let mut k = 0;
+        let st = self.state();
+        for (l, o) in old.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                let cur = st.read_shared(cta, a.v[l], 4) as u32;
+                *o = cur;
+                st.write_shared(cta, a.v[l], 4, cur.wrapping_add(x.v[l]) as u64);
+                operands[k] = x.v[l] as u64;
+                k += 1;
+            }
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "ATOMS.ADD",
+            Some(false),
+            &[a.reg, x.reg],
+            Some((4, &addrs[..n])),
+            &operands[..k],
+        );
+        Val { v: old, reg }
+    }
+
+    /// Memory fence at device scope: `MEMBAR.SC.GPU`.
+    #[track_caller]
+    pub fn fence_gpu(&mut self) {
+        self.emit(Location::caller(), 0, "MEMBAR.SC.GPU", None, &[], None, &[]);
+    }
+
+    /// Memory fence at CTA scope: `MEMBAR.SC.CTA`.
+    #[track_caller]
+    pub fn fence_cta(&mut self) {
+        self.emit(Location::caller(), 0, "MEMBAR.SC.CTA", None, &[], None, &[]);
+    }
+
+    // ---- control flow ----
+
+    /// `__syncthreads()`: `BAR.SYNC`. The warp waits until every warp of its CTA that has
+    /// not exited arrives.
+    #[track_caller]
+    pub fn barrier(&mut self) {
+        self.emit(Location::caller(), 0, "BAR.SYNC", None, &[], None, &[]);
+        self.switch(WarpEvent::barrier);
+    }
+
+    /// Lets the other warps run (a spin loop's back-edge): a kernel whose warps wait on
+    /// other CTAs calls this in its waiting loop, so the capture interleaves them
+    /// deterministically instead of deadlocking.
+    pub fn spin_yield(&mut self) {
+        self.switch(WarpEvent::yielded);
+    }
+
+    /// `if (p) { body }`: `BSSY`, `@!P BRA` (recorded with the lanes that branch around the
+    /// body), the body under the narrowed mask, `BSYNC` at reconvergence.
+    #[track_caller]
+    pub fn if_(&mut self, p: Pred, body: impl FnOnce(&mut Self)) {
+        let loc = Location::caller();
+        let saved = self.mask;
+        self.emit(loc, 0, "BSSY", None, &[], None, &[]);
+        let taken = self.active() & !p.0;
+        let m = self.mask;
+        self.mask = taken;
+        self.emit(loc, 1, "BRA", None, &[], None, &[]);
+        self.mask = m & p.0;
+        if self.active() != 0 {
+            body(self);
+        }
+        self.mask = saved;
+        self.emit(loc, 2, "BSYNC", None, &[], None, &[]);
+    }
+
+    /// A counted loop with a uniform trip count: per iteration the body, then `IADD3`
+    /// (counter), `ISETP.NE.AND` and the back-edge `BRA`.
+    #[track_caller]
+    pub fn for_range(&mut self, n: u32, mut body: impl FnMut(&mut Self, u32)) {
+        let loc = Location::caller();
+        for i in 0..n {
+            body(self, i);
+            self.emit(loc, 0, "IADD3", Some(false), &[RZ, RZ], None, &[]);
+            self.emit(loc, 1, "ISETP.NE.U32.AND", None, &[RZ], None, &[]);
+            self.emit(loc, 2, "BRA", None, &[], None, &[]);
+        }
+    }
+
+    /// `while (cond) { body }` with per-lane exit: lanes leave as `cond` turns false; the
+    /// loop ends when no lane remains. Records `BSSY`, then per iteration the condition's
+    /// instructions, the exit `BRA` and the body, then `BSYNC`.
+    #[track_caller]
+    pub fn while_(
+        &mut self,
+        mut cond: impl FnMut(&mut Self) -> Pred,
+        mut body: impl FnMut(&mut Self),
+    ) {
+        let loc = Location::caller();
+        let saved = self.mask;
+        self.emit(loc, 0, "BSSY", None, &[], None, &[]);
+        loop {
+            let p = cond(self);
+            let m = self.mask;
+            self.mask = self.active() & !p.0;
+            self.emit(loc, 1, "BRA", None, &[], None, &[]);
+            self.mask = m & p.0;
+            if self.active() == 0 {
+                break;
+            }
+            body(self);
+        }
+        self.mask = saved;
+        self.emit(loc, 2, "BSYNC", None, &[], None, &[]);
+    }
+
+    /// `if (p) return;`: `@P EXIT` recorded with the exiting lanes (mask 0 when none
+    /// exits, as the tracer records a predicated-off `EXIT`).
+    #[track_caller]
+    pub fn exit_if(&mut self, p: Pred) {
+        let m = self.mask;
+        let leaving = self.active() & p.0;
+        self.mask = leaving;
+        self.emit(Location::caller(), 0, "EXIT", None, &[], None, &[]);
+        self.exited |= leaving;
+        self.mask = m;
+    }
+
+    /// `return;` for all active lanes: `EXIT`.
+    #[track_caller]
+    pub fn exit(&mut self) {
+        let leaving = self.active();
+        self.emit(Location::caller(), 0, "EXIT", None, &[], None, &[]);
+        self.exited |= leaving;
+    }
+
+    /// The prologue nvcc puts first in every kernel (`MOV R1, c[0x0][0x28]`: the stack
+    /// pointer), recorded by the executor before the body runs.
+    #[track_caller]
+    pub(crate) fn prologue(&mut self) {
+        let loc = Location::caller();
+        let st = self.state();
+        let pc = st.kernel.pc(loc, 0);
+        st.kernel.pin_dst(pc, 1);
+        self.emit(loc, 0, "MOV", Some(false), &[], None, &[]);
+    }
+
+    /// Closes the warp: lanes still running exit (`EXIT`).
+    #[track_caller]
+    pub(crate) fn epilogue(&mut self) {
+        if self.active() != 0 {
+            self.exit();
+        }
+    }
+}
+
+fn isetp(c: Cmp) -> &'static str {
+    match c {
+        Cmp::Lt => "ISETP.LT.U32.AND",
+        Cmp::Le => "ISETP.LE.U32.AND",
+        Cmp::Gt => "ISETP.GT.U32.AND",
+        Cmp::Ge => "ISETP.GE.U32.AND",
+        Cmp::Eq => "ISETP.EQ.U32.AND",
+        Cmp::Ne => "ISETP.NE.U32.AND",
+    }
+}
+
+/// Floating-point element types and their SASS mnemonics.
+pub trait Float: Elem + PartialOrd {
+    const ADD: &'static str;
+    const MUL: &'static str;
+    const FMA: &'static str;
+    const I2F: &'static str;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn fma(self, b: Self, c: Self) -> Self;
+    fn from_u32(x: u32) -> Self;
+}
+
+impl Float for f32 {
+    const ADD: &'static str = "FADD";
+    const MUL: &'static str = "FMUL";
+    const FMA: &'static str = "FFMA";
+    const I2F: &'static str = "I2F.U32";
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn fma(self, b: Self, c: Self) -> Self {
+        self.mul_add(b, c)
+    }
+    fn from_u32(x: u32) -> Self {
+        x as f32
+    }
+}
+
+impl Float for f64 {
+    const ADD: &'static str = "DADD";
+    const MUL: &'static str = "DMUL";
+    const FMA: &'static str = "DFMA";
+    const I2F: &'static str = "I2F.F64.U32";
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    fn fma(self, b: Self, c: Self) -> Self {
+        self.mul_add(b, c)
+    }
+    fn from_u32(x: u32) -> Self {
+        x as f64
+    }
+}
+
+/// Types with global atomics.
+pub trait AtomicElem: Elem {
+    fn apply(op: Atom, cur: Self, x: Self) -> Self;
+    fn atom_name(op: Atom, ret: bool) -> &'static str;
+}
+
+impl AtomicElem for u32 {
+    fn apply(op: Atom, cur: u32, x: u32) -> u32 {
+        match op {
+            Atom::Add => cur.wrapping_add(x),
+            Atom::Min => cur.min(x),
+            Atom::Max => cur.max(x),
+            Atom::Exch => x,
+        }
+    }
+    fn atom_name(op: Atom, ret: bool) -> &'static str {
+        match (op, ret) {
+            (Atom::Add, true) => "ATOMG.E.ADD.STRONG.GPU",
+            (Atom::Add, false) => "RED.E.ADD.STRONG.GPU",
+            (Atom::Min, true) => "ATOMG.E.MIN.STRONG.GPU",
+            (Atom::Min, false) => "RED.E.MIN.STRONG.GPU",
+            (Atom::Max, true) => "ATOMG.E.MAX.STRONG.GPU",
+            (Atom::Max, false) => "RED.E.MAX.STRONG.GPU",
+            (Atom::Exch, _) => "ATOMG.E.EXCH.STRONG.GPU",
+        }
+    }
+}
+
+impl AtomicElem for f32 {
+    fn apply(op: Atom, cur: f32, x: f32) -> f32 {
+        match op {
+            Atom::Add => cur + x,
+            Atom::Min => cur.min(x),
+            Atom::Max => cur.max(x),
+            Atom::Exch => x,
+        }
+    }
+    fn atom_name(op: Atom, ret: bool) -> &'static str {
+        match (op, ret) {
+            (Atom::Add, true) => "ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU",
+            (Atom::Add, false) => "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
+            (_, _) => "ATOMG.E.EXCH.STRONG.GPU",
+        }
+    }
+}
+
+impl AtomicElem for f64 {
+    fn apply(op: Atom, cur: f64, x: f64) -> f64 {
+        match op {
+            Atom::Add => cur + x,
+            Atom::Min => cur.min(x),
+            Atom::Max => cur.max(x),
+            Atom::Exch => x,
+        }
+    }
+    fn atom_name(op: Atom, ret: bool) -> &'static str {
+        match (op, ret) {
+            (Atom::Add, true) => "ATOMG.E.ADD.F64.RN.STRONG.GPU",
+            (Atom::Add, false) => "RED.E.ADD.F64.RN.STRONG.GPU",
+            (_, _) => "ATOMG.E.EXCH.64.STRONG.GPU",
+        }
+    }
+}
