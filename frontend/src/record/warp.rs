@@ -151,7 +151,7 @@ pub(crate) struct Aborted;
 pub(crate) struct InlineBlocked;
 
 impl Warp {
-    fn state(&mut self) -> &mut ExecState {
+    pub(crate) fn state(&mut self) -> &mut ExecState {
         match self.st.as_mut() {
             Some(s) => s,
             // The state is only absent while the warp is blocked in `switch`, which never
@@ -181,7 +181,7 @@ impl Warp {
     }
 
     /// Hands the baton back to the scheduler and waits for it.
-    fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
+    pub(crate) fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
         let (Some(events), Some(resume)) = (&self.events, &self.resume) else {
             std::panic::resume_unwind(Box::new(InlineBlocked))
         };
@@ -202,7 +202,7 @@ impl Warp {
     /// Records one instruction at the caller's PC (`sub` tells apart several instructions
     /// one API call emits). `dst_pair`: the destination is a 64-bit register pair.
     #[allow(clippy::too_many_arguments)]
-    fn emit(
+    pub(crate) fn emit(
         &mut self,
         loc: &'static Location<'static>,
         sub: u8,
@@ -253,7 +253,7 @@ impl Warp {
         reg
     }
 
-    fn map<T: Copy + Default, U: Copy + Default>(
+    pub(crate) fn map<T: Copy + Default, U: Copy + Default>(
         &self,
         a: &Val<T>,
         f: impl Fn(T) -> U,
@@ -268,7 +268,7 @@ impl Warp {
         out
     }
 
-    fn zip<A: Copy, B: Copy, U: Copy + Default>(
+    pub(crate) fn zip<A: Copy, B: Copy, U: Copy + Default>(
         &self,
         a: &Val<A>,
         b: &Val<B>,
@@ -588,7 +588,7 @@ impl Warp {
         p
     }
 
-    fn pred_of(&self, f: impl Fn(usize) -> bool) -> Pred {
+    pub(crate) fn pred_of(&self, f: impl Fn(usize) -> bool) -> Pred {
         let m = self.active();
         let mut p = 0u32;
         for l in 0..WARP {
@@ -750,7 +750,7 @@ impl Warp {
         self.addr_at(Location::caller(), 0, buf, idx)
     }
 
-    fn lane_addrs(&self, a: &Val<u64>) -> ([u64; WARP], usize) {
+    pub(crate) fn lane_addrs(&self, a: &Val<u64>) -> ([u64; WARP], usize) {
         let m = self.active();
         let mut out = [0u64; WARP];
         let mut n = 0;
@@ -785,7 +785,7 @@ impl Warp {
         self.st_at(loc, 1, &a, x)
     }
 
-    fn addr_at<T: Elem>(
+    pub(crate) fn addr_at<T: Elem>(
         &mut self,
         loc: &'static Location<'static>,
         sub: u8,
@@ -798,7 +798,7 @@ impl Warp {
         Val { v, reg }
     }
 
-    fn ld_at<T: Elem>(&mut self, loc: &'static Location<'static>, sub: u8, a: &Val<u64>) -> Val<T> {
+    pub(crate) fn ld_at<T: Elem>(&mut self, loc: &'static Location<'static>, sub: u8, a: &Val<u64>) -> Val<T> {
         let (addrs, n) = self.lane_addrs(a);
         let m = self.active();
         let mut v = [T::default(); WARP];
@@ -821,7 +821,7 @@ impl Warp {
         Val { v, reg }
     }
 
-    fn st_at<T: Elem>(
+    pub(crate) fn st_at<T: Elem>(
         &mut self,
         loc: &'static Location<'static>,
         sub: u8,
@@ -871,7 +871,7 @@ impl Warp {
         Val { v, reg }
     }
 
-    fn shared_lanes(&self, a: &Val<u32>) -> ([u64; WARP], usize) {
+    pub(crate) fn shared_lanes(&self, a: &Val<u32>) -> ([u64; WARP], usize) {
         let m = self.active();
         let mut out = [0u64; WARP];
         let mut n = 0;
