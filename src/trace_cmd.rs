@@ -220,14 +220,19 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 .with_context(|| format!("verification of {} failed", file.display()))?;
             let secs = t0.elapsed().as_secs_f64();
             outln!(
-                "{}: OK: {} kernel(s), {} chunks, {} CTAs, {} warps, {} warp instructions, {} thread instructions; all checksums and counts match",
+                "{}: OK: {} kernel(s), {} chunks, {} CTAs, {} warps, {} warp instructions, {} thread instructions; all checksums and counts match; every CTA present, every warp exits, barriers agree{}",
                 file.display(),
                 rep.kernels,
                 rep.chunks,
                 rep.ctas,
                 rep.warps,
                 rep.warp_insts,
-                rep.thread_insts
+                rep.thread_insts,
+                if rep.checked_accesses > 0 {
+                    format!(", {} lane accesses inside allocations", rep.checked_accesses)
+                } else {
+                    String::new()
+                }
             );
             eprintln!(
                 "decoded in {secs:.2} s ({:.1} M warp instructions/s){}",

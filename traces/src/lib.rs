@@ -55,7 +55,7 @@ pub use schema::{
     Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, Index, KernelCounts,
     KernelMeta, StaticInst,
 };
-pub use verify::{verify, VerifyReport};
+pub use verify::{verify, verify_structure, VerifyReport};
 pub use writer::{RawInst, TraceWriter, WriterOptions};
 
 impl KernelMeta {

@@ -1,9 +1,19 @@
 //! Full-file verification: decode every chunk, check checksums and recount everything the
-//! index claims.
+//! index claims, then check the semantic rules every well-formed trace obeys:
+//!
+//! - every CTA of the grid is present, once;
+//! - every warp ends with all its threads exited (the union of its `EXIT` masks covers the
+//!   lanes that hold threads);
+//! - all warps of a CTA execute the same sequence of barriers (by PC);
+//! - when the trace records allocations (recorded traces), every global access lies inside
+//!   an allocation made before the launch, and every shared access inside the CTA's
+//!   shared memory.
 
+use crate::codec::DecodedCta;
 use crate::error::{Result, TraceError};
-use crate::opcode::OpClass;
+use crate::opcode::{MemSpace, OpClass};
 use crate::reader::TraceFile;
+use crate::schema::{Command, KernelMeta};
 
 /// What [`verify`] counted by decoding (equal to the index's counts when it returns Ok).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -14,16 +24,205 @@ pub struct VerifyReport {
     pub warps: u64,
     pub warp_insts: u64,
     pub thread_insts: u64,
+    /// Lane accesses checked against allocations (0 when the trace records none).
+    pub checked_accesses: u64,
+}
+
+/// Allocations `(base, end)` made on `device` before the `launch_pos`-th command.
+fn allocations_before(t: &TraceFile, kernel: usize) -> Vec<(u64, u64)> {
+    let mut v = Vec::new();
+    for c in t.commands() {
+        match *c {
+            Command::Alloc { addr, bytes, .. } => v.push((addr, addr.saturating_add(bytes))),
+            Command::KernelLaunch { kernel: k, .. } if k as usize == kernel => break,
+            _ => {}
+        }
+    }
+    v.sort_unstable();
+    v
+}
+
+struct Semantics<'a> {
+    t: &'a TraceFile,
+    k: usize,
+    meta: &'a KernelMeta,
+    seen: Vec<u64>,
+    allocs: Vec<(u64, u64)>,
+    checked: u64,
+}
+
+impl Semantics<'_> {
+    fn err(&self, cta: &DecodedCta, what: String) -> TraceError {
+        TraceError::Corrupt {
+            path: self.t.path().to_path_buf(),
+            detail: format!(
+                "kernel {} ({}), CTA ({},{},{}): {what}",
+                self.k, self.meta.name, cta.id[0], cta.id[1], cta.id[2]
+            ),
+        }
+    }
+
+    fn inside(&self, addr: u64, width: u64) -> bool {
+        let i = self.allocs.partition_point(|&(b, _)| b <= addr);
+        i > 0 && {
+            let (b, e) = self.allocs[i - 1];
+            addr >= b && addr.saturating_add(width) <= e
+        }
+    }
+
+    fn check_cta(&mut self, cta: &DecodedCta) -> Result<()> {
+        let g = self.meta.grid;
+        if cta.id[0] >= g[0] || cta.id[1] >= g[1] || cta.id[2] >= g[2] {
+            return Err(self.err(
+                cta,
+                format!("outside the grid ({},{},{})", g[0], g[1], g[2]),
+            ));
+        }
+        let lin =
+            (cta.id[2] as u64 * g[1] as u64 + cta.id[1] as u64) * g[0] as u64 + cta.id[0] as u64;
+        let (word, bit) = ((lin / 64) as usize, lin % 64);
+        if let Some(w) = self.seen.get_mut(word) {
+            if *w >> bit & 1 == 1 {
+                return Err(self.err(cta, "appears twice".into()));
+            }
+            *w |= 1 << bit;
+        }
+        let threads = self.meta.threads_per_cta();
+        // Barrier PC sequences per warp: a warp may exit early (its sequence stops), but
+        // no warp may skip, add or reorder a barrier: every sequence is a prefix of the
+        // longest one (exited warps count as arrived on sm_70 and later).
+        let mut longest: Vec<u32> = Vec::new();
+        let mut longest_warp = 0u32;
+        let mut seqs: Vec<(u32, Vec<u32>)> = Vec::with_capacity(cta.warps.len());
+        for (wpos, w) in cta.warps.iter().enumerate() {
+            let insts = &cta.insts[w.insts.clone()];
+            let first = w.warp_id as u64 * 32;
+            let lanes = threads.saturating_sub(first).min(32);
+            let valid = if lanes >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << lanes) - 1
+            };
+            let exited = insts
+                .iter()
+                .filter(|i| i.class == OpClass::Exit)
+                .fold(0u32, |m, i| m | i.mask);
+            if exited & valid != valid {
+                return Err(self.err(
+                    cta,
+                    format!(
+                        "warp {} ends with lanes {:08x} not exited (its EXITs cover {exited:08x} of {valid:08x})",
+                        w.warp_id,
+                        valid & !exited
+                    ),
+                ));
+            }
+            let bars: Vec<u32> = insts
+                .iter()
+                .filter(|i| i.class == OpClass::Barrier)
+                .map(|i| i.pc)
+                .collect();
+            if bars.len() > longest.len() {
+                longest = bars.clone();
+                longest_warp = w.warp_id;
+            }
+            seqs.push((w.warp_id, bars));
+            let _ = wpos;
+            if self.allocs.is_empty() {
+                continue;
+            }
+            for i in insts {
+                if !i.class.is_memory() || i.mask == 0 {
+                    continue;
+                }
+                let st = &self.meta.statics[i.slot as usize];
+                let width = self.meta.opcodes[st.opcode as usize].width_bytes.max(1) as u64;
+                let space = match i.class {
+                    OpClass::LoadShared | OpClass::StoreShared | OpClass::AtomicShared => {
+                        Some(MemSpace::Shared)
+                    }
+                    OpClass::LoadLocal
+                    | OpClass::StoreLocal
+                    | OpClass::LoadConst
+                    | OpClass::Texture => None,
+                    OpClass::LoadGeneric | OpClass::StoreGeneric | OpClass::AtomicGeneric => None,
+                    _ => Some(MemSpace::Global),
+                };
+                for (lane, a) in cta.lane_addrs(i) {
+                    let ok = match space {
+                        Some(MemSpace::Global) => self.inside(a, width),
+                        Some(MemSpace::Shared) => {
+                            a.saturating_add(width) <= self.meta.shmem_bytes as u64
+                        }
+                        _ => true,
+                    };
+                    if !ok {
+                        return Err(self.err(
+                            cta,
+                            format!(
+                                "warp {} lane {lane}: {} at pc {:#x} accesses {width} bytes at {a:#x}, outside every allocation",
+                                w.warp_id, self.meta.opcodes[st.opcode as usize].name, i.pc
+                            ),
+                        ));
+                    }
+                    self.checked += 1;
+                }
+            }
+        }
+        for (wid, seq) in &seqs {
+            if !longest.starts_with(seq) {
+                return Err(self.err(
+                    cta,
+                    format!(
+                        "warp {wid} reaches barriers at PCs {seq:x?}, warp {longest_warp} at {longest:x?}: the warps of a CTA must reach the same barriers (a warp may only stop early by exiting)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<()> {
+        let want = self.meta.grid_ctas();
+        if self.meta.counts.ctas != want {
+            return Err(TraceError::Corrupt {
+                path: self.t.path().to_path_buf(),
+                detail: format!(
+                    "kernel {} ({}): {} CTAs of a grid of {want}: every CTA must be present",
+                    self.k, self.meta.name, self.meta.counts.ctas
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Decodes every chunk of `t`, checking CRCs, record structure, and that per-chunk and
 /// per-kernel counts (CTAs, warps, warp and thread instructions, class mix) match the
 /// index.
 pub fn verify(t: &TraceFile) -> Result<VerifyReport> {
+    verify_with(t, true)
+}
+
+/// [`verify`] without the semantic rules: structure, checksums and counts only (for
+/// synthetic streams that are not programs).
+pub fn verify_structure(t: &TraceFile) -> Result<VerifyReport> {
+    verify_with(t, false)
+}
+
+fn verify_with(t: &TraceFile, semantic: bool) -> Result<VerifyReport> {
     let mut rep = VerifyReport::default();
     let mut dec = t.decoder();
     for (k, meta) in t.kernels().iter().enumerate() {
         rep.kernels += 1;
+        let mut sem = Semantics {
+            t,
+            k,
+            meta,
+            seen: vec![0u64; meta.grid_ctas().div_ceil(64).min(1 << 26) as usize],
+            allocs: allocations_before(t, k),
+            checked: 0,
+        };
         let mut ctas = 0u64;
         let mut warps = 0u64;
         let mut warp_insts = 0u64;
@@ -33,6 +232,9 @@ pub fn verify(t: &TraceFile) -> Result<VerifyReport> {
             rep.chunks += 1;
             let (mut cw, mut ct) = (0u64, 0u64);
             dec.for_each_cta(chunk, |cta| -> Result<()> {
+                if semantic {
+                    sem.check_cta(cta)?;
+                }
                 ctas += 1;
                 warps += cta.warps.len() as u64;
                 for i in &cta.insts {
@@ -76,10 +278,160 @@ pub fn verify(t: &TraceFile) -> Result<VerifyReport> {
         if classes != c.class_warp_insts {
             return Err(mismatch("instruction classes", 0, 0));
         }
+        if semantic {
+            sem.finish()?;
+        }
+        rep.checked_accesses += sem.checked;
         rep.ctas += ctas;
         rep.warps += warps;
         rep.warp_insts += warp_insts;
         rep.thread_insts += thread_insts;
     }
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::AddrRecord;
+    use crate::{OpcodeInfo, RawInst, TraceWriter, WriterOptions};
+
+    /// Kinds of instruction in the little programs below.
+    #[derive(Clone, Copy)]
+    enum I {
+        Alu,
+        Bar(u32),
+        Exit(u32),
+        Ld(u64),
+    }
+
+    /// Writes one kernel of `grid` CTAs of 64 threads (2 warps); `warp(cta, w)` gives each
+    /// warp's program. One 256-byte allocation at 0x1000 precedes the launch.
+    fn write(
+        grid: u32,
+        listed: &[u32],
+        warp: impl Fn(u32, u32) -> Vec<I>,
+    ) -> (tempfile::TempDir, TraceFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tst");
+        let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+        w.add_command(Command::Alloc {
+            device: 0,
+            addr: 0x1000,
+            bytes: 256,
+        })
+        .unwrap();
+        let k = w
+            .begin_kernel(KernelMeta::new("k", [grid, 1, 1], [64, 1, 1]))
+            .unwrap();
+        w.add_command(Command::KernelLaunch {
+            device: 0,
+            kernel: k,
+        })
+        .unwrap();
+        let alu = w
+            .add_opcode(OpcodeInfo::simple("IADD3", OpClass::Int))
+            .unwrap();
+        let bar = w
+            .add_opcode(OpcodeInfo::simple("BAR.SYNC", OpClass::Barrier))
+            .unwrap();
+        let exit = w
+            .add_opcode(OpcodeInfo::simple("EXIT", OpClass::Exit))
+            .unwrap();
+        let ld = w
+            .add_opcode(OpcodeInfo::simple("LDG.E", OpClass::LoadGlobal))
+            .unwrap();
+        for &c in listed {
+            w.begin_cta([c, 0, 0], None).unwrap();
+            for wi in 0..2 {
+                w.begin_warp(wi).unwrap();
+                for (n, i) in warp(c, wi).into_iter().enumerate() {
+                    let pc = n as u32 * 16;
+                    let (opcode, mask, mem_width, addrs, pc) = match i {
+                        I::Alu => (alu, !0, 0, AddrRecord::None, pc),
+                        I::Bar(at) => (bar, !0, 0, AddrRecord::None, at),
+                        I::Exit(m) => (exit, m, 0, AddrRecord::None, pc),
+                        I::Ld(a) => (ld, 1, 4, AddrRecord::Stride { base: a, stride: 0 }, pc),
+                    };
+                    w.push(&RawInst {
+                        pc,
+                        mask,
+                        opcode,
+                        dsts: &[],
+                        srcs: &[],
+                        mem_width,
+                        imm: None,
+                        line: None,
+                        addrs,
+                    })
+                    .unwrap();
+                }
+                w.end_warp().unwrap();
+            }
+            w.end_cta().unwrap();
+        }
+        w.end_kernel().unwrap();
+        w.finish().unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        (dir, t)
+    }
+
+    fn msg(t: &TraceFile) -> String {
+        verify(t).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_well_formed_program_passes() {
+        let (_d, t) = write(2, &[0, 1], |_, _| {
+            vec![I::Alu, I::Bar(0x40), I::Ld(0x10fc), I::Exit(!0)]
+        });
+        let r = verify(&t).unwrap();
+        assert_eq!(r.checked_accesses, 4, "one lane per load, 2 warps x 2 CTAs");
+    }
+
+    #[test]
+    fn a_missing_or_repeated_cta_fails() {
+        let (_d, t) = write(3, &[0, 2], |_, _| vec![I::Exit(!0)]);
+        assert!(msg(&t).contains("2 CTAs of a grid of 3"), "{}", msg(&t));
+        let (_d, t) = write(2, &[1, 1], |_, _| vec![I::Exit(!0)]);
+        assert!(msg(&t).contains("appears twice"), "{}", msg(&t));
+    }
+
+    #[test]
+    fn lanes_that_never_exit_fail() {
+        let (_d, t) = write(1, &[0], |_, w| {
+            vec![I::Exit(if w == 1 { 0xffff } else { !0 })]
+        });
+        let m = msg(&t);
+        assert!(m.contains("warp 1") && m.contains("not exited"), "{m}");
+    }
+
+    #[test]
+    fn divergent_barriers_fail_but_early_exit_is_allowed() {
+        // Warp 1 exits before the barrier: fine (exited warps count as arrived).
+        let (_d, t) = write(1, &[0], |_, w| {
+            if w == 1 {
+                vec![I::Exit(!0)]
+            } else {
+                vec![I::Bar(0x40), I::Exit(!0)]
+            }
+        });
+        verify(&t).unwrap();
+        // Warp 1 passes a different barrier: an error.
+        let (_d, t) = write(1, &[0], |_, w| {
+            vec![I::Bar(if w == 1 { 0x80 } else { 0x40 }), I::Exit(!0)]
+        });
+        assert!(msg(&t).contains("same barriers"), "{}", msg(&t));
+    }
+
+    #[test]
+    fn accesses_outside_allocations_fail() {
+        let (_d, t) = write(1, &[0], |_, _| vec![I::Ld(0x10fe), I::Exit(!0)]);
+        let m = msg(&t);
+        assert!(
+            m.contains("outside every allocation") && m.contains("0x10fe"),
+            "{m}"
+        );
+        assert!(verify_structure(&t).is_ok());
+    }
 }
