@@ -10,7 +10,7 @@ use super::line::{TextAddrs, TextInst};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tessera_traces::codec::{Addrs, ADDR_DELTA};
+use tessera_traces::codec::{operands_per_lane, Addrs, ADDR_DELTA};
 use tessera_traces::{Command, DecodedCta, KernelMeta, TraceFile, WarpInst};
 
 /// What an export wrote.
@@ -43,6 +43,7 @@ pub fn to_text_inst(meta: &KernelMeta, cta: &DecodedCta, inst: &WarpInst, out: &
     out.srcs.extend_from_slice(&st.srcs);
     out.mem_width = st.mem_width;
     out.imm = st.imm;
+    out.operands.clear();
     out.addrs = match inst.addrs {
         Addrs::None => TextAddrs::None,
         Addrs::Stride { base, stride } => TextAddrs::Stride { base, stride },
@@ -84,6 +85,27 @@ fn synth_header(m: &KernelMeta) -> String {
     let _ = writeln!(h, "-nvbit version = {}", m.nvbit_version);
     let _ = writeln!(h, "-accelsim tracer version = {}", m.tracer_version.max(5));
     let _ = writeln!(h, "-enable lineinfo = {}", u8::from(m.lineinfo));
+    // tessera extensions: keys Accel-Sim's header parser does not know and skips.
+    if !m.generator.is_empty() {
+        let _ = writeln!(h, "-tessera generator = {}", m.generator);
+    }
+    if m.records_operands {
+        let _ = writeln!(h, "-tessera operands = 1");
+    }
+    for a in &m.annotations {
+        let _ = write!(
+            h,
+            "-tessera annotation = {} 0x{:x} {} {}",
+            a.name,
+            a.base,
+            a.bytes,
+            a.access.name()
+        );
+        for r in &a.ranges {
+            let _ = write!(h, " {}:{}:0x{:x}:0x{:x}", r.first_cta, r.n_ctas, r.lo, r.hi);
+        }
+        h.push('\n');
+    }
     h.push('\n');
     h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
     h
@@ -150,6 +172,14 @@ fn export_into(t: &TraceFile, dir: &Path) -> Result<ExportReport, ImportError> {
         let mut list = String::new();
         for c in &idx.commands {
             match *c {
+                Command::Alloc {
+                    device,
+                    addr,
+                    bytes,
+                } if device as usize == d => {
+                    // tessera extension (recorded traces); Accel-Sim skips unknown lines.
+                    let _ = writeln!(list, "MemAlloc,0x{addr:016x},{bytes}");
+                }
                 Command::MemcpyHtoD {
                     device,
                     addr,
@@ -211,8 +241,16 @@ fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError
             }
             for wp in &cta.warps {
                 let _ = write!(s, "\nwarp = {}\ninsts = {}\n", wp.warp_id, wp.insts.len());
-                for inst in &cta.insts[wp.insts.clone()] {
+                for (ii, inst) in cta.insts[wp.insts.clone()].iter().enumerate() {
                     to_text_inst(meta, cta, inst, &mut text);
+                    if meta.records_operands {
+                        let per_lane = operands_per_lane(
+                            &meta.opcodes[meta.statics[inst.slot as usize].opcode as usize],
+                        );
+                        if let Some(ops) = cta.operands_of(wp.insts.start + ii, per_lane) {
+                            text.operands.extend_from_slice(ops);
+                        }
+                    }
                     let _ = writeln!(s, "{text}");
                 }
             }

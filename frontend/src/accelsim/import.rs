@@ -9,7 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::{
-    AddrRecord, Command, DeviceInfo, KernelMeta, RawInst, TraceError, TraceWriter, WriterOptions,
+    Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, KernelMeta, RawInst,
+    TraceError, TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -126,7 +127,19 @@ pub fn import_dir_with_progress(
             if l.is_empty() {
                 continue;
             }
-            if let Some(rest) = l.strip_prefix("MemcpyHtoD,") {
+            if let Some(rest) = l.strip_prefix("MemAlloc,") {
+                // tessera extension (recorded traces): an allocation; Accel-Sim ignores it.
+                let (addr, bytes) = parse_memcpy(rest).ok_or_else(|| {
+                    lerr(format!(
+                        "expected MemAlloc,<hex address>,<bytes>, found '{l}'"
+                    ))
+                })?;
+                w.add_command(Command::Alloc {
+                    device,
+                    addr,
+                    bytes,
+                })?;
+            } else if let Some(rest) = l.strip_prefix("MemcpyHtoD,") {
                 let (addr, bytes) = parse_memcpy(rest).ok_or_else(|| {
                     lerr(format!(
                         "expected MemcpyHtoD,<hex address>,<bytes>, found '{l}'"
@@ -149,7 +162,7 @@ pub fn import_dir_with_progress(
                 w.add_command(Command::KernelLaunch { device, kernel: k })?;
             } else {
                 return Err(lerr(format!(
-                    "unknown command '{l}' (expected MemcpyHtoD,... or a kernel-N.traceg file name)"
+                    "unknown command '{l}' (expected MemcpyHtoD,..., MemAlloc,... or a kernel-N.traceg file name)"
                 )));
             }
         }
@@ -192,6 +205,48 @@ struct Header {
     nvbit_version: String,
     tracer_version: Option<u32>,
     lineinfo: bool,
+    // tessera extensions, written by `trace export` for recorded traces; Accel-Sim's
+    // parser ignores header keys it does not know.
+    generator: String,
+    operands: bool,
+    annotations: Vec<ArrayAnnotation>,
+}
+
+/// Parses `NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...`.
+fn parse_annotation(v: &str) -> Option<ArrayAnnotation> {
+    let mut f = v.split_whitespace();
+    let name = f.next()?.to_string();
+    let base = hex_u64(f.next()?)?;
+    let bytes = f.next()?.parse().ok()?;
+    let access = match f.next()? {
+        "read" => Access::Read,
+        "read_write" => Access::ReadWrite,
+        _ => return None,
+    };
+    let mut ranges = Vec::new();
+    for r in f {
+        let mut p = r.split(':');
+        let first_cta = p.next()?.parse().ok()?;
+        let n_ctas = p.next()?.parse().ok()?;
+        let lo = hex_u64(p.next()?)?;
+        let hi = hex_u64(p.next()?)?;
+        if p.next().is_some() {
+            return None;
+        }
+        ranges.push(CtaRange {
+            first_cta,
+            n_ctas,
+            lo,
+            hi,
+        });
+    }
+    Some(ArrayAnnotation {
+        name,
+        base,
+        bytes,
+        access,
+        ranges,
+    })
 }
 
 fn dim3(v: &str) -> Option<[u32; 3]> {
@@ -238,6 +293,13 @@ impl Header {
             "nvbit version" => self.nvbit_version = v.trim().to_string(),
             "accelsim tracer version" => self.tracer_version = Some(num("a number")? as u32),
             "enable lineinfo" => self.lineinfo = num("0 or 1")? != 0,
+            "tessera generator" => self.generator = v.trim().to_string(),
+            "tessera operands" => self.operands = num("0 or 1")? != 0,
+            "tessera annotation" => {
+                self.annotations.push(parse_annotation(v).ok_or_else(|| {
+                    bad("NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...")
+                })?)
+            }
             _ => {}
         }
         Ok(())
@@ -357,8 +419,16 @@ fn import_kernel(
     meta.lineinfo = hdr.lineinfo;
     meta.device = device;
     meta.header_text = header_text;
+    meta.records_operands = hdr.operands;
+    meta.annotations = std::mem::take(&mut hdr.annotations);
+    meta.generator = if hdr.generator.is_empty() {
+        "accel-sim import".into()
+    } else {
+        std::mem::take(&mut hdr.generator)
+    };
     meta.source = source.to_string();
     let lineinfo = hdr.lineinfo;
+    let has_operands = hdr.operands;
     let kernel = w.begin_kernel(meta)?;
 
     let mut opcodes: HashMap<String, u16> = HashMap::default();
@@ -427,7 +497,7 @@ fn import_kernel(
                 ));
             }
             ws.seen += 1;
-            parse_inst_line_into(l, lineinfo, &mut inst).map_err(|e| {
+            parse_inst_line_into(l, lineinfo, has_operands, &mut inst).map_err(|e| {
                 if unterminated {
                     lerr(
                         line_no,
@@ -490,17 +560,21 @@ fn import_kernel(
                     }
                 }
             };
-            w.push(&RawInst {
-                pc: inst.pc,
-                mask: inst.mask,
-                opcode,
-                dsts: &inst.dsts,
-                srcs: &inst.srcs,
-                mem_width: inst.mem_width,
-                imm: inst.imm,
-                line: inst.line,
-                addrs,
-            })?;
+            w.push_with_operands(
+                &RawInst {
+                    pc: inst.pc,
+                    mask: inst.mask,
+                    opcode,
+                    dsts: &inst.dsts,
+                    srcs: &inst.srcs,
+                    mem_width: inst.mem_width,
+                    imm: inst.imm,
+                    line: inst.line,
+                    addrs,
+                },
+                &inst.operands,
+            )
+            .map_err(|e| lerr(line_no, format!("{e}")))?;
             continue;
         }
         let s = std::str::from_utf8(l)

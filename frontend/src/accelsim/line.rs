@@ -37,6 +37,10 @@ pub struct TextInst {
     pub mem_width: u32,
     pub addrs: TextAddrs,
     pub imm: Option<i64>,
+    /// Per-lane operands of an atomic (tessera extension, in files whose header says
+    /// `-tessera operands = 1`): decimal values after the immediate, which Accel-Sim's
+    /// parser ignores.
+    pub operands: Vec<u64>,
 }
 
 /// Writes the line as the NVBit tracer prints it (`%04x` PC, `%08x` mask, `0x%llx` bases,
@@ -73,6 +77,9 @@ impl fmt::Display for TextInst {
         }
         if let Some(imm) = self.imm {
             write!(f, "{imm} ")?;
+        }
+        for v in &self.operands {
+            write!(f, "{v} ")?;
         }
         Ok(())
     }
@@ -267,6 +274,7 @@ impl Default for TextInst {
             mem_width: 0,
             addrs: TextAddrs::None,
             imm: None,
+            operands: Vec::new(),
         }
     }
 }
@@ -274,14 +282,17 @@ impl Default for TextInst {
 /// Parses one instruction line. `lineinfo` is the header's `-enable lineinfo`.
 pub fn parse_inst_line(line: &[u8], lineinfo: bool) -> Result<TextInst, LineError> {
     let mut out = TextInst::default();
-    parse_inst_line_into(line, lineinfo, &mut out)?;
+    parse_inst_line_into(line, lineinfo, false, &mut out)?;
     Ok(out)
 }
 
 /// [`parse_inst_line`] into a reused value (no allocation once its buffers have grown).
+/// With `operands` (the header's `-tessera operands = 1`), fields after the immediate are
+/// an atomic's per-lane operands instead of an error.
 pub fn parse_inst_line_into(
     line: &[u8],
     lineinfo: bool,
+    operands: bool,
     out: &mut TextInst,
 ) -> Result<(), LineError> {
     let mut t = Toks::new(line);
@@ -386,9 +397,14 @@ pub fn parse_inst_line_into(
         None => None,
         Some(tok) => Some(dec_i64(tok, "an immediate")?),
     };
+    out.operands.clear();
     let mut extra = 0;
-    while t.next_field().is_some() {
-        extra += 1;
+    while let Some(tok) = t.next_field() {
+        if operands {
+            out.operands.push(dec_u64(tok, "an atomic operand")?);
+        } else {
+            extra += 1;
+        }
     }
     if extra > 0 {
         return Err(LineError(format!(
