@@ -409,3 +409,13 @@ fn release(map: &Mmap, start: usize, end: usize) {
 
 #[cfg(not(unix))]
 fn release(_map: &Mmap, _start: usize, _end: usize) {}
+
+#[cfg(test)]
+mod tests {
+    /// Workers on several threads share one open trace.
+    #[test]
+    fn trace_file_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::TraceFile>();
+    }
+}
