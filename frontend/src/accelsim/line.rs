@@ -480,6 +480,7 @@ mod tests {
                         mem_width,
                         addrs,
                         imm,
+                        operands: Vec::new(),
                     }
                 },
             )
