@@ -24,9 +24,9 @@
 //! Run: `cargo bench -p tessera-frontend --bench wholefile`. It first runs
 //! `cargo build --release -p tessera` in the workspace (set `TESSERA_BIN` to use another
 //! binary). `TESSERA_BENCH_SCALE` (default 1.0) scales every size (0.1 for a quick run).
-//! Needs `xz` on the PATH and about 4.5 GB free in the temp directory at the default scale;
-//! everything generated is removed at the end. Run without `--bench` (`cargo test`
-//! `--benches`), it does nothing.
+//! Needs `xz` on the PATH and about 2.1 GB free in the temp directory at the default
+//! scale (one trace exists at a time); everything generated is removed as it goes. Run
+//! without `--bench` (`cargo test --benches`), it does nothing.
 
 use std::fs::File;
 use std::io::Write;

@@ -10,8 +10,10 @@
 //!   immediate, line). Straight-line code encodes as a run of zero bytes.
 //! - **mask column**: per instruction, `mask XOR prev_mask` (starting from all-ones).
 //! - **address column**: per memory instruction, the address mode byte, then
-//!   `zigzag(base - last_base[slot])` (the previous base of the same static instruction in
-//!   this CTA, 0 at its first use), then for mode 1 `zigzag(stride)`, for modes 0 and 2 one
+//!   the base coded against the previous base of the same static instruction in this CTA
+//!   (version 2: `zigzag((base - prev) - (prev - prev_prev))`, the change of the step, the
+//!   absolute base at first use; version 1: `zigzag(base - prev)`), then for mode 1
+//!   `zigzag(stride)`, for modes 0 and 2 one
 //!   `zigzag(delta)` per further address. Loop iterations and neighbouring warps therefore
 //!   encode as small repeating deltas that zstd then removes.
 //!
@@ -88,6 +90,14 @@ impl<'a> Cursor<'a> {
                 if b1 < 0x80 {
                     self.pos += 2;
                     return Ok((b & 0x7f) as u64 | (b1 as u64) << 7);
+                }
+                if let Some(&b2) = self.buf.get(self.pos + 2) {
+                    if b2 < 0x80 {
+                        self.pos += 3;
+                        return Ok((b & 0x7f) as u64
+                            | ((b1 & 0x7f) as u64) << 7
+                            | (b2 as u64) << 14);
+                    }
                 }
             }
         }
@@ -215,8 +225,8 @@ pub struct DecodedCta {
     pub operands: Vec<u64>,
     /// `(instruction index, start in operands)` for each instruction with operands.
     pub operand_index: Vec<(u32, u32)>,
-    /// Decoder scratch: previous base address per static instruction.
-    last_base: Vec<u64>,
+    /// Decoder scratch: base-address state per static instruction.
+    last_base: Vec<BaseState>,
 }
 
 impl PartialEq for DecodedCta {
@@ -254,6 +264,7 @@ impl DecodedCta {
     }
 
     /// Per active lane `(lane, address)` of a memory instruction, in lane order.
+    #[inline]
     pub fn lane_addrs<'s>(&'s self, inst: &WarpInst) -> LaneAddrs<'s> {
         let list: &'s [u64] = match inst.addrs {
             Addrs::List { start, len } => &self.addrs[start as usize..(start + len) as usize],
@@ -297,6 +308,57 @@ impl Iterator for LaneAddrs<'_> {
             Addrs::None => return None,
         };
         Some((lane, addr))
+    }
+}
+
+/// Per static instruction, the previous base address in the CTA and the delta that led to
+/// it: version 2 codes a base as the change of that delta ("delta of delta"), so a loop or
+/// a run of warps stepping by a fixed amount codes as zeros.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BaseState {
+    base: u64,
+    delta: u64,
+    seen: bool,
+}
+
+impl BaseState {
+    /// The code of `base` (and the new state).
+    #[inline]
+    fn encode(&mut self, base: u64) -> u64 {
+        let d = base.wrapping_sub(self.base);
+        let code = if self.seen {
+            d.wrapping_sub(self.delta)
+        } else {
+            base
+        };
+        *self = BaseState {
+            base,
+            delta: if self.seen { d } else { 0 },
+            seen: true,
+        };
+        zigzag(code as i64)
+    }
+
+    /// The base coded by `v`: version 2 (`dod`) delta of delta, version 1 delta.
+    #[inline]
+    fn decode(&mut self, v: u64, dod: bool) -> u64 {
+        let code = unzigzag(v) as u64;
+        let d = if dod && self.seen {
+            self.delta.wrapping_add(code)
+        } else {
+            code
+        };
+        let base = if dod && !self.seen {
+            code
+        } else {
+            self.base.wrapping_add(d)
+        };
+        *self = BaseState {
+            base,
+            delta: if self.seen { d } else { 0 },
+            seen: true,
+        };
+        base
     }
 }
 
@@ -354,7 +416,7 @@ pub struct CtaEncoder {
     n_insts: u64,
     prev_slot: i64,
     prev_mask: u32,
-    last_base: Vec<u64>,
+    last_base: Vec<BaseState>,
     touched: Vec<u32>,
 }
 
@@ -366,7 +428,7 @@ impl CtaEncoder {
     /// Starts a CTA record.
     pub fn begin_cta(&mut self, id: [u32; 3], cluster: Option<ClusterInfo>) {
         for &s in &self.touched {
-            self.last_base[s as usize] = 0;
+            self.last_base[s as usize] = BaseState::default();
         }
         self.touched.clear();
         self.warps.clear();
@@ -429,15 +491,14 @@ impl CtaEncoder {
         };
         let s = slot as usize;
         if s >= self.last_base.len() {
-            self.last_base.resize(s + 1, 0);
+            self.last_base.resize(s + 1, BaseState::default());
         }
-        let prev = self.last_base[s];
-        if prev == 0 {
+        if !self.last_base[s].seen {
             self.touched.push(slot);
         }
-        self.last_base[s] = base;
+        let code = self.last_base[s].encode(base);
         self.addr_col.push(mode);
-        put_varint(&mut self.addr_col, zigzag(base.wrapping_sub(prev) as i64));
+        put_varint(&mut self.addr_col, code);
         match addrs {
             AddrRecord::Stride { stride, .. } => {
                 put_varint(&mut self.addr_col, zigzag(stride as i64));
@@ -534,8 +595,8 @@ pub fn decode_cta(
     let n_warps = c.varint()?;
     let mut last_base = std::mem::take(&mut out.last_base);
     last_base.clear();
-    last_base.resize(slots.len(), 0);
-    let res = decode_warps(&mut c, n_warps, slots, version >= 2, &mut last_base, out);
+    last_base.resize(slots.len(), BaseState::default());
+    let res = decode_warps(&mut c, n_warps, slots, version, &mut last_base, out);
     out.last_base = last_base;
     res?;
     if !c.is_empty() {
@@ -549,10 +610,12 @@ fn decode_warps(
     c: &mut Cursor<'_>,
     n_warps: u64,
     slots: &[SlotInfo],
-    has_operand_col: bool,
-    last_base: &mut [u64],
+    version: u32,
+    last_base: &mut [BaseState],
     out: &mut DecodedCta,
 ) -> CResult<()> {
+    let has_operand_col = version >= 2;
+    let dod = version >= 2;
     for _ in 0..n_warps {
         let warp_id = c.u32()?;
         let n = c.varint()? as usize;
@@ -608,6 +671,7 @@ fn decode_warps(
                         &mut ac,
                         inst.slot as usize,
                         inst.mask,
+                        dod,
                         last_base,
                         &mut out.addrs,
                     )?;
@@ -651,14 +715,14 @@ fn decode_addrs(
     ac: &mut Cursor<'_>,
     slot: usize,
     mask: u32,
-    last_base: &mut [u64],
+    dod: bool,
+    last_base: &mut [BaseState],
     addrs: &mut Vec<u64>,
 ) -> CResult<(u8, Addrs)> {
     let mode = ac.byte()?;
     match mode {
         ADDR_STRIDE => {
-            let base = last_base[slot].wrapping_add(unzigzag(ac.varint()?) as u64);
-            last_base[slot] = base;
+            let base = last_base[slot].decode(ac.varint()?, dod);
             let stride = i32::try_from(unzigzag(ac.varint()?))
                 .map_err(|_| CodecError("stride does not fit 32 bits"))?;
             Ok((mode, Addrs::Stride { base, stride }))
@@ -667,8 +731,8 @@ fn decode_addrs(
             let len = list_len(mode, mask);
             let start = addrs.len() as u32;
             if len > 0 {
-                let mut a = last_base[slot].wrapping_add(unzigzag(ac.varint()?) as u64);
-                last_base[slot] = a;
+                addrs.reserve(len as usize);
+                let mut a = last_base[slot].decode(ac.varint()?, dod);
                 addrs.push(a);
                 for _ in 1..len {
                     a = a.wrapping_add(unzigzag(ac.varint()?) as u64);

@@ -396,9 +396,12 @@ impl<'f> ChunkDecoder<'f> {
 
 #[cfg(unix)]
 fn release(map: &Mmap, start: usize, end: usize) {
-    // Whole pages strictly inside the chunk; neighbours may still be needed.
+    // From the page holding the chunk's first byte up to (not including) the page holding
+    // its last: chunks are often much smaller than a page, and a sequential reader has
+    // consumed the previous chunk sharing the first page. A page released too early is
+    // only read again from the file.
     const PAGE: usize = 4096;
-    let s = start.div_ceil(PAGE) * PAGE;
+    let s = start / PAGE * PAGE;
     let e = end / PAGE * PAGE;
     if e > s {
         // SAFETY: the mapping is a read-only, file-backed, private mapping: dropping its

@@ -166,12 +166,14 @@ impl KernelTables {
         r
     }
 
-    /// Fixes `pc`'s destination to `reg` (accumulators updated in place).
-    pub(crate) fn pin_dst(&mut self, pc: u32, reg: u16) {
-        self.dst.entry(pc).or_insert(reg);
-        if reg != RZ {
-            self.max_reg = self.max_reg.max(reg);
+    /// Fixes `pc`'s destination to `reg` (accumulators updated in place); a pair covers
+    /// `reg + 1` too. RZ (a value produced after its warp exited) pins nothing.
+    pub(crate) fn pin_dst(&mut self, pc: u32, reg: u16, pair: bool) {
+        if reg == RZ {
+            return;
         }
+        self.dst.entry(pc).or_insert(reg);
+        self.max_reg = self.max_reg.max(reg + u16::from(pair));
     }
 }
 

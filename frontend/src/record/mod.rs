@@ -13,6 +13,9 @@
 
 mod exec;
 mod mem;
+mod ops_irregular;
+mod ops_linalg;
+mod ops_probes;
 mod warp;
 
 pub use exec::{compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES};

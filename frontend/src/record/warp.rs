@@ -690,7 +690,7 @@ impl Warp {
         let loc = Location::caller();
         let st = self.state();
         let pc = st.kernel.pc(loc, 0);
-        st.kernel.pin_dst(pc, acc.reg);
+        st.kernel.pin_dst(pc, acc.reg, T::BYTES == 8);
         self.emit(
             loc,
             0,
@@ -714,7 +714,7 @@ impl Warp {
         let loc = Location::caller();
         let st = self.state();
         let pc = st.kernel.pc(loc, 0);
-        st.kernel.pin_dst(pc, acc.reg);
+        st.kernel.pin_dst(pc, acc.reg, T::BYTES == 8);
         self.emit(
             loc,
             0,
@@ -798,7 +798,12 @@ impl Warp {
         Val { v, reg }
     }
 
-    pub(crate) fn ld_at<T: Elem>(&mut self, loc: &'static Location<'static>, sub: u8, a: &Val<u64>) -> Val<T> {
+    pub(crate) fn ld_at<T: Elem>(
+        &mut self,
+        loc: &'static Location<'static>,
+        sub: u8,
+        a: &Val<u64>,
+    ) -> Val<T> {
         let (addrs, n) = self.lane_addrs(a);
         let m = self.active();
         let mut v = [T::default(); WARP];
@@ -1061,8 +1066,13 @@ impl Warp {
         let loc = Location::caller();
         for i in 0..n {
             body(self, i);
-            self.emit(loc, 0, "IADD3", Some(false), &[RZ, RZ], None, &[]);
-            self.emit(loc, 1, "ISETP.NE.U32.AND", None, &[RZ], None, &[]);
+            // The counter lives in the increment's own register: `IADD3 Rc, Rc, 1`,
+            // `ISETP.NE Rc, n`, `BRA`.
+            let st = self.state();
+            let pc = st.kernel.pc(loc, 0);
+            let ctr = st.kernel.dst_reg(pc, false);
+            self.emit(loc, 0, "IADD3", Some(false), &[ctr, RZ], None, &[]);
+            self.emit(loc, 1, "ISETP.NE.U32.AND", None, &[ctr], None, &[]);
             self.emit(loc, 2, "BRA", None, &[], None, &[]);
         }
     }
@@ -1121,7 +1131,7 @@ impl Warp {
         let loc = Location::caller();
         let st = self.state();
         let pc = st.kernel.pc(loc, 0);
-        st.kernel.pin_dst(pc, 1);
+        st.kernel.pin_dst(pc, 1, false);
         self.emit(loc, 0, "MOV", Some(false), &[], None, &[]);
     }
 

@@ -9,6 +9,12 @@ use crate::record::{RecordError, RecordStats, Recorder};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+mod bfs;
+mod gemm;
+mod histogram;
+mod probes;
+mod stencil2d;
+mod stream;
 mod vectoradd;
 
 /// One parameter of a workload.
@@ -31,7 +37,20 @@ pub struct WorkloadSpec {
 
 /// Every workload, in `--list` order.
 pub fn all() -> Vec<&'static WorkloadSpec> {
-    vec![&vectoradd::SPEC]
+    vec![
+        &vectoradd::SPEC,
+        &stencil2d::SPEC,
+        &histogram::SPEC,
+        &bfs::SPEC,
+        &probes::POINTER_CHASE,
+        &probes::FMA_CHAIN,
+        &probes::FMA_STREAMS,
+        &probes::OCCUPANCY,
+        &probes::BARRIER,
+        &probes::LAUNCH_GAP,
+        &stream::SPEC,
+        &gemm::SPEC,
+    ]
 }
 
 /// Looks a workload up by name.
@@ -119,6 +138,14 @@ impl Params {
         v.trim()
             .parse()
             .map_err(|_| self.bad(name, "expected a whole number"))
+    }
+
+    /// A free-form text parameter (lists, names).
+    pub fn str(&self, name: &str) -> Result<&str, GenError> {
+        self.values
+            .get(name)
+            .map(|v| v.trim())
+            .ok_or_else(|| self.bad(name, "not a parameter of this workload"))
     }
 
     /// A parameter that must be one of `choices`.
