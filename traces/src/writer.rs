@@ -427,6 +427,13 @@ impl Drop for TraceWriter {
     }
 }
 
+/// Register lists are a few entries long: compare inline instead of calling `memcmp`
+/// (11% of import time when it did).
+#[inline]
+fn same_regs(a: &[u16], b: &[u16]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Finds or creates the static instruction of `inst` in kernel `k`.
 #[inline]
 fn intern(k: &mut KernelBuild, inst: &RawInst<'_>) -> u32 {
@@ -438,8 +445,8 @@ fn intern(k: &mut KernelBuild, inst: &RawInst<'_>) -> u32 {
             && st.mem_width == inst.mem_width
             && st.imm == inst.imm
             && st.line == inst.line
-            && st.dsts == inst.dsts
-            && st.srcs == inst.srcs
+            && same_regs(&st.dsts, inst.dsts)
+            && same_regs(&st.srcs, inst.srcs)
         {
             return s;
         }

@@ -371,6 +371,22 @@ impl Warp {
         Val { v, reg }
     }
 
+    /// `acc = acc + a` in place (the accumulator keeps its register): `IADD3`.
+    #[track_caller]
+    pub fn iadd_acc(&mut self, acc: &mut Val<u32>, a: &Val<u32>) {
+        let m = self.active();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                acc.v[l] = acc.v[l].wrapping_add(a.v[l]);
+            }
+        }
+        let loc = Location::caller();
+        let st = self.state();
+        let pc = st.kernel.pc(loc, 0);
+        st.kernel.pin_dst(pc, acc.reg, false);
+        self.emit(loc, 0, "IADD3", Some(false), &[acc.reg, a.reg, RZ], None, &[]);
+    }
+
     /// `a + k`: `IADD3` with an immediate.
     #[track_caller]
     pub fn iadd_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {

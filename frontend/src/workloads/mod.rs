@@ -13,6 +13,7 @@ mod bfs;
 mod gemm;
 mod histogram;
 mod probes;
+mod reduce;
 mod stencil2d;
 mod stream;
 mod vectoradd;
@@ -39,17 +40,18 @@ pub struct WorkloadSpec {
 pub fn all() -> Vec<&'static WorkloadSpec> {
     vec![
         &vectoradd::SPEC,
+        &stream::SPEC,
+        &gemm::SPEC,
         &stencil2d::SPEC,
         &histogram::SPEC,
         &bfs::SPEC,
+        &reduce::SPEC,
         &probes::POINTER_CHASE,
         &probes::FMA_CHAIN,
         &probes::FMA_STREAMS,
         &probes::OCCUPANCY,
         &probes::BARRIER,
         &probes::LAUNCH_GAP,
-        &stream::SPEC,
-        &gemm::SPEC,
     ]
 }
 
