@@ -546,9 +546,9 @@ fn decode_all(path: &Path) -> (u64, u64) {
             dec.for_each_cta(chunk, |cta: &DecodedCta| -> Result<(), TraceError> {
                 n += cta.insts.len() as u64;
                 for inst in &cta.insts {
-                    for (lane, a) in cta.lane_addrs(inst) {
+                    cta.for_each_lane_addr(inst, |lane, a| {
                         sum = sum.wrapping_add(a ^ lane as u64);
-                    }
+                    });
                 }
                 Ok(())
             })

@@ -237,9 +237,9 @@ fn write_trace(path: &Path, mode: Mode) -> u64 {
 fn touch(cta: &DecodedCta) -> u64 {
     let mut sum = 0u64;
     for inst in &cta.insts {
-        for (lane, addr) in cta.lane_addrs(inst) {
+        cta.for_each_lane_addr(inst, |lane, addr| {
             sum = sum.wrapping_add(addr ^ lane as u64);
-        }
+        });
     }
     sum
 }

@@ -263,6 +263,39 @@ impl DecodedCta {
         &self.insts[self.warps[w].insts.clone()]
     }
 
+    /// Calls `f(lane, address)` for every active lane of a memory instruction, in lane
+    /// order: the fast form of [`DecodedCta::lane_addrs`] (the address kind is matched
+    /// once per instruction, not per lane).
+    #[inline]
+    pub fn for_each_lane_addr(&self, inst: &WarpInst, mut f: impl FnMut(u32, u64)) {
+        let mut m = inst.mask;
+        match inst.addrs {
+            Addrs::None => {}
+            Addrs::Stride { base, stride } => {
+                let step = stride as i64 as u64;
+                let mut a = base;
+                while m != 0 {
+                    f(m.trailing_zeros(), a);
+                    m &= m - 1;
+                    a = a.wrapping_add(step);
+                }
+            }
+            Addrs::List { start, len } => {
+                let list = self
+                    .addrs
+                    .get(start as usize..(start + len) as usize)
+                    .unwrap_or(&[]);
+                for &a in list {
+                    if m == 0 {
+                        break;
+                    }
+                    f(m.trailing_zeros(), a);
+                    m &= m - 1;
+                }
+            }
+        }
+    }
+
     /// Per active lane `(lane, address)` of a memory instruction, in lane order.
     #[inline]
     pub fn lane_addrs<'s>(&'s self, inst: &WarpInst) -> LaneAddrs<'s> {
@@ -644,9 +677,9 @@ fn decode_warps(
         for _ in 0..n {
             let slot = prev_slot + 1 + unzigzag(sc.varint()?);
             prev_slot = slot;
-            let info = usize::try_from(slot)
-                .ok()
-                .and_then(|s| slots.get(s))
+            // A negative index wraps to a huge usize: `get` rejects both.
+            let info = slots
+                .get(slot as usize)
                 .ok_or(CodecError("static instruction index out of range"))?;
             out.insts.push(WarpInst {
                 pc: info.pc,
@@ -774,6 +807,39 @@ mod tests {
     fn truncated_varint_is_an_error() {
         assert!(Cursor::new(&[0x80, 0x80]).varint().is_err());
         assert!(Cursor::new(&[0xff; 11]).varint().is_err());
+    }
+
+    #[test]
+    fn for_each_lane_addr_agrees_with_lane_addrs() {
+        let cta = DecodedCta {
+            addrs: vec![7, 9, 11],
+            ..DecodedCta::default()
+        };
+        for inst in [
+            WarpInst {
+                pc: 0,
+                mask: 0b1011_0000,
+                slot: 0,
+                class: OpClass::LoadGlobal,
+                addr_mode: ADDR_STRIDE,
+                addrs: Addrs::Stride {
+                    base: 100,
+                    stride: -4,
+                },
+            },
+            WarpInst {
+                pc: 0,
+                mask: 0b1_0011,
+                slot: 0,
+                class: OpClass::LoadGlobal,
+                addr_mode: ADDR_LIST,
+                addrs: Addrs::List { start: 0, len: 3 },
+            },
+        ] {
+            let mut v = Vec::new();
+            cta.for_each_lane_addr(&inst, |l, a| v.push((l, a)));
+            assert_eq!(v, cta.lane_addrs(&inst).collect::<Vec<_>>());
+        }
     }
 
     #[test]

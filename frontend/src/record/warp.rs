@@ -384,7 +384,15 @@ impl Warp {
         let st = self.state();
         let pc = st.kernel.pc(loc, 0);
         st.kernel.pin_dst(pc, acc.reg, false);
-        self.emit(loc, 0, "IADD3", Some(false), &[acc.reg, a.reg, RZ], None, &[]);
+        self.emit(
+            loc,
+            0,
+            "IADD3",
+            Some(false),
+            &[acc.reg, a.reg, RZ],
+            None,
+            &[],
+        );
     }
 
     /// `a + k`: `IADD3` with an immediate.

@@ -1,0 +1,235 @@
+//! `reduce`: a sum of `n` u32 values in one kernel, the "threadFenceReduction" pattern of
+//! the CUDA samples: each CTA reduces its elements in shared memory (`BAR.SYNC` per tree
+//! step), thread 0 writes the CTA's partial sum, issues `__threadfence()`
+//! (`MEMBAR.SC.GPU`) so that the partial is visible device-wide before it announces it,
+//! and takes a ticket with `atomicAdd(&count, 1)` (`ATOMG.E.ADD.STRONG.GPU`, operands
+//! recorded); the CTA that draws the last ticket sums all partials. This is the workload
+//! that emits a device-scope fence whose purpose the timing model must honour (a partial
+//! read by another CTA in the same kernel).
+//!
+//! Per warp: `MOV` (prologue), `S2R`, `S2R`, `IMAD` (i), `S2R` (t), `ISETP` (i < n),
+//! `MOV` (0), `BSSY`, `BRA`, [`IMAD.WIDE`, `LDG.E` for lanes in range], `BSYNC`, `LEA`,
+//! `STS`; then per tree step (`log2(block)` of them) `BAR.SYNC`, `ISETP`, `BSSY`, `BRA`,
+//! [`IADD3`, `LEA`, `LDS`, `LDS`, `IADD3`, `STS` for lanes below the step], `BSYNC`;
+//! then `ISETP` (t == 0), `BSSY`, `BRA`, and for thread 0 `LDS`, `S2R`, `IMAD.WIDE`,
+//! `STG.E`, `MEMBAR.SC.GPU`, `MOV`, `IMAD.WIDE`, `MOV`, `ATOMG.E.ADD.STRONG.GPU`, `ISETP`,
+//! `BSSY`, `BRA`, and in the last CTA a loop over the partials; `BSYNC`, `EXIT`.
+
+use super::{check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
+use crate::record::{Atom, Cmp, LaunchSpec, Recorder, SharedArr};
+use tessera_traces::{Access, ArrayAnnotation, CtaRange};
+
+pub static SPEC: WorkloadSpec = WorkloadSpec {
+    name: "reduce",
+    help: "sum of n u32 values: per-CTA shared-memory trees, __threadfence, last CTA totals (threadFenceReduction)",
+    params: &[
+        ParamSpec { name: "n", default: "65536", help: "elements" },
+        ParamSpec { name: "block", default: "256", help: "threads per CTA (a power of two)" },
+        ParamSpec { name: "seed", default: "1", help: "input generator seed" },
+    ],
+    run,
+};
+
+/// The device's partial sums and total, and the reference's.
+pub(crate) struct Outcome {
+    pub got: (Vec<u32>, u32),
+    pub want: (Vec<u32>, u32),
+}
+
+pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenError> {
+    let n = p.u32("n")?;
+    let block = p.u32("block")?;
+    if !block.is_power_of_two() || !(32..=1024).contains(&block) {
+        return Err(p.invalid("block must be a power of two from 32 to 1024"));
+    }
+    let ctas = n.div_ceil(block);
+    let mut rng = SplitMix64(p.u64_any("seed")?);
+    let input: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+    let x = rec.alloc::<u32>("in", n as u64)?;
+    let partial = rec.alloc::<u32>("partial", ctas as u64)?;
+    let count = rec.alloc::<u32>("count", 1)?;
+    let out = rec.alloc::<u32>("out", 1)?;
+    rec.upload(x, &input)?;
+    let mut spec = LaunchSpec::new("_Z6reducePKjPjS1_S1_j", [ctas, 1, 1], [block, 1, 1]);
+    spec.shmem_bytes = block * 4;
+    let per_cta = |base: u64, elems: u64, bytes: u64| -> Vec<CtaRange> {
+        (0..ctas)
+            .map(|c| {
+                let lo = c as u64 * elems;
+                let hi = (lo + elems).min(bytes / 4);
+                CtaRange {
+                    first_cta: c,
+                    n_ctas: 1,
+                    lo: base + 4 * lo,
+                    hi: base + 4 * hi,
+                }
+            })
+            .collect()
+    };
+    spec.annotations = vec![
+        ArrayAnnotation {
+            name: "in".into(),
+            base: x.base,
+            bytes: x.bytes(),
+            access: Access::Read,
+            ranges: per_cta(x.base, block as u64, x.bytes()),
+        },
+        // The last CTA reads every partial: no per-CTA ranges for it.
+        ArrayAnnotation {
+            name: "partial".into(),
+            base: partial.base,
+            bytes: partial.bytes(),
+            access: Access::ReadWrite,
+            ranges: Vec::new(),
+        },
+        ArrayAnnotation {
+            name: "count".into(),
+            base: count.base,
+            bytes: 4,
+            access: Access::ReadWrite,
+            ranges: Vec::new(),
+        },
+        ArrayAnnotation {
+            name: "out".into(),
+            base: out.base,
+            bytes: 4,
+            access: Access::ReadWrite,
+            ranges: Vec::new(),
+        },
+    ];
+    let sh = SharedArr::<u32>::new(0, block);
+    rec.launch(&spec, &|w| {
+        let i = w.global_id_x();
+        let t = w.tid(0);
+        let inside = w.icmp_imm(Cmp::Lt, &i, n);
+        let mut v = w.konst(0u32);
+        w.if_(inside, |w| {
+            let loaded = w.load(&x, &i);
+            for l in 0..32 {
+                if w.is_active(l) {
+                    v.v[l] = loaded.v[l];
+                }
+            }
+            v.reg = loaded.reg;
+        });
+        let a = w.shared_addr(&sh, &t);
+        w.sts(&a, &v);
+        let mut s = block / 2;
+        while s > 0 {
+            w.barrier();
+            let below = w.icmp_imm(Cmp::Lt, &t, s);
+            w.if_(below, |w| {
+                let o = w.iadd_imm(&t, s);
+                let b = w.shared_addr(&sh, &o);
+                let p = w.lds::<u32>(&a);
+                let q = w.lds::<u32>(&b);
+                let r = w.iadd(&p, &q);
+                w.sts(&a, &r);
+            });
+            s /= 2;
+        }
+        let first = w.icmp_imm(Cmp::Eq, &t, 0);
+        w.if_(first, |w| {
+            let total = w.lds::<u32>(&a);
+            let c = w.ctaid(0);
+            w.store(&partial, &c, &total);
+            w.fence_gpu();
+            let zero = w.konst(0u32);
+            let ca = w.addr(&count, &zero);
+            let one = w.konst(1u32);
+            let ticket = w.atomic(Atom::Add, &ca, &one, true);
+            let last = w.icmp_imm(Cmp::Eq, &ticket, ctas - 1);
+            w.if_(last, |w| {
+                let mut acc = w.konst(0u32);
+                w.for_range(ctas, |w, k| {
+                    let idx = w.konst(k);
+                    let pk = w.load(&partial, &idx);
+                    w.iadd_acc(&mut acc, &pk);
+                });
+                w.store(&out, &zero, &acc);
+            });
+        });
+    })?;
+    let got = (rec.download(partial)?, rec.download(out)?[0]);
+    let parts: Vec<u32> = input
+        .chunks(block as usize)
+        .map(|c| c.iter().fold(0u32, |s, &v| s.wrapping_add(v)))
+        .collect();
+    let total = parts.iter().fold(0u32, |s, &v| s.wrapping_add(v));
+    Ok(Outcome {
+        got,
+        want: (parts, total),
+    })
+}
+
+fn run(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
+    let o = compute(p, rec)?;
+    check_eq("reduce", "partial", &o.got.0, &o.want.0)?;
+    check_eq("reduce", "out", &[o.got.1], &[o.want.1])?;
+    Ok(format!(
+        "sum {} of {} partials verified",
+        o.got.1,
+        o.got.0.len()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workloads::{generate, GenError, Params};
+    use tessera_traces::{OpClass, Scope, TraceFile};
+
+    fn params(n: u32, block: u32) -> Vec<(String, String)> {
+        vec![
+            ("n".into(), n.to_string()),
+            ("block".into(), block.to_string()),
+        ]
+    }
+
+    #[test]
+    fn sums_match_and_the_fence_and_tickets_are_recorded() {
+        let (n, block) = (5000u32, 128u32);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.tst");
+        let mut rec = Recorder::create(&path, 80, "test").unwrap();
+        let p = Params::parse(&SPEC, &params(n, block)).unwrap();
+        let o = compute(&p, &mut rec).unwrap();
+        rec.finish().unwrap();
+        assert_eq!(o.got, o.want);
+        let t = TraceFile::open(&path).unwrap();
+        let k = &t.kernels()[0];
+        let ctas = n.div_ceil(block) as u64;
+        let warps = ctas * block as u64 / 32;
+        let c = |cl: OpClass| k.counts.class_warp_insts[cl as usize];
+        // One fence and one ticket per CTA (thread 0's warp), with device scope.
+        assert_eq!(c(OpClass::Fence), ctas);
+        assert_eq!(c(OpClass::AtomicGlobal), ctas);
+        let fence = k
+            .opcodes
+            .iter()
+            .find(|o| o.class == OpClass::Fence)
+            .unwrap();
+        assert_eq!(
+            (fence.name.as_str(), fence.scope),
+            ("MEMBAR.SC.GPU", Scope::Gpu)
+        );
+        // log2(block) barriers in every warp.
+        assert_eq!(c(OpClass::Barrier), warps * block.trailing_zeros() as u64);
+        // Global loads: one per warp with a lane in range, plus `ctas` partials read by the
+        // last CTA; stores: one partial per CTA and the total.
+        let in_range = (0..warps).filter(|w| w * 32 < n as u64).count() as u64;
+        assert_eq!(c(OpClass::LoadGlobal), in_range + ctas);
+        assert_eq!(c(OpClass::StoreGlobal), ctas + 1);
+    }
+
+    #[test]
+    fn block_must_be_a_power_of_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = generate("reduce", &params(100, 96), 80, &dir.path().join("x.tst")).unwrap_err();
+        assert!(matches!(e, GenError::Params(_)));
+        assert!(
+            e.to_string().contains("power of two") && e.to_string().contains("valid parameters"),
+            "{e}"
+        );
+    }
+}
