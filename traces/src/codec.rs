@@ -8,7 +8,9 @@
 //! - **static column**: per instruction, `zigzag(slot - (prev_slot + 1))`, where `slot`
 //!   indexes the kernel's static instruction table (PC, opcode, registers, width,
 //!   immediate, line). Straight-line code encodes as a run of zero bytes.
-//! - **mask column**: per instruction, `mask XOR prev_mask` (starting from all-ones).
+//! - **mask column**: per instruction, [`mask_code`] of the mask after the previous one
+//!   (starting from all-ones): 0 same, 1 all lanes, 2 none, else `3 + (mask XOR prev)`
+//!   (version 1: `mask XOR prev`).
 //! - **address column**: per memory instruction, the address mode byte, then
 //!   the base coded against the previous base of the same static instruction in this CTA
 //!   (version 2: `zigzag((base - prev) - (prev - prev_prev))`, the change of the step, the
@@ -142,6 +144,20 @@ impl<'a> Cursor<'a> {
             .ok_or(CodecError("byte past the end of its column"))?;
         self.pos += 1;
         Ok(b)
+    }
+
+    /// Bytes not yet read.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// The unread bytes, consuming them.
+    #[inline]
+    pub fn rest(&mut self) -> &'a [u8] {
+        let r = self.buf.get(self.pos..).unwrap_or(&[]);
+        self.pos = self.buf.len();
+        r
     }
 
     /// Splits off the next `len` bytes as their own cursor.
@@ -424,6 +440,41 @@ pub fn operands_per_lane(op: &crate::OpcodeInfo) -> u8 {
     }
 }
 
+/// Version-2 code of `mask` after `prev`: 0 same, 1 all lanes, 2 no lane (a predicated-off
+/// instruction and back cost one byte each), else `3 + (mask ^ prev)`. Version 1 coded
+/// `mask ^ prev` alone.
+#[inline]
+pub fn mask_code(prev: u32, mask: u32) -> u64 {
+    if mask == prev {
+        0
+    } else if mask == u32::MAX {
+        1
+    } else if mask == 0 {
+        2
+    } else {
+        3 + (mask ^ prev) as u64
+    }
+}
+
+/// Inverse of [`mask_code`] (`v2`), or of version 1's plain XOR.
+#[inline]
+fn apply_mask_code(prev: u32, v: u64, v2: bool) -> CResult<u32> {
+    let x = |d: u64| {
+        u32::try_from(d)
+            .map(|d| prev ^ d)
+            .map_err(|_| CodecError("mask wider than 32 bits"))
+    };
+    if !v2 {
+        return x(v);
+    }
+    match v {
+        0 => Ok(prev),
+        1 => Ok(u32::MAX),
+        2 => Ok(0),
+        _ => x(v - 3),
+    }
+}
+
 /// Number of addresses a mode-0/2 record carries for `mask`.
 #[inline]
 pub fn list_len(mode: u8, mask: u32) -> u32 {
@@ -509,7 +560,7 @@ impl CtaEncoder {
             zigzag(slot as i64 - (self.prev_slot + 1)),
         );
         self.prev_slot = slot as i64;
-        put_varint(&mut self.mask_col, (mask ^ self.prev_mask) as u64);
+        put_varint(&mut self.mask_col, mask_code(self.prev_mask, mask));
         self.prev_mask = mask;
         let (mode, base) = match addrs {
             AddrRecord::None => return,
@@ -674,9 +725,7 @@ fn decode_warps(
         // fast (one pass over all columns at once spills registers on x86-64).
         out.insts.reserve(n);
         let mut prev_slot: i64 = -1;
-        for _ in 0..n {
-            let slot = prev_slot + 1 + unzigzag(sc.varint()?);
-            prev_slot = slot;
+        let mut push = |slot: i64| -> CResult<()> {
             // A negative index wraps to a huge usize: `get` rejects both.
             let info = slots
                 .get(slot as usize)
@@ -689,12 +738,39 @@ fn decode_warps(
                 addr_mode: 0,
                 addrs: Addrs::None,
             });
+            Ok(())
+        };
+        if sc.remaining() == n {
+            // Every entry is one byte (straight-line code and short jumps): no varint
+            // continuation to follow.
+            for &b in sc.rest() {
+                if b >= 0x80 {
+                    return Err(CodecError("static column entry longer than its column"));
+                }
+                prev_slot += 1 + unzigzag(b as u64);
+                push(prev_slot)?;
+            }
+        } else {
+            for _ in 0..n {
+                prev_slot += 1 + unzigzag(sc.varint()?);
+                push(prev_slot)?;
+            }
         }
         let mut mask = u32::MAX;
-        for inst in &mut out.insts[start..] {
-            mask ^=
-                u32::try_from(mc.varint()?).map_err(|_| CodecError("mask wider than 32 bits"))?;
-            inst.mask = mask;
+        if mc.remaining() == n {
+            // Every mask equals the previous one or flips only low lanes.
+            for (inst, &b) in out.insts[start..].iter_mut().zip(mc.rest()) {
+                if b >= 0x80 {
+                    return Err(CodecError("mask column entry longer than its column"));
+                }
+                mask = apply_mask_code(mask, b as u64, version >= 2)?;
+                inst.mask = mask;
+            }
+        } else {
+            for inst in &mut out.insts[start..] {
+                mask = apply_mask_code(mask, mc.varint()?, version >= 2)?;
+                inst.mask = mask;
+            }
         }
         if !ac.is_empty() {
             for inst in &mut out.insts[start..] {
