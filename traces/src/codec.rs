@@ -743,12 +743,36 @@ fn decode_warps(
         if sc.remaining() == n {
             // Every entry is one byte (straight-line code and short jumps): no varint
             // continuation to follow.
-            for &b in sc.rest() {
-                if b >= 0x80 {
-                    return Err(CodecError("static column entry longer than its column"));
-                }
+            // Branch-light: out-of-range entries are flagged, not returned from, so the
+            // loop is a plain `extend` with one capacity check.
+            let bytes = sc.rest();
+            if bytes.iter().any(|&b| b >= 0x80) {
+                return Err(CodecError("static column entry longer than its column"));
+            }
+            let n_slots = slots.len();
+            let mut bad = false;
+            let fallback = SlotInfo {
+                pc: 0,
+                class: OpClass::Other,
+                has_mem: false,
+                operands: 0,
+            };
+            out.insts.extend(bytes.iter().map(|&b| {
                 prev_slot += 1 + unzigzag(b as u64);
-                push(prev_slot)?;
+                let s = prev_slot as usize;
+                bad |= s >= n_slots;
+                let info = slots.get(s).unwrap_or(&fallback);
+                WarpInst {
+                    pc: info.pc,
+                    mask: 0,
+                    slot: prev_slot as u32,
+                    class: info.class,
+                    addr_mode: 0,
+                    addrs: Addrs::None,
+                }
+            }));
+            if bad {
+                return Err(CodecError("static instruction index out of range"));
             }
         } else {
             for _ in 0..n {
