@@ -222,11 +222,7 @@ mod tests {
     use crate::workloads::{generate, GenError, Params};
     use tessera_traces::{OpClass, TraceFile};
 
-    fn params(kv: &[(&str, &str)]) -> Vec<(String, String)> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::workloads::test_support::params;
 
     /// The recorded run equals the triple-loop reference bit for bit (square, rectangular,
     /// a partial warp with tile 4, the largest tile).

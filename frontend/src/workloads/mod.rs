@@ -274,3 +274,29 @@ impl SplitMix64 {
         (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
 }
+
+/// Helpers shared by the workloads' tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{generate, GenError};
+
+    /// `key=value` pairs as [`generate`] takes them.
+    pub fn params(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The message of the parameter error `generate(workload, kv)` must fail with; also
+    /// checks that nothing was left under the requested output name.
+    pub fn param_error(workload: &str, kv: &[(&str, &str)]) -> String {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let path = dir.path().join("x.tst");
+        let m = match generate(workload, &params(kv), 80, &path) {
+            Err(GenError::Params(m)) => m,
+            other => panic!("{workload} {kv:?}: expected a parameter error, got {other:?}"),
+        };
+        assert!(!path.exists(), "{workload} {kv:?} left its output");
+        m
+    }
+}

@@ -793,11 +793,7 @@ mod tests {
     use crate::workloads::{find, generate};
     use tessera_traces::{verify, Command, OpClass, TraceFile};
 
-    fn params(kv: &[(&str, &str)]) -> Vec<(String, String)> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::workloads::test_support::params;
 
     fn parse(name: &str, kv: &[(&str, &str)]) -> Params {
         Params::parse(find(name).unwrap(), &params(kv)).unwrap()

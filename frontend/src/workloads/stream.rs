@@ -434,11 +434,7 @@ mod tests {
     use crate::workloads::{generate, GenError, Params};
     use tessera_traces::{KernelMeta, OpClass, TraceFile};
 
-    fn params(kv: &[(&str, &str)]) -> Vec<(String, String)> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::workloads::test_support::params;
 
     /// The recorded run equals the plain Rust reference, bit for bit, for every array,
     /// every partial sum and the dot product.
