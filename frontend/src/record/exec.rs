@@ -512,6 +512,55 @@ fn cta_coords(i: u32, grid: [u32; 3]) -> [u32; 3] {
     [i % grid[0], i / grid[0] % grid[1], i / (grid[0] * grid[1])]
 }
 
+impl Warp {
+    /// Warp `w` of CTA `id` (linear index `cta`), lanes past the CTA's `threads` invalid;
+    /// `baton` is the slot and channels of a threaded warp, `None` inline.
+    fn new(
+        st: Box<ExecState>,
+        baton: Option<(usize, mpsc::Receiver<Resume>, mpsc::Sender<WarpEvent>)>,
+        spec: &LaunchSpec,
+        id: [u32; 3],
+        cta: u32,
+        w: u32,
+        threads: u32,
+    ) -> Warp {
+        let lanes = (threads - w * WARP as u32).min(WARP as u32);
+        let valid = if lanes == 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes) - 1
+        };
+        let (slot, resume, events) = match baton {
+            Some((slot, rx, tx)) => (slot, Some(rx), Some(tx)),
+            None => (0, None, None),
+        };
+        Warp {
+            st: Some(st),
+            resume,
+            events,
+            slot,
+            cta: id,
+            warp: w,
+            block: spec.block,
+            grid: spec.grid,
+            cta_linear: cta,
+            valid,
+            mask: valid,
+            exited: 0,
+            rec: WarpRecord::default(),
+        }
+    }
+}
+
+/// Runs the kernel body on `warp` between the prologue and the epilogue, catching panics.
+fn run_body(warp: &mut Warp, kernel: &(dyn Fn(&mut Warp) + Sync)) -> std::thread::Result<()> {
+    catch_unwind(AssertUnwindSafe(|| {
+        warp.prologue();
+        kernel(warp);
+        warp.epilogue();
+    }))
+}
+
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()
@@ -535,32 +584,8 @@ fn run_inline(
         st.shared.insert(cta, vec![0u8; spec.shmem_bytes as usize]);
         let mut recs = Vec::with_capacity(warps_per_cta as usize);
         for w in 0..warps_per_cta {
-            let lanes = (threads - w * WARP as u32).min(WARP as u32);
-            let valid = if lanes == 32 {
-                u32::MAX
-            } else {
-                (1u32 << lanes) - 1
-            };
-            let mut warp = Warp {
-                st: Some(st),
-                resume: None,
-                events: None,
-                slot: 0,
-                cta: id,
-                warp: w,
-                block: spec.block,
-                grid: spec.grid,
-                cta_linear: cta,
-                valid,
-                mask: valid,
-                exited: 0,
-                rec: WarpRecord::default(),
-            };
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                warp.prologue();
-                kernel(&mut warp);
-                warp.epilogue();
-            }));
+            let mut warp = Warp::new(st, None, spec, id, cta, w, threads);
+            let r = run_body(&mut warp, kernel);
             st = match warp.st.take() {
                 Some(s) => s,
                 None => {
@@ -651,37 +676,14 @@ fn run_grid(
                     next_slot += 1;
                     let (tx, rx) = mpsc::channel::<Resume>();
                     let events = ev_tx.clone();
-                    let lanes = (threads - w * WARP as u32).min(WARP as u32);
-                    let valid = if lanes == 32 {
-                        u32::MAX
-                    } else {
-                        (1u32 << lanes) - 1
-                    };
-                    let (block, grid, cta_linear) = (spec.block, spec.grid, next_cta);
+                    let cta_linear = next_cta;
                     s.spawn(move || {
                         let Ok(Resume::Go(first)) = rx.recv() else {
                             return;
                         };
-                        let mut warp = Warp {
-                            st: Some(first),
-                            resume: Some(rx),
-                            events: Some(events),
-                            slot,
-                            cta: id,
-                            warp: w,
-                            block,
-                            grid,
-                            cta_linear,
-                            valid,
-                            mask: valid,
-                            exited: 0,
-                            rec: WarpRecord::default(),
-                        };
-                        let r = catch_unwind(AssertUnwindSafe(|| {
-                            warp.prologue();
-                            kernel(&mut warp);
-                            warp.epilogue();
-                        }));
+                        let baton = Some((slot, rx, events));
+                        let mut warp = Warp::new(first, baton, spec, id, cta_linear, w, threads);
+                        let r = run_body(&mut warp, kernel);
                         match r {
                             Ok(()) => {
                                 if let Some(stv) = warp.st.take() {
