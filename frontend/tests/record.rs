@@ -180,3 +180,29 @@ fn out_of_bounds_is_an_error() {
         "{e}"
     );
 }
+
+/// A loop that never ends is stopped at the per-warp instruction cap with a clear error,
+/// not run until memory runs out.
+#[test]
+fn runaway_warp_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = Recorder::create(&d.path().join("x.tst"), 80, "test").unwrap();
+    let mut spec = LaunchSpec::new("runaway", [1, 1, 1], [32, 1, 1]);
+    spec.blocking = false;
+    let e = r
+        .launch(&spec, &|w| {
+            let z = w.konst(0u32);
+            w.while_(
+                |w| w.icmp_imm(Cmp::Eq, &z, 0),
+                |w| {
+                    let _ = w.iadd_imm(&z, 1);
+                },
+            );
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("kernel runaway") && e.contains("more than"),
+        "{e}"
+    );
+}

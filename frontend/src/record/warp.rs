@@ -16,6 +16,11 @@ use tessera_traces::schema::RZ;
 /// Lanes per warp.
 pub const WARP: usize = 32;
 
+/// Most instructions one warp may record: a warp's stream is held in memory until its
+/// CTA completes (about 50 bytes an instruction), so a runaway loop is an error instead
+/// of exhausting memory.
+pub const MAX_WARP_INSTS: usize = 1 << 22;
+
 /// A per-lane value living in a register (a pair for 64-bit types).
 #[derive(Clone, Copy, Debug)]
 pub struct Val<T> {
@@ -215,6 +220,13 @@ impl Warp {
         if self.exited == self.valid {
             // Every thread of the warp has exited: the warp fetches nothing more.
             return RZ;
+        }
+        if self.rec.insts.len() >= MAX_WARP_INSTS {
+            // Unwinds with the message (no panic hook runs); the executor reports it as
+            // the kernel's error, naming the CTA and warp.
+            std::panic::resume_unwind(Box::new(format!(
+                "the warp recorded more than {MAX_WARP_INSTS} instructions (a loop that does not end?)"
+            )));
         }
         let mask = self.active();
         let st = self.state();
