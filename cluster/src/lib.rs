@@ -1,7 +1,94 @@
 //! # tessera-cluster
 //!
-//! The parallel engine: conservative windows over the modeled links, thread and MPI
-//! transports, statistics reduction (DESIGN.md section 4). Not built yet: the
-//! sequential transport arrives with the chiplet-partition issue, threads and MPI after it.
+//! The parallel engine of DESIGN.md section 4: conservative windows over the modeled
+//! links, behind a transport trait. This crate knows nothing of SMs or caches: it moves
+//! timestamped [`Message`]s between objects that implement [`Partition`]. What exists now is
+//! the window protocol and the [`Sequential`] transport (one thread runs every partition in
+//! index order); the thread transport (crossbeam) and the MPI transport plug into the same
+//! [`Transport`] trait and the same [`Engine`] loop.
+//!
+//! ## Vocabulary
+//!
+//! - *Partition*: a set of modeled units simulated together (a chiplet by default; a group
+//!   of SM clusters when a big die is split). Units talk only through ports; a port that
+//!   joins two partitions has a latency of at least the *lookahead* `L`.
+//! - *Lookahead* `L`: the minimum latency of any port that crosses partitions, given at
+//!   construction ([`Routing::lookahead`] computes it from the links and the partitioning).
+//!   Zero is an error ([`EngineError::ZeroLookahead`], [`EngineError::ZeroLatencyLink`]).
+//! - *Window*: the interval `[T, T + L)` that every partition simulates before messages are
+//!   exchanged, where `T` is the global minimum next-event time.
+//! - *Fixed order*: receivers consume arrivals by `(arrive_at, src_port, src_seq)`
+//!   ([`tessera_interconnect::OrderKey`]); `src_port` is a stable id in the modeled system,
+//!   never a partition number, so the order, and every result, is the same for any
+//!   partitioning and any transport.
+//!
+//! ## The window loop ([`Engine`])
+//!
+//! ```text
+//! T = min-reduce(next_event_time of every partition)       skip-ahead over idle time
+//! while T exists:
+//!     end = T + L (cut at the caller's stop time, if any)
+//!     for each hosted partition, in index order:
+//!         run_until(end, outbox)                            simulate [now, end)
+//!         route each outgoing message: dst_port -> partition (routing table) -> mail[p]
+//!     transport.exchange(mail)                              messages to their workers
+//!     for each hosted partition:
+//!         sort mail[p] by (arrive_at, src_port, src_seq); check; deliver; clear
+//!         check next_event_time >= end
+//!     T = transport.reduce(min next_event_time, sum of messages)
+//! finished: every partition idle and nothing in flight (stalled() asked of each)
+//! ```
+//!
+//! Why it is exact: a message emitted at `t >= T` on a port of latency `>= L` arrives at
+//! `>= T + L = end`, so no partition ever receives a message from its own past, and each
+//! receiver sees its arrivals in the fixed order whatever partition or worker they came
+//! from. Window boundaries therefore never change results either (a window cut short by
+//! [`Engine::run_until`] is still exact), and the only partition-dependent numbers are the
+//! engine's own [`WindowStats`] (messages exchanged). Messages are delivered at the end of
+//! the window that sent them, so "nothing in flight" holds between windows and termination
+//! is simply "the reduced next event is `None`".
+//!
+//! ## Checks (always on: O(1) per partition and per message per window)
+//!
+//! - The lookahead contract at the sender: [`tessera_interconnect::Port`] refuses a send
+//!   arriving before `now + min_latency`, naming the port ([`Outbox::send`]).
+//! - At the receiver: no message arrives earlier than its receiver's current time (the
+//!   end of the window just simulated): [`EngineError::Causality`], naming the sending port.
+//!   Exercised in the tests at the smallest legal latency (arrivals exactly at `T + L`).
+//! - No two messages to a partition share a key ([`EngineError::DuplicateMessage`]).
+//! - After a window, no partition reports an event before its end
+//!   ([`EngineError::EventInPast`]): `run_until` simulated all of `[now, end)`.
+//! - Messages to unknown ports, inconsistent routing tables and transports: errors.
+//!
+//! Every error aborts the run through [`Transport::abort`] (so other workers and ranks stop
+//! instead of hanging) and leaves the engine failed ([`EngineError::Failed`] afterwards).
+//!
+//! ## Buffers
+//!
+//! The outbox, the per-partition mail buffers and the inboxes are reused from window to
+//! window (drained and cleared, never dropped), and sorting is in place, so a window
+//! allocates nothing once the buffers have grown to the largest window's traffic (tested
+//! with a counting allocator). Payloads are plain data
+//! ([`tessera_interconnect::Payload`]); only the `Bytes` variant allocates, at the sender.
+//!
+//! ## Transports
+//!
+//! A [`Transport`] hosts a subset of the partitions (numbered globally) on one worker and
+//! provides the two collectives of a window, [`Transport::exchange`] and
+//! [`Transport::reduce`]; each worker runs its own [`Engine`] over its partitions.
+//! [`Sequential`] hosts all of them and does nothing in either. Statistics kept by the
+//! models are keyed by modeled unit and read back with [`Engine::into_partitions`].
 
-pub use tessera_partitions::Picos;
+mod engine;
+mod error;
+mod partition;
+mod routing;
+mod transport;
+
+pub use engine::{Engine, Progress, WindowStats};
+pub use error::EngineError;
+pub use partition::{BoxError, Outbox, Partition};
+pub use routing::{Link, Routing};
+pub use transport::{Sequential, Transport, WindowReport};
+
+pub use tessera_interconnect::{Message, Payload, Picos, Port, PortId, SendError};

@@ -1,8 +1,30 @@
 //! # tessera-interconnect
 //!
 //! Messages that cross partitions, inter-chiplet link models and the intra-chiplet NoC
-//! (DESIGN.md sections 3 and 4). Not built yet: the multi-chiplet issue brings the link
-//! models; this crate exists so the workspace has the layout of DESIGN.md section 1.
+//! (DESIGN.md sections 3 and 4). What exists now is the envelope every transport moves:
+//!
+//! - [`Picos`]: global time, an integer count of picoseconds; [`period_ps`] for clock domains.
+//! - [`Message`]: `(arrive_at, src_port, src_seq, dst_port, payload)`. [`PortId`] is a
+//!   stable id of a port in the modeled system, never a partition or rank number.
+//! - [`OrderKey`] / [`Message::key`] / [`sort_arrivals`]: the total order
+//!   `(arrive_at, src_port, src_seq)` in which every receiver consumes arrivals, inside a
+//!   partition or across partitions alike. Keys are unique (a port never reuses a sequence
+//!   number), so the order is strict and independent of where messages came from.
+//! - [`Payload`]: a small closed enum (plain data, no heap for the fixed-size variants);
+//!   the models add their own variants as they arrive. [`Message::encode`] /
+//!   [`Message::decode`] give the wire form the MPI transport will use.
+//! - [`Port`]: the sending end of a port; stamps `src_seq` and enforces the lookahead
+//!   contract `arrive_at >= now + min_latency`, with a [`SendError`] naming the port when a
+//!   sender breaks it.
+//!
+//! The link models (sender egress with serialization and queueing, fixed latency,
+//! topologies, per-link stats) arrive with the multi-chiplet issue, on top of [`Port`].
+
+mod message;
+mod port;
+
+pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
+pub use port::{Port, PortError, SendError};
 
 /// Global simulated time: an integer count of picoseconds (DESIGN.md section 3).
 pub type Picos = u64;

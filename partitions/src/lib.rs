@@ -6,5 +6,7 @@
 //! decoded form of [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per
 //! worker.
 
+pub mod config;
+
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};

@@ -1,0 +1,195 @@
+//! Port → partition routing and the lookahead computed from the modeled links.
+
+use tessera_interconnect::{Picos, PortId};
+
+use crate::EngineError;
+
+/// Which partition hosts each port, given at construction (from the config and the chosen
+/// partitioning). The engine routes a message by its `dst_port`; [`Routing::lookahead`]
+/// also looks up sending ports. Lookups are a table index when port ids are dense enough,
+/// a binary search otherwise; both are allocation-free.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    partitions: usize,
+    /// Sorted by port, unique.
+    sorted: Vec<(PortId, u32)>,
+    /// `dense[port] = partition`, `NONE` where absent; empty when ids are too sparse.
+    dense: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A modeled link from one port to another, with its (minimum) latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The sending port.
+    pub src: PortId,
+    /// The receiving port.
+    pub dst: PortId,
+    /// The link's minimum latency (departure to arrival).
+    pub latency: Picos,
+}
+
+impl Routing {
+    /// A table over `partitions` partitions from `(port, partition)` pairs. A port listed
+    /// twice or a partition index out of range is an error.
+    pub fn new(
+        partitions: usize,
+        entries: impl IntoIterator<Item = (PortId, usize)>,
+    ) -> Result<Routing, EngineError> {
+        if partitions == 0 {
+            return Err(EngineError::NoPartitions);
+        }
+        let mut sorted = Vec::new();
+        for (port, part) in entries {
+            if part >= partitions {
+                return Err(EngineError::PartitionOutOfRange {
+                    port,
+                    partition: part,
+                    partitions,
+                });
+            }
+            // `partitions` fits in u32 in any sane system; a larger index cannot be stored.
+            let p = u32::try_from(part).ok().filter(|&p| p != NONE).ok_or(
+                EngineError::PartitionOutOfRange {
+                    port,
+                    partition: part,
+                    partitions,
+                },
+            )?;
+            sorted.push((port, p));
+        }
+        sorted.sort_unstable();
+        for w in sorted.windows(2) {
+            if w[0].0 == w[1].0 {
+                return Err(EngineError::DuplicatePort { port: w[0].0 });
+            }
+        }
+        let mut dense = Vec::new();
+        if let Some(&(max, _)) = sorted.last() {
+            let span = max.0 as usize + 1;
+            if span <= 4 * sorted.len() + 4096 {
+                dense = vec![NONE; span];
+                for &(port, p) in &sorted {
+                    dense[port.0 as usize] = p;
+                }
+            }
+        }
+        Ok(Routing {
+            partitions,
+            sorted,
+            dense,
+        })
+    }
+
+    /// Number of partitions in the whole system.
+    pub fn partition_count(&self) -> usize {
+        self.partitions
+    }
+
+    /// The partition hosting `port`, if the table has it.
+    #[inline]
+    pub fn partition_of(&self, port: PortId) -> Option<usize> {
+        if !self.dense.is_empty() {
+            return match self.dense.get(port.0 as usize) {
+                Some(&p) if p != NONE => Some(p as usize),
+                _ => None,
+            };
+        }
+        self.sorted
+            .binary_search_by_key(&port, |&(q, _)| q)
+            .ok()
+            .map(|i| self.sorted[i].1 as usize)
+    }
+
+    /// The lookahead `L` of DESIGN.md section 4 for this partitioning: the minimum latency
+    /// of the links whose two ends are hosted by different partitions, or `None` when no
+    /// link crosses partitions (one partition: any `L` is exact, and [`Picos::MAX`] runs
+    /// the whole simulation as one window). A crossing link of zero latency is an error
+    /// naming it (nothing could run ahead of it); so is a link end missing from the table.
+    pub fn lookahead(
+        &self,
+        links: impl IntoIterator<Item = Link>,
+    ) -> Result<Option<Picos>, EngineError> {
+        let mut l: Option<Picos> = None;
+        for link in links {
+            let a = self
+                .partition_of(link.src)
+                .ok_or(EngineError::UnroutedPort { port: link.src })?;
+            let b = self
+                .partition_of(link.dst)
+                .ok_or(EngineError::UnroutedPort { port: link.dst })?;
+            if a == b {
+                continue;
+            }
+            if link.latency == 0 {
+                return Err(EngineError::ZeroLatencyLink {
+                    src: link.src,
+                    dst: link.dst,
+                });
+            }
+            l = Some(l.map_or(link.latency, |x| x.min(link.latency)));
+        }
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_and_sparse_lookups_agree() {
+        let entries = [(PortId(3), 1), (PortId(0), 0), (PortId(17), 2)];
+        let dense = Routing::new(3, entries).unwrap();
+        assert!(!dense.dense.is_empty());
+        let sparse = Routing::new(3, [(PortId(3_000_000_000), 1), (PortId(0), 0)]).unwrap();
+        assert!(sparse.dense.is_empty());
+        assert_eq!(dense.partition_of(PortId(3)), Some(1));
+        assert_eq!(dense.partition_of(PortId(17)), Some(2));
+        assert_eq!(dense.partition_of(PortId(4)), None);
+        assert_eq!(dense.partition_of(PortId(1000)), None);
+        assert_eq!(sparse.partition_of(PortId(3_000_000_000)), Some(1));
+        assert_eq!(sparse.partition_of(PortId(0)), Some(0));
+        assert_eq!(sparse.partition_of(PortId(1)), None);
+    }
+
+    #[test]
+    fn bad_tables_are_errors() {
+        let e = Routing::new(2, [(PortId(5), 0), (PortId(5), 1)]).unwrap_err();
+        assert!(e.to_string().contains("port 5"), "{e}");
+        let e = Routing::new(2, [(PortId(6), 2)]).unwrap_err();
+        assert!(e.to_string().contains("port 6"), "{e}");
+        assert!(matches!(
+            Routing::new(0, []).unwrap_err(),
+            EngineError::NoPartitions
+        ));
+    }
+
+    #[test]
+    fn lookahead_is_the_minimum_crossing_latency() {
+        let r = Routing::new(2, [(PortId(0), 0), (PortId(1), 0), (PortId(2), 1)]).unwrap();
+        let link = |s, d, latency| Link {
+            src: PortId(s),
+            dst: PortId(d),
+            latency,
+        };
+        // 0 -> 1 stays inside partition 0: its 0 ps latency does not matter here.
+        let links = [link(0, 1, 0), link(1, 2, 700), link(2, 0, 500)];
+        assert_eq!(r.lookahead(links).unwrap(), Some(500));
+        assert_eq!(r.lookahead([link(0, 1, 10)]).unwrap(), None);
+        let e = r.lookahead([link(2, 1, 0)]).unwrap_err();
+        assert!(matches!(
+            e,
+            EngineError::ZeroLatencyLink {
+                src: PortId(2),
+                dst: PortId(1)
+            }
+        ));
+        assert!(e.to_string().contains("port 2"), "{e}");
+        assert!(matches!(
+            r.lookahead([link(2, 9, 10)]).unwrap_err(),
+            EngineError::UnroutedPort { port: PortId(9) }
+        ));
+    }
+}

@@ -1,0 +1,744 @@
+//! The GPU configuration: a typed [`GpuConfig`] read from YAML (DESIGN.md sections 3 and 5;
+//! issue 4, item 3).
+//!
+//! A configuration is a tree of sections (`core`, `l1d`, `shared_mem`, `noc`, `l2`, `dram`,
+//! `launch`, `memcpy`, `partitioning`), each a serde struct declared below with every key
+//! documented where it is declared: what it is, its unit (the unit is also in the key's
+//! name: `_hz`, `_ps`, `_cycles`, `_bytes`, `_bytes_per_cycle`) and where the presets in
+//! `configs/` take its value from. The declarations also produce the static key table
+//! ([`GpuConfig::KEYS`]) from which the loader checks files and `--set` overrides (unknown
+//! keys, types, defaults) and from which `docs/config.md` is generated
+//! ([`reference_markdown`]), so the reference cannot drift from the code.
+//!
+//! Loading ([`GpuConfig::load`]): a file may name a `base:` file (relative to itself,
+//! recursively, cycles detected) whose values it overrides key by key; `--set a.b.c=value`
+//! overrides apply to the merged tree; missing keys take their documented default or are
+//! errors; then [`GpuConfig::validate`] rejects impossible values. Every error names the
+//! file (or the `--set` argument) and the key path.
+//!
+//! Clock domains: `core.clock_hz`, `noc.clock_hz`, `l2.clock_hz` and `dram.clock_hz`. A
+//! `_cycles` key counts cycles of the clock of the section it is in (`core`, `l1d`,
+//! `shared_mem` and `core.icache` count core cycles). Each period is
+//! [`GpuConfig::period_ps`]`(clock_hz)` = `round(1e12 / clock_hz)` picoseconds, fixed at
+//! load (DESIGN.md section 3).
+
+use serde::{Deserialize, Serialize};
+
+mod load;
+mod occupancy;
+mod reference;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+pub use load::parse_set;
+pub use occupancy::{CtaFitError, Occupancy, OccupancyLimit};
+pub use reference::{leaf_keys, reference_markdown};
+
+use crate::Picos;
+
+/// The value kind of a configuration key, as the loader checks it and the reference shows it.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// Unsigned integer that fits in 32 bits.
+    U32,
+    /// Unsigned integer that fits in 64 bits.
+    U64,
+    /// `true` or `false`.
+    Bool,
+    /// Text.
+    Str,
+    /// One of the listed names.
+    Enum(&'static [&'static str]),
+    /// A nested section with these keys.
+    Section(&'static [KeyInfo]),
+}
+
+/// One key of a section: the row of the reference table that the struct field declares.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyInfo {
+    /// The key's name inside its section (the struct field's name).
+    pub name: &'static str,
+    /// What values it takes.
+    pub kind: Kind,
+    /// Its unit in words (the name carries it too).
+    pub unit: &'static str,
+    /// Its default as YAML text, or `None` when the key is required. Sections have none:
+    /// a section may be left out when all its keys have defaults.
+    pub default: Option<&'static str>,
+    /// The field's doc comment, one line per `///` line.
+    pub doc: &'static str,
+}
+
+/// Declares a config section: the serde struct (every field documented, unknown keys
+/// denied) and its `KEYS` table built from the same field list and doc comments.
+macro_rules! section {
+    (
+        $(#[doc = $sdoc:literal])*
+        pub struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $field:ident : $ty:ty = $kind:expr, unit $unit:literal, $default:expr;
+            )*
+        }
+    ) => {
+        $(#[doc = $sdoc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $(
+                $(#[doc = $doc])*
+                pub $field: $ty,
+            )*
+        }
+
+        impl $name {
+            /// The keys of this section, in declaration order (the reference table).
+            pub const KEYS: &'static [KeyInfo] = &[
+                $(
+                    KeyInfo {
+                        name: stringify!($field),
+                        kind: $kind,
+                        unit: $unit,
+                        default: $default,
+                        doc: concat!($($doc, "\n"),*),
+                    },
+                )*
+            ];
+        }
+    };
+}
+
+/// Declares a config enum: snake_case names in YAML, and the list of names for the table.
+macro_rules! config_enum {
+    (
+        $(#[doc = $edoc:literal])*
+        pub enum $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $variant:ident = $text:literal,
+            )*
+        }
+    ) => {
+        $(#[doc = $edoc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $text)]
+                $variant,
+            )*
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            /// The YAML name of every variant, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),*];
+
+            /// The YAML name of this variant.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+config_enum! {
+    /// How the simulated system is cut into partitions (DESIGN.md sections 4 and 5).
+    pub enum PartitionMode {
+        /// One partition per chiplet (a monolithic GPU when `chiplets: 1`).
+        Chiplet = "chiplet",
+        /// Each chiplet is cut into `partitioning.sm_clusters` partitions of contiguous SMs
+        /// (the memory side is spread over them likewise), along ports whose latency is at
+        /// least the lookahead. Results never change with the cut.
+        SmCluster = "sm_cluster",
+    }
+}
+
+config_enum! {
+    /// Warp scheduling policy of each sub-core scheduler.
+    pub enum SchedulerPolicy {
+        /// Loose round robin.
+        Lrr = "lrr",
+        /// Greedy then oldest.
+        Gto = "gto",
+        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside.
+        TwoLevel = "two_level",
+    }
+}
+
+config_enum! {
+    /// What a store does at a cache.
+    pub enum WritePolicy {
+        /// Stores update a hit line and always go on to the next level.
+        WriteThrough = "write_through",
+        /// Stores dirty the line; it is written back on eviction or flush.
+        WriteBack = "write_back",
+        /// Stores invalidate a hit line and go on to the next level.
+        WriteEvict = "write_evict",
+        /// Write-back for local memory, write-through for global (Fermi's L1).
+        LocalWriteBack = "local_write_back",
+    }
+}
+
+config_enum! {
+    /// What a store that misses does at a cache.
+    pub enum WriteAllocate {
+        /// The line is not allocated.
+        NoAllocate = "no_allocate",
+        /// The line is fetched, then written.
+        FetchOnWrite = "fetch_on_write",
+        /// The written sectors are allocated without a fetch; the rest is fetched only if
+        /// a later load needs it.
+        LazyFetchOnRead = "lazy_fetch_on_read",
+    }
+}
+
+config_enum! {
+    /// Request scheduling at a DRAM channel.
+    pub enum DramScheduler {
+        /// First-ready first-come-first-served: row hits first, then oldest.
+        FrFcfs = "fr_fcfs",
+        /// Strictly in arrival order.
+        Fcfs = "fcfs",
+    }
+}
+
+section! {
+    /// A whole GPU system: what `tessera run --config` reads.
+    pub struct GpuConfig {
+        /// Name of the configuration, reported in stats. Presets: the preset's file name.
+        name: String = Kind::Str, unit "-", None;
+        /// Number of chiplets in the GPU package; 1 is a monolithic GPU. Every other section
+        /// describes one chiplet. Presets: 1 (all presets are single-die GPUs). Values above
+        /// 1 need the inter-chiplet link section of the multi-chiplet issue and are rejected
+        /// until it exists.
+        chiplets: u32 = Kind::U32, unit "chiplets", Some("1");
+        /// How the GPU is cut into simulation partitions. Never changes results.
+        partitioning: PartitioningConfig = Kind::Section(PartitioningConfig::KEYS), unit "-", None;
+        /// The SM core: occupancy limits, schedulers, operand collection, functional units,
+        /// instruction cache (one SM; every SM of a chiplet is alike).
+        core: CoreConfig = Kind::Section(CoreConfig::KEYS), unit "-", None;
+        /// The L1 data cache of each SM (core clock).
+        l1d: L1dConfig = Kind::Section(L1dConfig::KEYS), unit "-", None;
+        /// The shared memory (scratchpad) of each SM (core clock).
+        shared_mem: SharedMemConfig = Kind::Section(SharedMemConfig::KEYS), unit "-", None;
+        /// The on-chip network between SMs and L2 slices (its own clock).
+        noc: NocConfig = Kind::Section(NocConfig::KEYS), unit "-", None;
+        /// The memory-side L2: slices, each caching only addresses homed at its DRAM
+        /// channel (its own clock).
+        l2: L2Config = Kind::Section(L2Config::KEYS), unit "-", None;
+        /// DRAM channels (their own clock).
+        dram: DramConfig = Kind::Section(DramConfig::KEYS), unit "-", None;
+        /// The kernel launch path, one key per segment so nothing is counted twice
+        /// (DESIGN.md section 5, "Launch path"). Picoseconds, independent of any clock.
+        launch: LaunchConfig = Kind::Section(LaunchConfig::KEYS), unit "-", None;
+        /// Host-to-device copies from the command list.
+        memcpy: MemcpyConfig = Kind::Section(MemcpyConfig::KEYS), unit "-", None;
+    }
+}
+
+section! {
+    /// How the GPU is cut into simulation partitions (DESIGN.md sections 4 and 5).
+    pub struct PartitioningConfig {
+        /// `chiplet`: one partition per chiplet; `sm_cluster`: each chiplet cut into
+        /// `sm_clusters` partitions of contiguous SMs. Presets: the default, `chiplet`.
+        mode: PartitionMode = Kind::Enum(PartitionMode::NAMES), unit "-", Some("chiplet");
+        /// Partitions per chiplet when `mode` is `sm_cluster` (at most `core.sm_count`);
+        /// must stay 1 with `mode: chiplet`. Presets: 1; issue 4 runs `titanv.yaml` with
+        /// `--set partitioning.mode=sm_cluster --set partitioning.sm_clusters=4`.
+        sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1");
+    }
+}
+
+section! {
+    /// The SM core (DESIGN.md section 5, "SM core").
+    pub struct CoreConfig {
+        /// SMs per chiplet. Presets: the vendor or paper SM count.
+        sm_count: u32 = Kind::U32, unit "SMs", None;
+        /// SM clock. Presets: the clock of the simulator config or paper modelled, or the
+        /// vendor boost clock.
+        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        /// Threads per warp. The core model is NVIDIA-style with 32 lanes; any other value
+        /// is rejected (a trace is checked against this core model, not a preset's brand).
+        warp_size: u32 = Kind::U32, unit "threads", Some("32");
+        /// Resident threads per SM (an occupancy limit). Presets: the simulator config's
+        /// `-gpgpu_shader_core_pipeline` or the paper's table.
+        max_threads_per_sm: u32 = Kind::U32, unit "threads", None;
+        /// Resident warp slots per SM; must equal `max_threads_per_sm / warp_size`.
+        max_warps_per_sm: u32 = Kind::U32, unit "warps", None;
+        /// Resident CTAs per SM (an occupancy limit). Presets: CUDA's occupancy header
+        /// (`cudaOccMaxBlocksPerMultiprocessor`) for the compute capability.
+        max_ctas_per_sm: u32 = Kind::U32, unit "CTAs", None;
+        /// Largest CTA a launch may have. Presets: CUDA's 1024-thread block limit.
+        max_threads_per_cta: u32 = Kind::U32, unit "threads", None;
+        /// 32-bit registers in an SM's register file. Presets: the simulator config's
+        /// `-gpgpu_shader_registers` or the paper's table.
+        registers_per_sm: u32 = Kind::U32, unit "registers", None;
+        /// Registers one CTA may hold (CUDA's `regsPerBlock`). Presets: the simulator
+        /// config's `-gpgpu_registers_per_block`, or the whole file.
+        max_registers_per_cta: u32 = Kind::U32, unit "registers", None;
+        /// Registers one thread may use (a trace using more can never run). Presets: CUDA's
+        /// occupancy header (`cudaOccRegAllocationMaxPerThread`).
+        max_registers_per_thread: u32 = Kind::U32, unit "registers", None;
+        /// Register allocation unit: a warp's registers (`regs_per_thread * 32`) are rounded
+        /// up to a multiple of this. Presets: CUDA's occupancy header
+        /// (`cudaOccRegAllocationGranularity`).
+        register_alloc_granularity: u32 = Kind::U32, unit "registers per warp", None;
+        /// Sub-partitions with separate register files; a warp's registers come from one of
+        /// them, so occupancy counts warps per partition. Presets: CUDA's occupancy header
+        /// (`cudaOccSubPartitionsPerMultiprocessor`).
+        register_file_partitions: u32 = Kind::U32, unit "partitions", None;
+        /// Shared memory per SM available to CTAs (the largest carveout). Presets: vendor
+        /// figure or the simulator config's `-gpgpu_shmem_size`.
+        shared_mem_per_sm_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Shared memory one CTA may request (static + dynamic, before the reservation
+        /// below). Presets: the simulator config's `-gpgpu_shmem_per_block` or the
+        /// opt-in maximum.
+        max_shared_mem_per_cta_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Shared memory allocation unit: a CTA's shared memory (plus the reservation) is
+        /// rounded up to a multiple of this. Presets: CUDA's occupancy header
+        /// (`cudaOccSMemAllocationGranularity`).
+        shared_mem_alloc_granularity_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Shared memory the driver reserves per resident CTA (compute capability 8.x and
+        /// later; `cudaOccSMemPerBlock` adds it). Presets: 1024 on Ampere, else 0.
+        shared_mem_reserved_per_cta_bytes: u32 = Kind::U32, unit "bytes", Some("0");
+        /// Warp schedulers (sub-cores) per SM; each owns an equal share of the warps,
+        /// register banks and functional units. Presets: the simulator config's
+        /// `-gpgpu_num_sched_per_core` or the paper's table.
+        schedulers_per_sm: u32 = Kind::U32, unit "schedulers", None;
+        /// Warp scheduling policy of every scheduler. Presets: the simulator config's
+        /// `-gpgpu_scheduler` or the paper's table.
+        scheduler: SchedulerPolicy = Kind::Enum(SchedulerPolicy::NAMES), unit "-", None;
+        /// Size of the active pool of each scheduler under `two_level` (ignored otherwise).
+        /// Presets: GPGPU-Sim's `two_level_active:6` example.
+        two_level_active_warps: u32 = Kind::U32, unit "warps per scheduler", Some("6");
+        /// Register-file banks per SM, split evenly among the schedulers; two operands of an
+        /// instruction in one bank take two cycles to read. Presets: the simulator config's
+        /// `-gpgpu_num_reg_banks`.
+        register_banks: u32 = Kind::U32, unit "banks", None;
+        /// Operand-collector units per SM (instructions gathering operands at once), split
+        /// evenly among the schedulers. Presets: the simulator config's collector units.
+        operand_collectors: u32 = Kind::U32, unit "collectors", None;
+        /// Latency and initiation interval of each non-memory opcode class (the classes of
+        /// `tessera_traces::OpClass`). Memory classes take their latency from the memory
+        /// hierarchy; `barrier`, `fence` and `exit` from what they wait for.
+        op_latency: OpLatencyTable = Kind::Section(OpLatencyTable::KEYS), unit "-", None;
+        /// The instruction cache of each SM.
+        icache: IcacheConfig = Kind::Section(IcacheConfig::KEYS), unit "-", None;
+    }
+}
+
+section! {
+    /// Timing of one opcode class on its functional unit (per sub-core).
+    pub struct OpTiming {
+        /// Cycles from issue until a dependent instruction may issue (the result latency).
+        /// Presets: measured dependent-issue latencies where a study gives them, else the
+        /// simulator config's `-trace_opcode_latency_initiation_*` first number.
+        latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        /// Cycles between two issues of this class on one sub-core's unit (1 = fully
+        /// pipelined, one warp instruction per cycle). Presets: measured throughput where
+        /// a study gives it, else the simulator config's second number.
+        initiation_cycles: u32 = Kind::U32, unit "core cycles", None;
+    }
+}
+
+section! {
+    /// Per-opcode-class functional-unit timing, keyed by `tessera_traces::OpClass::name`.
+    pub struct OpLatencyTable {
+        /// Integer ALU: add, logic, shifts, compares, moves (IADD3, LOP3, SHF, ISETP, MOV...).
+        int: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Integer multiply and multiply-add (IMAD, IMUL...).
+        int_mul: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Half precision (HADD2, HFMA2...).
+        fp16: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Single precision (FADD, FFMA, FMUL...).
+        fp32: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Double precision (DADD, DFMA, DMUL...).
+        fp64: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Special-function unit (MUFU: reciprocal, sqrt, transcendentals).
+        sfu: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Tensor cores (HMMA, IMMA, DMMA...), per SASS instruction.
+        tensor: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Type conversions (F2F, F2I, I2F...).
+        convert: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Warp shuffles and votes (SHFL, VOTE, MATCH, REDUX).
+        warp_shuffle: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Special-register reads (S2R, CS2R...).
+        special_reg: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Uniform datapath (UIADD3, UMOV...).
+        uniform: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Branches and reconvergence (BRA, BSSY, BSYNC, CALL, RET...).
+        branch: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// No-ops and dependency waits (NOP, DEPBAR, YIELD).
+        nop: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+        /// Instructions of class `other` (counted, not modelled specially).
+        other: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
+    }
+}
+
+section! {
+    /// The instruction cache of each SM (misses go to L2 over the NoC).
+    pub struct IcacheConfig {
+        /// Model instruction fetch through the I-cache; `false` is a perfect I-cache (every
+        /// fetch hits). Presets: `true` (the hardware has one).
+        enabled: bool = Kind::Bool, unit "-", None;
+        /// Capacity. Presets: the simulator config's `-gpgpu_cache:il1`.
+        size_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Ways per set. Presets: as `size_bytes`.
+        assoc: u32 = Kind::U32, unit "ways", None;
+        /// Line size (power of two). Presets: as `size_bytes`.
+        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
+        /// delivers a hit the next cycle; no study measures it).
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+    }
+}
+
+section! {
+    /// The L1 data cache of each SM. A load's end-to-end latency on an L1 hit is
+    /// `hit_latency_cycles`.
+    pub struct L1dConfig {
+        /// Cache global loads in L1; `false` sends them all to L2 (`-gpgpu_gmem_skip_L1D`).
+        enabled: bool = Kind::Bool, unit "-", Some("true");
+        /// Capacity (fixed; the shared-memory carveout is `core.shared_mem_per_sm_bytes`).
+        /// Presets: the simulator config's L1 or what the unified L1/shared SRAM leaves
+        /// beside the full shared-memory carveout.
+        size_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Ways per set; `size_bytes / (assoc * line_bytes)` sets, a power of two.
+        /// Presets: the simulator config's `-gpgpu_cache:dl1`.
+        assoc: u32 = Kind::U32, unit "ways", None;
+        /// Line size (power of two). Presets: 128.
+        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Sector size, the unit of coalescing and of fills; divides `line_bytes`.
+        /// Presets: 32 for sectored caches (Volta on), 128 for Fermi's.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Banks; accesses to one bank in one cycle serialize. Presets: the simulator
+        /// config's `-gpgpu_l1_banks`.
+        banks: u32 = Kind::U32, unit "banks", None;
+        /// Cycles from a load's issue to its data on an L1 hit, as a pointer chase measures
+        /// it. Presets: a measured pointer-chase L1 hit, else the simulator config's
+        /// `-gpgpu_l1_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        /// Miss status holding registers: distinct lines with misses in flight.
+        /// Presets: the simulator config's MSHR entries (`A:<n>:<merge>`).
+        mshrs: u32 = Kind::U32, unit "entries", None;
+        /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
+        mshr_max_merge: u32 = Kind::U32, unit "requests", None;
+        /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
+        write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
+        /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
+        write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
+    }
+}
+
+section! {
+    /// Shared memory timing (its size is `core.shared_mem_per_sm_bytes`).
+    pub struct SharedMemConfig {
+        /// Banks; lanes hitting different words of one bank serialize. Presets: the
+        /// simulator config's `-gpgpu_shmem_num_banks`.
+        banks: u32 = Kind::U32, unit "banks", None;
+        /// Width of one bank (power of two). Presets: 4, checked against measured shared
+        /// memory bandwidth of about 128 B per cycle per SM.
+        bank_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Cycles from a conflict-free shared load's issue to its data. Presets: a measured
+        /// shared-memory latency, else the simulator config's `-gpgpu_smem_latency`.
+        latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+    }
+}
+
+section! {
+    /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
+    /// and an arbiter at the receiver (DESIGN.md section 5).
+    pub struct NocConfig {
+        /// NoC clock. Presets: the simulator config's interconnect clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
+        /// (no study isolates it); it is part of the measured L2 hit latency, see
+        /// `l2.hit_latency_cycles`.
+        latency_cycles: u32 = Kind::U32, unit "NoC cycles", None;
+        /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
+        /// Presets: the simulator config's flit size.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None;
+    }
+}
+
+section! {
+    /// The memory-side L2 of a chiplet. A load's end-to-end latency on an L2 hit is about
+    /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
+    /// its own clock, plus queueing.
+    pub struct L2Config {
+        /// L2 clock. Presets: the simulator config's L2 clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        /// L2 slices per chiplet; a multiple of `dram.channels` (each slice caches the
+        /// addresses of one channel). Presets: vendor slice count or the simulator config's
+        /// memory sub-partitions.
+        slices: u32 = Kind::U32, unit "slices", None;
+        /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
+        /// simulator config's.
+        size_bytes: u64 = Kind::U64, unit "bytes", None;
+        /// Ways per set of each slice; each slice has `size_bytes / slices / (assoc *
+        /// line_bytes)` sets, a power of two. Presets: the simulator config's
+        /// `-gpgpu_cache:dl2`.
+        assoc: u32 = Kind::U32, unit "ways", None;
+        /// Line size (power of two). Presets: as `assoc`.
+        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Sector size, the unit of fills from DRAM; divides `line_bytes`.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Cycles a slice takes from a request's arrival to the response's departure on a
+        /// hit. Presets: a measured pointer-chase L2 hit minus `l1d.hit_latency_cycles` and
+        /// two NoC traversals (derivation in the preset), else the simulator config's
+        /// `-gpgpu_l2_rop_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None;
+        /// Extra cycles an atomic or reduction occupies the slice's ALU beyond a hit
+        /// (atomics execute at L2). Presets: the measured atomic latency minus the L2 hit
+        /// latency on a TITAN V (ASIM-OUT), the only measured atomic figure.
+        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None;
+        /// Miss status holding registers per slice. Presets: the simulator config's L2
+        /// MSHR entries.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", None;
+        /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
+        /// slices, or one 32 B sector per cycle.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None;
+        /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
+        /// simulator config's L2 write policy.
+        write_back: bool = Kind::Bool, unit "-", None;
+    }
+}
+
+section! {
+    /// DRAM channels of a chiplet. Peak bandwidth is `channels * bandwidth_bytes_per_cycle *
+    /// clock_hz`. A load's end-to-end latency on an L2 miss is about the L2 hit latency plus
+    /// `latency_ps` plus the bank timing its row-buffer state needs.
+    pub struct DramConfig {
+        /// Independent channels, each with its own queue, banks and bus; addresses
+        /// interleave across them every `interleave_bytes`. Presets: the simulator config's
+        /// `-gpgpu_n_mem` or the bus width over the channel width.
+        channels: u32 = Kind::U32, unit "channels", None;
+        /// DRAM command clock; `bandwidth_bytes_per_cycle`, `t_rcd_cycles` and `t_rp_cycles`
+        /// count its cycles. Presets: vendor memory clock or the simulator config's DRAM
+        /// clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        /// Data bytes one channel moves per DRAM clock cycle (bus width times transfers per
+        /// clock). Presets: derived so that the peak equals the vendor bandwidth.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None;
+        /// Fixed latency of an access on top of its bank timing: controller, PHY, column
+        /// access and data return, on a row hit. Presets: measured DRAM latency minus the
+        /// measured L2 hit latency minus `t_rp + t_rcd` (derivation in the preset), else the
+        /// simulator config's `-dram_latency` converted from core cycles.
+        latency_ps: u64 = Kind::U64, unit "ps", None;
+        /// Banks per channel (power of two). Presets: the simulator config's `nbk`.
+        banks: u32 = Kind::U32, unit "banks", None;
+        /// Bytes of one open row of a bank (power of two). Presets: assumed (the memory
+        /// type's page size; no source in the references).
+        row_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Activate-to-read delay, paid when the row is not open. Presets: the simulator
+        /// config's `RCD` timing or the paper's tRCD.
+        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
+        /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
+        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
+        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`).
+        scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
+        /// Requests a channel's scheduler can hold. Presets: the simulator config's
+        /// `-gpgpu_frfcfs_dram_sched_queue_size`.
+        queue_entries: u32 = Kind::U32, unit "requests", None;
+        /// Address interleave granularity across channels (power of two, a multiple of
+        /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
+        interleave_bytes: u32 = Kind::U32, unit "bytes", None;
+    }
+}
+
+section! {
+    /// The kernel launch path (DESIGN.md section 5): host -> global CP -> local CP -> SMs,
+    /// and completion back. Back-to-back launches are spaced by at least `host_to_gcp_ps`
+    /// (the host submits one at a time); a kernel's first CTA starts `host_to_gcp_ps +
+    /// gcp_to_lcp_ps + cta_dispatch_ps` after its launch command.
+    pub struct LaunchConfig {
+        /// Host runtime and driver time to submit one launch to the global CP. Presets:
+        /// a measured back-to-back launch period, or a measured launch latency minus the
+        /// GPU-side segments below (derivation in the preset).
+        host_to_gcp_ps: u64 = Kind::U64, unit "ps", None;
+        /// Global CP to local CP: kernel slice dispatch. Presets: the kernel-dispatch
+        /// latency measured by WANG15 Table 3 (283 cycles at 706 MHz).
+        gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None;
+        /// Local CP to an SM, per CTA dispatched; at least one SM cycle (the port
+        /// contract). Presets: one SM cycle (Accel-Sim's `-gpgpu_TB_launch_latency 0`,
+        /// raised to the minimum).
+        cta_dispatch_ps: u64 = Kind::U64, unit "ps", None;
+        /// Last CTA's completion to the kernel's completion seen by the host (local CP ->
+        /// global CP -> host). Presets: assumed equal to `gcp_to_lcp_ps`.
+        completion_ps: u64 = Kind::U64, unit "ps", None;
+    }
+}
+
+section! {
+    /// Host-to-device copies in the command list.
+    pub struct MemcpyConfig {
+        /// A copy also installs the copied lines in L2 (Accel-Sim's
+        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit. Presets: that option.
+        fills_l2: bool = Kind::Bool, unit "-", None;
+    }
+}
+
+/// Any error of loading or validating a configuration. Each names where the offending value
+/// came from (a file, a `--set` argument, a default) and the key path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("{path}: cannot read: {msg}")]
+    Io {
+        /// The file, as named (and by whom, for a base).
+        path: String,
+        /// The operating system's reason.
+        msg: String,
+    },
+    /// A file is not valid YAML, or its top level is not a mapping.
+    #[error("{path}: {msg}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// What is wrong, with line and column where the parser gives them.
+        msg: String,
+    },
+    /// Files include each other in a cycle.
+    #[error("include cycle: {chain}")]
+    IncludeCycle {
+        /// The files of the cycle, `a.yaml -> b.yaml -> a.yaml`.
+        chain: String,
+    },
+    /// A key is unknown, has a value of the wrong type, is missing, or its value is
+    /// impossible.
+    #[error("{origin}: {key}: {msg}")]
+    Key {
+        /// Where the value came from: a file, `--set k=v`, `default`, or `config`.
+        origin: String,
+        /// The key path, e.g. `l1d.size_bytes`.
+        key: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A `--set` argument is malformed.
+    #[error("--set {arg}: {msg}")]
+    Override {
+        /// The argument as given.
+        arg: String,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+impl GpuConfig {
+    /// Loads `path` (YAML), following `base:` includes, applies `overrides` (`(key path,
+    /// value)` pairs from `--set key=value`, in order; see [`parse_set`]), fills defaults,
+    /// and validates. Errors name the file or `--set` argument and the key path.
+    pub fn load(
+        path: impl AsRef<std::path::Path>,
+        overrides: &[(String, String)],
+    ) -> Result<GpuConfig, ConfigError> {
+        load::load(path.as_ref(), overrides)
+    }
+
+    /// Period in picoseconds of a clock of `clock_hz`: `round(1e12 / clock_hz)`, the rule of
+    /// DESIGN.md section 3 (same as [`tessera_interconnect::period_ps`]).
+    pub fn period_ps(clock_hz: u64) -> Picos {
+        tessera_interconnect::period_ps(clock_hz)
+    }
+
+    /// Period of the SM clock.
+    pub fn core_period_ps(&self) -> Picos {
+        Self::period_ps(self.core.clock_hz)
+    }
+
+    /// Period of the NoC clock.
+    pub fn noc_period_ps(&self) -> Picos {
+        Self::period_ps(self.noc.clock_hz)
+    }
+
+    /// Period of the L2 clock.
+    pub fn l2_period_ps(&self) -> Picos {
+        Self::period_ps(self.l2.clock_hz)
+    }
+
+    /// Period of the DRAM clock.
+    pub fn dram_period_ps(&self) -> Picos {
+        Self::period_ps(self.dram.clock_hz)
+    }
+
+    /// Simulation partitions: `chiplets`, times `partitioning.sm_clusters` when cutting by
+    /// SM cluster.
+    pub fn partition_count(&self) -> u32 {
+        match self.partitioning.mode {
+            PartitionMode::Chiplet => self.chiplets,
+            PartitionMode::SmCluster => self.chiplets * self.partitioning.sm_clusters,
+        }
+    }
+
+    /// Peak DRAM bandwidth of one chiplet in bytes per second:
+    /// `channels * bandwidth_bytes_per_cycle * clock_hz`.
+    pub fn dram_peak_bytes_per_s(&self) -> u128 {
+        self.dram.channels as u128
+            * self.dram.bandwidth_bytes_per_cycle as u128
+            * self.dram.clock_hz as u128
+    }
+
+    /// Rejects impossible values (zero sizes or counts, non-powers of two where the
+    /// hardware needs them, sectors not dividing lines, zero latencies, more schedulers
+    /// than warps, ...). The error names the key path; [`GpuConfig::load`] also names the
+    /// file the value came from.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate::validate(self, &|_| "config".to_string())
+    }
+
+    /// Resident CTAs per SM for a kernel with `threads_per_cta` threads, `regs_per_thread`
+    /// registers per thread and `shmem_bytes` of shared memory per CTA, by CUDA's occupancy
+    /// calculation; an error when such a CTA can never fit on an SM of this config.
+    pub fn max_ctas_per_sm(
+        &self,
+        threads_per_cta: u32,
+        regs_per_thread: u32,
+        shmem_bytes: u32,
+    ) -> Result<u32, CtaFitError> {
+        self.occupancy(threads_per_cta, regs_per_thread, shmem_bytes)
+            .map(|o| o.ctas)
+    }
+
+    /// The full occupancy calculation behind [`GpuConfig::max_ctas_per_sm`]: each limit and
+    /// which one binds.
+    pub fn occupancy(
+        &self,
+        threads_per_cta: u32,
+        regs_per_thread: u32,
+        shmem_bytes: u32,
+    ) -> Result<Occupancy, CtaFitError> {
+        occupancy::occupancy(&self.core, threads_per_cta, regs_per_thread, shmem_bytes)
+    }
+}
+
+impl OpLatencyTable {
+    /// The timing of `class`, or `None` for the classes whose latency comes from elsewhere
+    /// (memory classes, `barrier`, `fence`, `exit`).
+    pub fn get(&self, class: tessera_traces::OpClass) -> Option<&OpTiming> {
+        use tessera_traces::OpClass as C;
+        Some(match class {
+            C::Int => &self.int,
+            C::IntMul => &self.int_mul,
+            C::Fp16 => &self.fp16,
+            C::Fp32 => &self.fp32,
+            C::Fp64 => &self.fp64,
+            C::Sfu => &self.sfu,
+            C::Tensor => &self.tensor,
+            C::Convert => &self.convert,
+            C::WarpShuffle => &self.warp_shuffle,
+            C::SpecialReg => &self.special_reg,
+            C::Uniform => &self.uniform,
+            C::Branch => &self.branch,
+            C::Nop => &self.nop,
+            C::Other => &self.other,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,659 @@
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+use super::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn configs_dir() -> PathBuf {
+    repo().join("configs")
+}
+
+fn preset(name: &str) -> PathBuf {
+    configs_dir().join(format!("{name}.yaml"))
+}
+
+fn presets() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(configs_dir())
+        .expect("configs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn a100() -> GpuConfig {
+    GpuConfig::load(preset("a100"), &[]).expect("a100.yaml loads")
+}
+
+fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A scratch directory for config files, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("tessera-config-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn write(&self, file: &str, text: &str) -> PathBuf {
+        let p = self.0.join(file);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// A `base:` line naming the real A100 preset.
+    fn a100_base(&self) -> String {
+        format!("base: {}\n", preset("a100").display())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn err_text<T: std::fmt::Debug>(r: Result<T, ConfigError>) -> String {
+    r.expect_err("expected an error").to_string()
+}
+
+fn leaf_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                let k = k.as_str().expect("string keys");
+                let path = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaf_paths(v, &path, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string());
+        }
+    }
+}
+
+#[test]
+fn every_preset_loads_and_validates() {
+    let all = presets();
+    let names: Vec<String> = all
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for required in [
+        "default",
+        "gtx480",
+        "maxwell-13sm",
+        "titanv",
+        "a100",
+        "rtx3070",
+    ] {
+        assert!(
+            names.iter().any(|n| n == required),
+            "configs/{required}.yaml missing"
+        );
+    }
+    for p in &all {
+        let c = GpuConfig::load(p, &[]).unwrap_or_else(|e| panic!("{e}"));
+        c.validate().unwrap();
+        assert_eq!(c.partition_count(), 1, "{}", p.display());
+        let stem = p.file_stem().unwrap().to_string_lossy();
+        assert_eq!(c.name, stem, "name of {}", p.display());
+    }
+}
+
+#[test]
+fn presets_have_the_figures_of_their_sources() {
+    let g = GpuConfig::load(preset("gtx480"), &[]).unwrap();
+    assert_eq!((g.core.sm_count, g.core.clock_hz), (15, 700_000_000));
+    let m = GpuConfig::load(preset("maxwell-13sm"), &[]).unwrap();
+    assert_eq!(m.core.sm_count, 13);
+    assert_eq!(m.core.schedulers_per_sm, 4);
+    assert_eq!(m.core.scheduler, SchedulerPolicy::Gto);
+    assert_eq!(m.core.shared_mem_per_sm_bytes, 96 * 1024);
+    assert_eq!(m.l2.size_bytes, 2 * 1024 * 1024);
+    assert_eq!(m.core.clock_hz, 1_050_000_000);
+    assert_eq!(m.dram.clock_hz * 4, 7_010_000_000);
+    // Inherited from gtx480.yaml through `base:`.
+    assert_eq!(m.core.register_banks, g.core.register_banks);
+    let t = GpuConfig::load(preset("titanv"), &[]).unwrap();
+    assert_eq!(t.core.sm_count, 80);
+    let a = a100();
+    assert_eq!(a.core.sm_count, 108);
+    // Vendor peak DRAM bandwidth, 1,555 GB/s (hardware-figures.md section 6).
+    assert_eq!(a.dram_peak_bytes_per_s(), 1_555_200_000_000);
+    let r = GpuConfig::load(preset("rtx3070"), &[]).unwrap();
+    assert_eq!(r.core.sm_count, 46);
+    let d = GpuConfig::load(preset("default"), &[]).unwrap();
+    assert_eq!(d.name, "default");
+    assert_eq!(
+        GpuConfig {
+            name: "a100".into(),
+            ..d
+        },
+        a
+    );
+}
+
+#[test]
+fn every_value_in_a_preset_has_a_source_comment() {
+    for p in presets() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let (body, comment) = t.split_once(" # ").unwrap_or((t, ""));
+            // A line that only opens a section (`core:`) needs no source.
+            if body.ends_with(':') && !body.contains(": ") {
+                continue;
+            }
+            assert!(
+                comment.trim().len() > 3,
+                "{}:{}: value without a source comment: {line}",
+                p.display(),
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn key_table_matches_the_structs() {
+    let table: BTreeSet<String> = leaf_keys().into_iter().map(|(p, _)| p).collect();
+    // Every field of the structs (serialized from a full config) is in the table, and
+    // every table key is a field.
+    let full = serde_yaml::to_value(a100()).unwrap();
+    let mut fields = BTreeSet::new();
+    leaf_paths(&full, "", &mut fields);
+    assert_eq!(fields, table);
+    // Every leaf key written in a preset file is in the table.
+    for p in presets() {
+        let v: Value = serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let mut keys = BTreeSet::new();
+        leaf_paths(&v, "", &mut keys);
+        keys.remove("base");
+        let unknown: Vec<_> = keys.difference(&table).collect();
+        assert!(unknown.is_empty(), "{}: {unknown:?}", p.display());
+    }
+    // A100 writes every key out, defaults included.
+    let v: Value = serde_yaml::from_str(&std::fs::read_to_string(preset("a100")).unwrap()).unwrap();
+    let mut keys = BTreeSet::new();
+    leaf_paths(&v, "", &mut keys);
+    assert_eq!(keys, table);
+    // Every key is documented with a unit or a dash.
+    for (path, k) in leaf_keys() {
+        assert!(k.doc.trim().len() > 20, "{path} is undocumented");
+        assert!(!k.unit.is_empty(), "{path} has no unit");
+    }
+}
+
+#[test]
+fn defaults_in_the_table_deserialize() {
+    for (path, k) in leaf_keys() {
+        if let Some(d) = k.default {
+            let c = GpuConfig::load(preset("a100"), &set(&[(path.as_str(), d)]))
+                .unwrap_or_else(|e| panic!("default of {path}: {e}"));
+            c.validate().unwrap();
+        }
+    }
+}
+
+#[test]
+fn enum_names_match_serde() {
+    fn check<T: Serialize + Copy>(all: &[T], names: &[&str]) {
+        assert_eq!(all.len(), names.len());
+        for (v, n) in all.iter().zip(names) {
+            assert_eq!(
+                serde_yaml::to_value(v).unwrap(),
+                Value::String(n.to_string())
+            );
+        }
+    }
+    check(PartitionMode::ALL, PartitionMode::NAMES);
+    check(SchedulerPolicy::ALL, SchedulerPolicy::NAMES);
+    check(WritePolicy::ALL, WritePolicy::NAMES);
+    check(WriteAllocate::ALL, WriteAllocate::NAMES);
+    check(DramScheduler::ALL, DramScheduler::NAMES);
+    assert_eq!(SchedulerPolicy::TwoLevel.name(), "two_level");
+}
+
+#[test]
+fn op_latency_table_is_keyed_by_opclass_names() {
+    use tessera_traces::OpClass;
+    let names: BTreeSet<&str> = OpLatencyTable::KEYS.iter().map(|k| k.name).collect();
+    let table = a100().core.op_latency;
+    for class in OpClass::ALL {
+        let timed_elsewhere =
+            class.is_memory() || matches!(class, OpClass::Barrier | OpClass::Fence | OpClass::Exit);
+        assert_eq!(
+            names.contains(class.name()),
+            !timed_elsewhere,
+            "class {}",
+            class.name()
+        );
+        assert_eq!(table.get(class).is_some(), !timed_elsewhere);
+    }
+    assert_eq!(table.get(OpClass::Fp32).unwrap().latency_cycles, 4);
+    for n in names {
+        assert!(
+            OpClass::ALL.iter().any(|c| c.name() == n),
+            "{n} is no OpClass"
+        );
+    }
+}
+
+#[test]
+fn docs_config_md_is_generated_from_the_code() {
+    let path = repo().join("docs").join("config.md");
+    let want = reference_markdown();
+    if std::env::var_os("TESSERA_BLESS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "docs/config.md differs from config::reference_markdown(); regenerate it with \
+         `TESSERA_BLESS=1 cargo test -p tessera-partitions config`"
+    );
+    for (path, _) in leaf_keys() {
+        assert!(
+            want.contains(&format!("`{path}`")),
+            "{path} not in the reference"
+        );
+    }
+}
+
+#[test]
+fn period_ps_follows_design_section_3() {
+    assert_eq!(GpuConfig::period_ps(1_410_000_000), 709);
+    assert_eq!(GpuConfig::period_ps(1_000_000_000), 1000);
+    assert_eq!(GpuConfig::period_ps(1_801_000_000), 555);
+    for hz in [
+        700_000_000u64,
+        850_000_000,
+        1_132_000_000,
+        1_512_000_000,
+        3_500_500_000,
+    ] {
+        assert_eq!(
+            GpuConfig::period_ps(hz),
+            tessera_interconnect::period_ps(hz)
+        );
+        let exact = 1e12 / hz as f64;
+        assert!((GpuConfig::period_ps(hz) as f64 - exact).abs() <= 0.5);
+    }
+    let a = a100();
+    assert_eq!(a.core_period_ps(), 709);
+    assert_eq!(a.l2_period_ps(), 661);
+    assert_eq!(a.dram_period_ps(), 823);
+    assert_eq!(a.noc_period_ps(), 709);
+}
+
+#[test]
+fn base_merges_deeply_and_overrides_apply_last() {
+    let s = Scratch::new("merge");
+    s.write(
+        "mid.yaml",
+        &format!(
+            "{}name: mid\ncore:\n  sm_count: 50\nl1d:\n  mshrs: 7\n",
+            s.a100_base()
+        ),
+    );
+    let top = s.write(
+        "top.yaml",
+        "base: mid.yaml\nname: top\ncore:\n  sm_count: 60\n  op_latency:\n    fp32: { latency_cycles: 5, initiation_cycles: 2 }\n",
+    );
+    let c = GpuConfig::load(&top, &[]).unwrap();
+    let a = a100();
+    assert_eq!(c.name, "top");
+    assert_eq!(c.core.sm_count, 60); // top over mid over a100
+    assert_eq!(c.l1d.mshrs, 7); // from mid
+    assert_eq!(c.core.clock_hz, a.core.clock_hz); // from a100, beside keys overridden
+    assert_eq!(c.core.op_latency.fp32.latency_cycles, 5);
+    assert_eq!(c.core.op_latency.fp64, a.core.op_latency.fp64);
+    assert_eq!(c.l1d.size_bytes, a.l1d.size_bytes);
+    // --set applies after every file, in order.
+    let c = GpuConfig::load(
+        &top,
+        &set(&[
+            ("core.sm_count", "70"),
+            ("core.sm_count", "72"),
+            ("l1d.mshrs", "9"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!((c.core.sm_count, c.l1d.mshrs), (72, 9));
+}
+
+#[test]
+fn set_reaches_nested_keys() {
+    let c = GpuConfig::load(
+        preset("titanv"),
+        &set(&[
+            ("core.op_latency.fp32.latency_cycles", "9"),
+            ("core.icache.enabled", "false"),
+            ("core.scheduler", "two_level"),
+            ("core.clock_hz", "1.5e9"),
+            ("partitioning.mode", "sm_cluster"),
+            ("partitioning.sm_clusters", "4"),
+            ("name", "titanv-4"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.core.op_latency.fp32.latency_cycles, 9);
+    assert!(!c.core.icache.enabled);
+    assert_eq!(c.core.scheduler, SchedulerPolicy::TwoLevel);
+    assert_eq!(c.core.clock_hz, 1_500_000_000);
+    assert_eq!(c.partition_count(), 4);
+    assert_eq!(c.name, "titanv-4");
+    assert_eq!(
+        parse_set("core.sm_count=80").unwrap(),
+        ("core.sm_count".to_string(), "80".to_string())
+    );
+    assert_eq!(
+        parse_set("name=a=b").unwrap(),
+        ("name".to_string(), "a=b".to_string())
+    );
+}
+
+#[test]
+fn set_errors_name_the_argument_and_key() {
+    let load = |k: &str, v: &str| GpuConfig::load(preset("a100"), &set(&[(k, v)]));
+    let e = err_text(load("core.sm_cont", "4"));
+    assert!(
+        e.contains("--set core.sm_cont=4: core.sm_cont: unknown key; did you mean sm_count?"),
+        "{e}"
+    );
+    let e = err_text(load("core", "4"));
+    assert!(e.contains("core: is a section, not a key"), "{e}");
+    let e = err_text(load("core.sm_count.x", "4"));
+    assert!(e.contains("core.sm_count: is a key, not a section"), "{e}");
+    let e = err_text(load("core.sm_count", "many"));
+    assert!(
+        e.contains("core.sm_count: expected a whole number, found the text \"many\""),
+        "{e}"
+    );
+    let e = err_text(load("core.sm_count", "-3"));
+    assert!(e.contains("core.sm_count: must not be negative"), "{e}");
+    let e = err_text(load("core.sm_count", "2.5"));
+    assert!(e.contains("expected a whole number"), "{e}");
+    let e = err_text(load("core.sm_count", "[1, 2]"));
+    assert!(e.contains("expected a single value"), "{e}");
+    let e = err_text(load("core.scheduler", "gtoo"));
+    assert!(e.contains("did you mean gto?"), "{e}");
+    let e = err_text(load("l1d.enabled", "yes please"));
+    assert!(e.contains("l1d.enabled: expected true or false"), "{e}");
+    let e = err_text(load("core.warp_size", "99999999999"));
+    assert!(e.contains("too large"), "{e}");
+    assert!(err_text(parse_set("core.sm_count")).contains("expected KEY=VALUE"));
+    assert!(err_text(parse_set("=4")).contains("expected KEY=VALUE"));
+}
+
+#[test]
+fn unknown_keys_name_the_file_and_key_path() {
+    let s = Scratch::new("unknown");
+    let f = s.write(
+        "typo.yaml",
+        &format!("{}l1d:\n  sise_bytes: 4096\n", s.a100_base()),
+    );
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains(&format!(
+            "{}: l1d.sise_bytes: unknown key; did you mean size_bytes?",
+            f.display()
+        )),
+        "{e}"
+    );
+    // In a base file, the error names the base.
+    let top = s.write("top.yaml", "base: typo.yaml\nname: x\n");
+    let e = err_text(GpuConfig::load(&top, &[]));
+    assert!(e.contains("typo.yaml: l1d.sise_bytes"), "{e}");
+    // Far from every key: the valid keys are listed.
+    let f = s.write("far.yaml", &format!("{}dram:\n  zzz: 1\n", s.a100_base()));
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains("dram.zzz: unknown key; the keys here are channels, clock_hz"),
+        "{e}"
+    );
+    // A misplaced section and a scalar where a section belongs.
+    let f = s.write("scalar.yaml", &format!("{}core: 5\n", s.a100_base()));
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.contains("core: expected a mapping of keys"), "{e}");
+    let f = s.write("top-level.yaml", &format!("{}sm_count: 5\n", s.a100_base()));
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.contains("sm_count: unknown key"), "{e}");
+}
+
+#[test]
+fn wrong_types_and_negative_numbers_in_files_name_the_key() {
+    let s = Scratch::new("types");
+    let f = s.write(
+        "neg.yaml",
+        &format!("{}l2:\n  size_bytes: -1\n", s.a100_base()),
+    );
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains(&format!(
+            "{}: l2.size_bytes: must not be negative",
+            f.display()
+        )),
+        "{e}"
+    );
+    let f = s.write(
+        "str.yaml",
+        &format!("{}dram:\n  scheduler: round_robin\n", s.a100_base()),
+    );
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains("dram.scheduler: unknown value \"round_robin\""),
+        "{e}"
+    );
+    let f = s.write("yaml.yaml", "core: [unclosed\n");
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.starts_with(&format!("{}:", f.display())), "{e}");
+    let e = err_text(GpuConfig::load(s.0.join("absent.yaml"), &[]));
+    assert!(e.contains("absent.yaml: cannot read"), "{e}");
+    let f = s.write("nobase.yaml", "base: nowhere.yaml\n");
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.contains("nowhere.yaml (base of"), "{e}");
+}
+
+#[test]
+fn missing_required_keys_are_errors_and_defaults_fill_in() {
+    let s = Scratch::new("missing");
+    let f = s.write("empty.yaml", "name: x\n");
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.contains("core.sm_count: missing key"), "{e}");
+    // Keys with defaults may be left out, sections whose keys all default too.
+    let full = std::fs::read_to_string(preset("a100")).unwrap();
+    let trimmed: String = full
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.starts_with("chiplets:")
+                || t.starts_with("partitioning:")
+                || t.starts_with("mode:")
+                || t.starts_with("sm_clusters:")
+                || t.starts_with("warp_size:")
+                || t.starts_with("two_level_active_warps:"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let f = s.write("defaults.yaml", &trimmed);
+    let c = GpuConfig::load(&f, &[]).unwrap();
+    assert_eq!(c, a100());
+}
+
+#[test]
+fn impossible_values_name_the_key() {
+    let bad = |k: &str, v: &str, key: &str| {
+        let e = err_text(GpuConfig::load(preset("a100"), &set(&[(k, v)])));
+        assert!(e.contains(&format!("{key}: ")), "--set {k}={v}: {e}");
+        assert!(e.starts_with("--set "), "the origin is the --set: {e}");
+        e
+    };
+    let e = bad("core.sm_count", "0", "core.sm_count");
+    assert!(e.contains("must be at least 1"), "{e}");
+    let e = bad("l1d.sector_bytes", "48", "l1d.sector_bytes");
+    assert!(e.contains("must divide l1d.line_bytes (128)"), "{e}");
+    bad("l2.line_bytes", "96", "l2.line_bytes");
+    bad("l1d.size_bytes", "30000", "l1d.size_bytes");
+    let e = bad("l2.assoc", "15", "l2.assoc");
+    assert!(e.contains("15 ways do not divide the 4096 lines"), "{e}");
+    let e = bad("l1d.assoc", "8", "l1d.assoc");
+    assert!(e.contains("make 28 sets of l1d.size_bytes"), "{e}");
+    bad("core.warp_size", "64", "core.warp_size");
+    bad("core.max_warps_per_sm", "32", "core.max_warps_per_sm");
+    let e = bad("core.schedulers_per_sm", "128", "core.schedulers_per_sm");
+    assert!(e.contains("a scheduler would have no warp"), "{e}");
+    bad(
+        "core.op_latency.sfu.latency_cycles",
+        "0",
+        "core.op_latency.sfu.latency_cycles",
+    );
+    bad("l2.hit_latency_cycles", "0", "l2.hit_latency_cycles");
+    bad("dram.latency_ps", "0", "dram.latency_ps");
+    bad("dram.channels", "0", "dram.channels");
+    bad("dram.channels", "3", "dram.channels");
+    bad("dram.interleave_bytes", "64", "dram.interleave_bytes");
+    bad("core.clock_hz", "0", "core.clock_hz");
+    bad("launch.cta_dispatch_ps", "1", "launch.cta_dispatch_ps");
+    bad("chiplets", "2", "chiplets");
+    bad("partitioning.sm_clusters", "4", "partitioning.sm_clusters");
+    bad("core.register_banks", "30", "core.register_banks");
+    bad("shared_mem.banks", "24", "shared_mem.banks");
+    bad("core.operand_collectors", "6", "core.operand_collectors");
+    bad("name", "", "name");
+    // With sm_cluster, at most one partition per SM.
+    let e = err_text(GpuConfig::load(
+        preset("a100"),
+        &set(&[
+            ("partitioning.mode", "sm_cluster"),
+            ("partitioning.sm_clusters", "109"),
+        ]),
+    ));
+    assert!(e.contains("partitioning.sm_clusters: 109 clusters"), "{e}");
+    // A value from a file names the file.
+    let s = Scratch::new("impossible");
+    let f = s.write(
+        "zero.yaml",
+        &format!("{}core:\n  sm_count: 0\n", s.a100_base()),
+    );
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains(&format!(
+            "{}: core.sm_count: must be at least 1",
+            f.display()
+        )),
+        "{e}"
+    );
+    // validate() on a hand-built config names the key too.
+    let mut c = a100();
+    c.l1d.sector_bytes = 48;
+    let e = err_text(c.validate());
+    assert!(e.contains("l1d.sector_bytes"), "{e}");
+}
+
+#[test]
+fn include_cycles_are_detected() {
+    let s = Scratch::new("cycle");
+    let a = s.write("a.yaml", "base: b.yaml\n");
+    s.write("b.yaml", "base: a.yaml\n");
+    let e = err_text(GpuConfig::load(&a, &[]));
+    assert!(e.starts_with("include cycle: "), "{e}");
+    assert!(e.contains("a.yaml") && e.contains("b.yaml"), "{e}");
+    let own = s.write("self.yaml", "base: self.yaml\n");
+    let e = err_text(GpuConfig::load(&own, &[]));
+    assert!(e.starts_with("include cycle: "), "{e}");
+}
+
+#[test]
+fn a100_occupancy_matches_the_cuda_calculation() {
+    let a = a100();
+    // 256 threads x 32 registers: 8 warps, 1024 registers per warp; 2048 threads / 256 = 8
+    // CTAs by threads, 65536 / 4 / 1024 = 16 warps per partition x 4 / 8 = 8 by registers.
+    let o = a.occupancy(256, 32, 0).unwrap();
+    assert_eq!(o.ctas, 8);
+    assert_eq!(o.limited_by, OccupancyLimit::Threads);
+    assert_eq!((o.by_threads, o.by_registers), (8, 8));
+    // 128 threads x 128 registers: 4096 registers per warp, 4 warps per partition, 16 warps
+    // per SM, 4 CTAs of 4 warps (threads would allow 16).
+    let o = a.occupancy(128, 128, 0).unwrap();
+    assert_eq!((o.ctas, o.limited_by), (4, OccupancyLimit::Registers));
+    assert_eq!(o.by_threads, 16);
+    // 48 KiB of shared memory + 1 KiB reserved = 50,176 B per CTA; 167,936 / 50,176 = 3.
+    let o = a.occupancy(128, 32, 48 * 1024).unwrap();
+    assert_eq!((o.ctas, o.limited_by), (3, OccupancyLimit::SharedMemory));
+    assert_eq!(o.shared_mem_per_cta_bytes, 50_176);
+    // 32-thread CTAs: the 32 CTA slots bind.
+    let o = a.occupancy(32, 16, 0).unwrap();
+    assert_eq!((o.ctas, o.limited_by), (32, OccupancyLimit::Ctas));
+    // No shared memory: the 1 KiB reservation still counts (164 CTAs' worth).
+    assert_eq!(o.by_shared_memory, 164);
+    // Registers round up to 256 per warp: 33 registers = 1056 -> 1280 per warp.
+    assert_eq!(a.occupancy(256, 33, 0).unwrap().registers_per_warp, 1280);
+    assert_eq!(a.max_ctas_per_sm(1024, 64, 0).unwrap(), 1);
+    assert_eq!(a.max_ctas_per_sm(1000, 0, 0).unwrap(), 2);
+}
+
+#[test]
+fn other_presets_occupancy() {
+    // GTX 480: 1536 threads, 32768 registers, 48 KB shared, 8 CTAs (cc 2.0).
+    let g = GpuConfig::load(preset("gtx480"), &[]).unwrap();
+    assert_eq!(g.max_ctas_per_sm(256, 20, 0).unwrap(), 6); // threads
+    assert_eq!(g.max_ctas_per_sm(128, 40, 0).unwrap(), 6); // 1280 regs/warp: 12 warps per half
+    assert_eq!(g.max_ctas_per_sm(64, 8, 16 * 1024).unwrap(), 3); // shared memory
+                                                                 // RTX 3070 (cc 8.6): 16 CTA slots.
+    let r = GpuConfig::load(preset("rtx3070"), &[]).unwrap();
+    let o = r.occupancy(64, 16, 0).unwrap();
+    assert_eq!((o.ctas, o.limited_by), (16, OccupancyLimit::Ctas));
+}
+
+#[test]
+fn ctas_that_never_fit_are_errors() {
+    let a = a100();
+    let e = a.max_ctas_per_sm(2048, 32, 0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "a CTA of 2048 threads, 32 registers, 0 bytes of shared memory can never fit on an SM \
+         of this config: more threads than core.max_threads_per_cta (1024)"
+    );
+    let e = a.max_ctas_per_sm(128, 300, 0).unwrap_err().to_string();
+    assert!(e.contains("core.max_registers_per_thread"), "{e}");
+    let e = a.max_ctas_per_sm(1024, 255, 0).unwrap_err().to_string();
+    assert!(e.contains("core.max_registers_per_cta"), "{e}");
+    let e = a
+        .max_ctas_per_sm(128, 32, 200 * 1024)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "a CTA of 128 threads, 32 registers, 204800 bytes of shared memory can never fit"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("core.max_shared_mem_per_cta_bytes"), "{e}");
+    assert!(a.max_ctas_per_sm(0, 32, 0).is_err());
+    // 163 KB (the opt-in maximum) fits once.
+    assert_eq!(a.max_ctas_per_sm(128, 32, 163 * 1024).unwrap(), 1);
+}

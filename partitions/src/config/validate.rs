@@ -1,0 +1,418 @@
+//! Impossible values: each error names the key path and where the value came from.
+
+use super::{ConfigError, GpuConfig, PartitionMode, SchedulerPolicy};
+
+struct Check<'a> {
+    origin: &'a dyn Fn(&str) -> String,
+}
+
+impl Check<'_> {
+    fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+        ConfigError::Key {
+            origin: (self.origin)(key),
+            key: key.to_string(),
+            msg: msg.into(),
+        }
+    }
+
+    fn ensure(&self, ok: bool, key: &str, msg: impl FnOnce() -> String) -> Result<(), ConfigError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.err(key, msg()))
+        }
+    }
+
+    fn nonzero(&self, key: &str, v: u64) -> Result<(), ConfigError> {
+        self.ensure(v > 0, key, || "must be at least 1, found 0".into())
+    }
+
+    fn pow2(&self, key: &str, v: u64) -> Result<(), ConfigError> {
+        self.nonzero(key, v)?;
+        self.ensure(v.is_power_of_two(), key, || {
+            format!("must be a power of two, found {v}")
+        })
+    }
+
+    fn clock(&self, key: &str, hz: u64) -> Result<(), ConfigError> {
+        self.nonzero(key, hz)?;
+        self.ensure(hz <= 1_000_000_000_000, key, || {
+            format!("{hz} Hz is above 1 THz: the period would round to 0 ps")
+        })
+    }
+
+    /// A cache of `size` bytes in `sets` sets of `assoc` lines of `line` bytes, `sets` a
+    /// power of two.
+    fn cache(&self, section: &str, size: u64, assoc: u32, line: u32) -> Result<(), ConfigError> {
+        let size_key = format!("{section}.size_bytes");
+        let assoc_key = format!("{section}.assoc");
+        let line_key = format!("{section}.line_bytes");
+        self.nonzero(&size_key, size)?;
+        self.nonzero(&assoc_key, assoc as u64)?;
+        self.pow2(&line_key, line as u64)?;
+        let line = line as u64;
+        self.ensure(size.is_multiple_of(line), &size_key, || {
+            format!("{size} bytes is not a whole number of {line} B lines ({line_key})")
+        })?;
+        let lines = size / line;
+        self.ensure(lines.is_multiple_of(assoc as u64), &assoc_key, || {
+            format!("{assoc} ways do not divide the {lines} lines of {size_key} ({size} B)")
+        })?;
+        let sets = lines / assoc as u64;
+        self.ensure(sets.is_power_of_two(), &assoc_key, || {
+            format!(
+                "{assoc} ways of {line} B lines make {sets} sets of {size_key} ({size} B); the \
+                 set count must be a power of two (change assoc or size_bytes)"
+            )
+        })
+    }
+
+    fn sector(&self, section: &str, sector: u32, line: u32) -> Result<(), ConfigError> {
+        let key = format!("{section}.sector_bytes");
+        self.nonzero(&key, sector as u64)?;
+        self.ensure(line.is_multiple_of(sector), &key, || {
+            format!("{sector} must divide {section}.line_bytes ({line})")
+        })?;
+        self.pow2(&key, sector as u64)
+    }
+}
+
+pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+    let v = Check { origin };
+
+    v.ensure(!c.name.trim().is_empty(), "name", || {
+        "must not be empty".into()
+    })?;
+    v.nonzero("chiplets", c.chiplets as u64)?;
+    v.ensure(c.chiplets == 1, "chiplets", || {
+        format!(
+            "{} chiplets need the inter-chiplet link section, which arrives with the \
+             multi-chiplet issue; only 1 is supported so far",
+            c.chiplets
+        )
+    })?;
+
+    // Partitioning.
+    let p = &c.partitioning;
+    v.nonzero("partitioning.sm_clusters", p.sm_clusters as u64)?;
+    match p.mode {
+        PartitionMode::Chiplet => {
+            v.ensure(p.sm_clusters == 1, "partitioning.sm_clusters", || {
+                format!(
+                    "is {} but partitioning.mode is chiplet; set partitioning.mode=sm_cluster to \
+                 cut each chiplet",
+                    p.sm_clusters
+                )
+            })?
+        }
+        PartitionMode::SmCluster => v.ensure(
+            p.sm_clusters <= c.core.sm_count,
+            "partitioning.sm_clusters",
+            || {
+                format!(
+                    "{} clusters is more than core.sm_count ({})",
+                    p.sm_clusters, c.core.sm_count
+                )
+            },
+        )?,
+    }
+
+    // Core.
+    let k = &c.core;
+    v.nonzero("core.sm_count", k.sm_count as u64)?;
+    v.clock("core.clock_hz", k.clock_hz)?;
+    v.ensure(k.warp_size == 32, "core.warp_size", || {
+        format!(
+            "must be 32 (the core model has 32 lanes), found {}",
+            k.warp_size
+        )
+    })?;
+    v.nonzero("core.max_threads_per_sm", k.max_threads_per_sm as u64)?;
+    v.nonzero("core.max_warps_per_sm", k.max_warps_per_sm as u64)?;
+    v.ensure(
+        k.max_warps_per_sm as u64 * k.warp_size as u64 == k.max_threads_per_sm as u64,
+        "core.max_warps_per_sm",
+        || {
+            format!(
+                "{} warps x {} threads differs from core.max_threads_per_sm ({})",
+                k.max_warps_per_sm, k.warp_size, k.max_threads_per_sm
+            )
+        },
+    )?;
+    v.nonzero("core.max_ctas_per_sm", k.max_ctas_per_sm as u64)?;
+    v.nonzero("core.max_threads_per_cta", k.max_threads_per_cta as u64)?;
+    v.ensure(
+        k.max_threads_per_cta <= k.max_threads_per_sm,
+        "core.max_threads_per_cta",
+        || {
+            format!(
+                "{} is more than core.max_threads_per_sm ({})",
+                k.max_threads_per_cta, k.max_threads_per_sm
+            )
+        },
+    )?;
+    v.nonzero("core.registers_per_sm", k.registers_per_sm as u64)?;
+    v.nonzero("core.max_registers_per_cta", k.max_registers_per_cta as u64)?;
+    v.ensure(
+        k.max_registers_per_cta <= k.registers_per_sm,
+        "core.max_registers_per_cta",
+        || {
+            format!(
+                "{} is more than core.registers_per_sm ({})",
+                k.max_registers_per_cta, k.registers_per_sm
+            )
+        },
+    )?;
+    v.nonzero(
+        "core.max_registers_per_thread",
+        k.max_registers_per_thread as u64,
+    )?;
+    v.pow2(
+        "core.register_alloc_granularity",
+        k.register_alloc_granularity as u64,
+    )?;
+    v.nonzero(
+        "core.register_file_partitions",
+        k.register_file_partitions as u64,
+    )?;
+    v.ensure(
+        k.registers_per_sm
+            .is_multiple_of(k.register_file_partitions),
+        "core.register_file_partitions",
+        || {
+            format!(
+                "{} does not divide core.registers_per_sm ({})",
+                k.register_file_partitions, k.registers_per_sm
+            )
+        },
+    )?;
+    v.nonzero(
+        "core.shared_mem_per_sm_bytes",
+        k.shared_mem_per_sm_bytes as u64,
+    )?;
+    v.nonzero(
+        "core.max_shared_mem_per_cta_bytes",
+        k.max_shared_mem_per_cta_bytes as u64,
+    )?;
+    v.pow2(
+        "core.shared_mem_alloc_granularity_bytes",
+        k.shared_mem_alloc_granularity_bytes as u64,
+    )?;
+    v.ensure(
+        k.max_shared_mem_per_cta_bytes as u64 + k.shared_mem_reserved_per_cta_bytes as u64
+            <= k.shared_mem_per_sm_bytes as u64,
+        "core.max_shared_mem_per_cta_bytes",
+        || {
+            format!(
+                "{} plus core.shared_mem_reserved_per_cta_bytes ({}) is more than \
+                 core.shared_mem_per_sm_bytes ({})",
+                k.max_shared_mem_per_cta_bytes,
+                k.shared_mem_reserved_per_cta_bytes,
+                k.shared_mem_per_sm_bytes
+            )
+        },
+    )?;
+    v.nonzero("core.schedulers_per_sm", k.schedulers_per_sm as u64)?;
+    v.ensure(
+        k.schedulers_per_sm <= k.max_warps_per_sm,
+        "core.schedulers_per_sm",
+        || {
+            format!(
+                "{} schedulers for {} warp slots (core.max_warps_per_sm): a scheduler would \
+                 have no warp",
+                k.schedulers_per_sm, k.max_warps_per_sm
+            )
+        },
+    )?;
+    v.nonzero(
+        "core.two_level_active_warps",
+        k.two_level_active_warps as u64,
+    )?;
+    if k.scheduler == SchedulerPolicy::TwoLevel {
+        let per_scheduler = k.max_warps_per_sm / k.schedulers_per_sm;
+        v.ensure(
+            k.two_level_active_warps <= per_scheduler,
+            "core.two_level_active_warps",
+            || {
+                format!(
+                    "{} is more than the {per_scheduler} warps each scheduler holds",
+                    k.two_level_active_warps
+                )
+            },
+        )?;
+    }
+    v.nonzero("core.register_banks", k.register_banks as u64)?;
+    v.ensure(
+        k.register_banks.is_multiple_of(k.schedulers_per_sm),
+        "core.register_banks",
+        || {
+            format!(
+                "{} banks do not split evenly among {} schedulers (core.schedulers_per_sm)",
+                k.register_banks, k.schedulers_per_sm
+            )
+        },
+    )?;
+    v.nonzero("core.operand_collectors", k.operand_collectors as u64)?;
+    v.ensure(
+        k.operand_collectors.is_multiple_of(k.schedulers_per_sm),
+        "core.operand_collectors",
+        || {
+            format!(
+                "{} collectors do not split evenly among {} schedulers (core.schedulers_per_sm)",
+                k.operand_collectors, k.schedulers_per_sm
+            )
+        },
+    )?;
+    let ops = &k.op_latency;
+    for (class, t) in [
+        ("int", &ops.int),
+        ("int_mul", &ops.int_mul),
+        ("fp16", &ops.fp16),
+        ("fp32", &ops.fp32),
+        ("fp64", &ops.fp64),
+        ("sfu", &ops.sfu),
+        ("tensor", &ops.tensor),
+        ("convert", &ops.convert),
+        ("warp_shuffle", &ops.warp_shuffle),
+        ("special_reg", &ops.special_reg),
+        ("uniform", &ops.uniform),
+        ("branch", &ops.branch),
+        ("nop", &ops.nop),
+        ("other", &ops.other),
+    ] {
+        v.nonzero(
+            &format!("core.op_latency.{class}.latency_cycles"),
+            t.latency_cycles as u64,
+        )?;
+        v.nonzero(
+            &format!("core.op_latency.{class}.initiation_cycles"),
+            t.initiation_cycles as u64,
+        )?;
+    }
+    let ic = &k.icache;
+    if ic.enabled {
+        v.cache("core.icache", ic.size_bytes as u64, ic.assoc, ic.line_bytes)?;
+        v.nonzero(
+            "core.icache.hit_latency_cycles",
+            ic.hit_latency_cycles as u64,
+        )?;
+    }
+
+    // L1D.
+    let l1 = &c.l1d;
+    v.cache("l1d", l1.size_bytes as u64, l1.assoc, l1.line_bytes)?;
+    v.sector("l1d", l1.sector_bytes, l1.line_bytes)?;
+    v.nonzero("l1d.banks", l1.banks as u64)?;
+    v.nonzero("l1d.hit_latency_cycles", l1.hit_latency_cycles as u64)?;
+    v.nonzero("l1d.mshrs", l1.mshrs as u64)?;
+    v.nonzero("l1d.mshr_max_merge", l1.mshr_max_merge as u64)?;
+
+    // Shared memory.
+    let sm = &c.shared_mem;
+    v.pow2("shared_mem.banks", sm.banks as u64)?;
+    v.pow2("shared_mem.bank_bytes", sm.bank_bytes as u64)?;
+    v.nonzero("shared_mem.latency_cycles", sm.latency_cycles as u64)?;
+
+    // NoC.
+    let n = &c.noc;
+    v.clock("noc.clock_hz", n.clock_hz)?;
+    v.nonzero("noc.latency_cycles", n.latency_cycles as u64)?;
+    v.nonzero(
+        "noc.bandwidth_bytes_per_cycle",
+        n.bandwidth_bytes_per_cycle as u64,
+    )?;
+
+    // L2.
+    let l2 = &c.l2;
+    v.clock("l2.clock_hz", l2.clock_hz)?;
+    v.nonzero("l2.slices", l2.slices as u64)?;
+    v.nonzero("l2.size_bytes", l2.size_bytes)?;
+    v.ensure(
+        l2.size_bytes.is_multiple_of(l2.slices as u64),
+        "l2.size_bytes",
+        || {
+            format!(
+                "{} bytes do not split evenly among {} slices (l2.slices)",
+                l2.size_bytes, l2.slices
+            )
+        },
+    )?;
+    v.cache(
+        "l2",
+        l2.size_bytes / l2.slices as u64,
+        l2.assoc,
+        l2.line_bytes,
+    )
+    .map_err(|e| match e {
+        ConfigError::Key { origin, key, msg } if key == "l2.size_bytes" => ConfigError::Key {
+            origin,
+            key,
+            msg: format!("per slice ({} slices): {msg}", l2.slices),
+        },
+        e => e,
+    })?;
+    v.sector("l2", l2.sector_bytes, l2.line_bytes)?;
+    v.nonzero("l2.hit_latency_cycles", l2.hit_latency_cycles as u64)?;
+    v.nonzero("l2.atomic_latency_cycles", l2.atomic_latency_cycles as u64)?;
+    v.nonzero("l2.mshrs_per_slice", l2.mshrs_per_slice as u64)?;
+    v.nonzero(
+        "l2.bandwidth_bytes_per_cycle",
+        l2.bandwidth_bytes_per_cycle as u64,
+    )?;
+
+    // DRAM.
+    let d = &c.dram;
+    v.nonzero("dram.channels", d.channels as u64)?;
+    v.ensure(
+        l2.slices.is_multiple_of(d.channels),
+        "dram.channels",
+        || {
+            format!(
+                "{} channels do not split the {} L2 slices (l2.slices) evenly: each slice caches \
+             one channel's addresses",
+                d.channels, l2.slices
+            )
+        },
+    )?;
+    v.clock("dram.clock_hz", d.clock_hz)?;
+    v.nonzero(
+        "dram.bandwidth_bytes_per_cycle",
+        d.bandwidth_bytes_per_cycle as u64,
+    )?;
+    v.nonzero("dram.latency_ps", d.latency_ps)?;
+    v.pow2("dram.banks", d.banks as u64)?;
+    v.pow2("dram.row_bytes", d.row_bytes as u64)?;
+    v.nonzero("dram.t_rcd_cycles", d.t_rcd_cycles as u64)?;
+    v.nonzero("dram.t_rp_cycles", d.t_rp_cycles as u64)?;
+    v.nonzero("dram.queue_entries", d.queue_entries as u64)?;
+    v.pow2("dram.interleave_bytes", d.interleave_bytes as u64)?;
+    v.ensure(
+        d.interleave_bytes.is_multiple_of(l2.line_bytes),
+        "dram.interleave_bytes",
+        || {
+            format!(
+                "{} is not a multiple of l2.line_bytes ({}): a line would span channels",
+                d.interleave_bytes, l2.line_bytes
+            )
+        },
+    )?;
+
+    // Launch path.
+    let l = &c.launch;
+    v.nonzero("launch.host_to_gcp_ps", l.host_to_gcp_ps)?;
+    v.nonzero("launch.gcp_to_lcp_ps", l.gcp_to_lcp_ps)?;
+    v.nonzero("launch.completion_ps", l.completion_ps)?;
+    let sm_cycle = GpuConfig::period_ps(k.clock_hz);
+    v.ensure(
+        l.cta_dispatch_ps >= sm_cycle,
+        "launch.cta_dispatch_ps",
+        || {
+            format!(
+                "{} ps is less than one SM cycle ({sm_cycle} ps at core.clock_hz); every port \
+                 latency is at least one receiver cycle",
+                l.cta_dispatch_ps
+            )
+        },
+    )?;
+    Ok(())
+}
