@@ -6,6 +6,7 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::write_stdout(format_args!($($t)*)) };
 }
 
+mod config_cmd;
 mod trace_cmd;
 
 /// Writes one line to stdout; a closed pipe ends the process (exit 0, like `head` wants),
@@ -38,12 +39,16 @@ enum Cmd {
     /// Import, export, inspect and verify traces.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCmd),
+    /// Inspect GPU configurations (YAML presets in configs/).
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCmd),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Trace(t) => trace_cmd::run(t),
+        Cmd::Config(c) => config_cmd::run(c),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -64,7 +64,7 @@ pub enum TraceCmd {
     },
 }
 
-fn parse_kv(s: &str) -> Result<(String, String), String> {
+pub fn parse_kv(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("expected key=value, found '{s}'"))?;
