@@ -308,6 +308,37 @@ mod tests {
         assert_eq!(k.generic_space(0x10), MemSpace::Global);
     }
 
+    /// The footprint of a contiguous split of the grid is the hull of the ranges of its
+    /// CTAs: what a chiplet's command processor needs for a split it chooses later.
+    #[test]
+    fn annotation_footprint_of_a_cta_split() {
+        let ranges = (0..8u32)
+            .map(|c| CtaRange {
+                first_cta: c,
+                n_ctas: 1,
+                lo: 0x1000 + 256 * c as u64,
+                hi: 0x1000 + 256 * (c as u64 + 1),
+            })
+            .collect();
+        let a = ArrayAnnotation {
+            name: "a".into(),
+            base: 0x1000,
+            bytes: 2048,
+            access: Access::Read,
+            ranges,
+        };
+        // Two chiplets, four CTAs each.
+        assert_eq!(a.footprint(0..4), Some((0x1000, 0x1400)));
+        assert_eq!(a.footprint(4..8), Some((0x1400, 0x1800)));
+        assert_eq!(a.footprint(8..9), None);
+        let whole = ArrayAnnotation {
+            ranges: Vec::new(),
+            ..a
+        };
+        assert_eq!(whole.footprint(3..5), Some((0x1000, 0x1800)));
+        assert_eq!(whole.footprint(3..3), None);
+    }
+
     #[test]
     fn rz_is_never_a_dependency_and_widths_widen_destinations() {
         let st = StaticInst {
