@@ -1,0 +1,91 @@
+//! Counters of one SM's issue model: integers only (DESIGN.md section 3).
+
+use tessera_traces::OpClass;
+
+/// What one run of [`super::run_cta_batch`] counted.
+///
+/// Every scheduler-cycle of the run is counted exactly once, in `issue_slots_used` or in one
+/// of the four stall counters, so
+/// `issue_slots_used + stall_scoreboard + stall_unit_busy + stall_barrier + stall_no_warp
+/// == cycles * schedulers` (checked by the tests). The reason of a cycle in which a
+/// scheduler did not issue is the first that applies, in this order:
+/// 1. `stall_unit_busy`: some warp of the scheduler had its registers ready but the
+///    functional unit of its next instruction's class was inside its initiation interval;
+/// 2. `stall_scoreboard`: otherwise, some warp's next instruction read or wrote a register
+///    with a pending write;
+/// 3. `stall_barrier`: otherwise, some warp was waiting at a CTA barrier (or in the one
+///    cycle between the barrier's release and the warps' next issue);
+/// 4. `stall_no_warp`: the scheduler had no unfinished warp (none assigned, or all done
+///    and the SM still draining other schedulers' warps or in-flight results).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SmStats {
+    /// Core cycles from the first issue slot (cycle 0) until every warp has finished and
+    /// every issued instruction's result is written (the last `issue + latency`).
+    pub cycles: u64,
+    /// Schedulers of the SM (the issue slots per cycle).
+    pub schedulers: u32,
+    /// Warp instructions issued (each traced warp instruction exactly once).
+    pub warp_insts: u64,
+    /// Thread instructions: the sum of the active-lane counts of the issued instructions.
+    pub thread_insts: u64,
+    /// Warp instructions issued per [`OpClass`] (indexed by discriminant).
+    pub class_warp_insts: [u64; OpClass::COUNT],
+    /// Scheduler-cycles with an issue (equals `warp_insts`).
+    pub issue_slots_used: u64,
+    /// See the type's documentation.
+    pub stall_unit_busy: u64,
+    /// See the type's documentation.
+    pub stall_scoreboard: u64,
+    /// See the type's documentation.
+    pub stall_barrier: u64,
+    /// See the type's documentation.
+    pub stall_no_warp: u64,
+    /// CTA barriers completed (one per barrier instance of a CTA, not per warp).
+    pub barriers: u64,
+    /// Lanes retired by `EXIT` instructions.
+    pub exited_lanes: u64,
+    /// Per-barrier log, filled only with [`super::SmOptions::record_log`].
+    pub barrier_log: Vec<BarrierEvent>,
+    /// Per-issue log, filled only with [`super::SmOptions::record_log`].
+    pub issue_log: Vec<IssueEvent>,
+}
+
+impl SmStats {
+    /// Sum of the four stall counters.
+    pub fn stalls(&self) -> u64 {
+        self.stall_unit_busy + self.stall_scoreboard + self.stall_barrier + self.stall_no_warp
+    }
+
+    /// Issued warp instructions of `class`.
+    pub fn class(&self, class: OpClass) -> u64 {
+        self.class_warp_insts[class as usize]
+    }
+}
+
+/// One completed CTA barrier (test hook / debugging).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BarrierEvent {
+    /// Index of the CTA in the batch.
+    pub cta: u32,
+    /// Which barrier of this CTA (0, 1, ...).
+    pub seq: u32,
+    /// `(warp slot, cycle its BAR issued)` for every warp that arrived, in arrival order.
+    pub arrivals: Vec<(u32, u64)>,
+    /// The cycle from which every arrived warp may issue again (last arrival + 1).
+    pub release_cycle: u64,
+}
+
+/// One issued warp instruction (test hook / debugging).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IssueEvent {
+    /// Issue cycle.
+    pub cycle: u64,
+    /// Warp slot (CTAs' warps numbered consecutively in batch order).
+    pub warp: u32,
+    /// Index of the CTA in the batch.
+    pub cta: u32,
+    /// Index of the instruction in its warp's stream.
+    pub inst: u32,
+    /// Its class.
+    pub class: OpClass,
+}
