@@ -7,6 +7,7 @@
 //! worker.
 
 pub mod config;
+pub mod mem;
 pub mod sm;
 
 pub use tessera_interconnect::Picos;
