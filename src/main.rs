@@ -7,6 +7,7 @@ macro_rules! outln {
 }
 
 mod config_cmd;
+mod run_cmd;
 mod trace_cmd;
 
 /// Writes one line to stdout; a closed pipe ends the process (exit 0, like `head` wants),
@@ -42,6 +43,8 @@ enum Cmd {
     /// Inspect GPU configurations (YAML presets in configs/).
     #[command(subcommand)]
     Config(config_cmd::ConfigCmd),
+    /// Simulate a trace (or a built-in workload) on a GPU configuration.
+    Run(run_cmd::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Trace(t) => trace_cmd::run(t),
         Cmd::Config(c) => config_cmd::run(c),
+        Cmd::Run(r) => run_cmd::run(r),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,8 +7,10 @@
 //! worker.
 
 pub mod config;
+pub mod gpu;
 pub mod mem;
 pub mod sm;
+pub mod stats;
 
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};

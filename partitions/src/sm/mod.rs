@@ -3,7 +3,7 @@
 //!
 //! As everywhere in the models, a unit's immutable spec ([`SmSpec`], read once from
 //! [`crate::config::GpuConfig`]) is kept apart from its mutable state (plain data inside
-//! [`run_cta_batch`]).
+//! [`Sm`]).
 //!
 //! What is modelled, one SM running the warps of the resident CTAs of one kernel:
 //! - warp slot `i` (CTAs' warps numbered consecutively in the order given) belongs to
@@ -17,11 +17,19 @@
 //!   scheduler's unit of the instruction's class accepts it (one unit per class per
 //!   scheduler, a new instruction `initiation_cycles` after the previous one); on issue
 //!   its destinations are pending until `issue + latency_cycles`;
-//! - memory classes take [`SmSpec::mem_placeholder_latency_cycles`], a **placeholder**
-//!   until the memory hierarchy exists, not a model;
+//! - memory classes go to a [`MemPort`]: inside the GPU ([`crate::gpu`]) it is the memory
+//!   system, whose completion time (rounded up to a core cycle) is when the destinations
+//!   are written; the batch driver [`run_cta_batch`] uses [`PlaceholderMem`]
+//!   ([`SmSpec::mem_placeholder_latency_cycles`], not a model);
 //! - `BAR.SYNC` (class `barrier`): the warp waits until every unfinished warp of its CTA
 //!   has arrived; all leave together the next cycle. `EXIT` retires lanes; a warp whose
 //!   stream ends is done.
+//!
+//! [`Sm`] is steppable: CTAs arrive ([`Sm::add_cta`]) and complete ([`Sm::complete_ctas`],
+//! when every warp has finished and every result is written) while it runs; the GPU loop
+//! asks [`Sm::next_event`], accounts the skipped cycles ([`Sm::advance_to`]) and runs one
+//! cycle ([`Sm::step`]). Warps of a scheduler are kept in dispatch (age) order; `lrr`
+//! rotates in that order, `gto` takes the oldest.
 //!
 //! Cycles in which no warp can issue are skipped (the loop jumps to the first cycle at
 //! which one can), with results identical to stepping every cycle
@@ -29,12 +37,14 @@
 //!
 //! Not yet modelled (issue 4): instruction fetch and the I-cache, operand collection and
 //! register-bank conflicts, the LD/ST unit, shared memory, L1D and everything beyond,
-//! occupancy-driven CTA dispatch (the caller gives the resident CTAs), fences.
+//! fences.
 
 mod issue;
 mod spec;
 mod stats;
 
-pub use issue::{run_cta_batch, run_cta_batch_with, SmError, SmOptions};
+pub use issue::{
+    run_cta_batch, run_cta_batch_with, KernelPrep, MemPort, PlaceholderMem, Sm, SmError, SmOptions,
+};
 pub use spec::{SmSpec, UnitTiming};
 pub use stats::{BarrierEvent, IssueEvent, SmStats};

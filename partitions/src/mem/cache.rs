@@ -1,0 +1,149 @@
+//! A sectored, set-associative cache with true LRU (used for the L1Ds and the L2 slices).
+//!
+//! Each line holds a tag (its full line address), a valid and a dirty mask of sectors, and
+//! per sector the time its data is (or will be) there: a sector allocated for a miss is valid
+//! at once with the fill's time, so a later access to it merges with the fill in flight (an
+//! MSHR merge) instead of sending a second request.
+
+use crate::Picos;
+
+const INVALID: u64 = u64::MAX;
+
+/// A line evicted with dirty sectors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Evicted {
+    pub line_addr: u64,
+    pub dirty: u64,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct SectorCache {
+    sets: u64,
+    assoc: usize,
+    spl: usize,
+    tags: Vec<u64>,
+    valid: Vec<u64>,
+    dirty: Vec<u64>,
+    lru: Vec<u64>,
+    ready: Vec<Picos>,
+    stamp: u64,
+}
+
+impl SectorCache {
+    /// `sets` sets of `assoc` ways, `spl` sectors per line.
+    pub(crate) fn new(sets: u64, assoc: u32, spl: u32) -> SectorCache {
+        let sets = sets.max(1);
+        let assoc = (assoc as usize).max(1);
+        let spl = (spl as usize).clamp(1, 64);
+        let n = sets as usize * assoc;
+        SectorCache {
+            sets,
+            assoc,
+            spl,
+            tags: vec![INVALID; n],
+            valid: vec![0; n],
+            dirty: vec![0; n],
+            lru: vec![0; n],
+            ready: vec![0; n * spl],
+            stamp: 0,
+        }
+    }
+
+    /// The way holding `tag` in set `set % sets`.
+    pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
+        let base = (set % self.sets) as usize * self.assoc;
+        (base..base + self.assoc).find(|&i| self.tags[i] == tag)
+    }
+
+    /// Marks way `i` most recently used.
+    pub(crate) fn touch(&mut self, i: usize) {
+        self.stamp += 1;
+        self.lru[i] = self.stamp;
+    }
+
+    /// Allocates `tag` in set `set % sets` (an invalid way, else the least recently used),
+    /// most recently used, with no valid sector. Returns the way and the victim if it had
+    /// dirty sectors.
+    pub(crate) fn allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
+        let base = (set % self.sets) as usize * self.assoc;
+        let mut victim = base;
+        for i in base..base + self.assoc {
+            if self.tags[i] == INVALID {
+                victim = i;
+                break;
+            }
+            if self.lru[i] < self.lru[victim] {
+                victim = i;
+            }
+        }
+        let ev = if self.tags[victim] != INVALID && self.dirty[victim] & self.valid[victim] != 0 {
+            Some(Evicted {
+                line_addr: self.tags[victim],
+                dirty: self.dirty[victim] & self.valid[victim],
+            })
+        } else {
+            None
+        };
+        self.tags[victim] = tag;
+        self.valid[victim] = 0;
+        self.dirty[victim] = 0;
+        self.touch(victim);
+        (victim, ev)
+    }
+
+    /// Finds or allocates `tag`.
+    pub(crate) fn find_or_allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
+        match self.find(set, tag) {
+            Some(i) => {
+                self.touch(i);
+                (i, None)
+            }
+            None => self.allocate(set, tag),
+        }
+    }
+
+    pub(crate) fn valid(&self, i: usize) -> u64 {
+        self.valid[i]
+    }
+
+    pub(crate) fn ready(&self, i: usize, s: u32) -> Picos {
+        self.ready[i * self.spl + (s as usize).min(self.spl - 1)]
+    }
+
+    /// Makes the sectors of `mask` valid with data at `ready`.
+    pub(crate) fn fill(&mut self, i: usize, mask: u64, ready: Picos) {
+        for s in 0..self.spl {
+            if mask & (1 << s) != 0 {
+                self.ready[i * self.spl + s] = ready;
+            }
+        }
+        self.valid[i] |= mask;
+    }
+
+    pub(crate) fn mark_dirty(&mut self, i: usize, mask: u64) {
+        self.dirty[i] |= mask & self.valid[i];
+    }
+
+    /// Drops the sectors of `mask` (their dirty bits too).
+    pub(crate) fn invalidate_sectors(&mut self, i: usize, mask: u64) {
+        self.valid[i] &= !mask;
+        self.dirty[i] &= !mask;
+    }
+
+    /// Invalidates every line; returns those with dirty sectors.
+    pub(crate) fn invalidate_all(&mut self) -> Vec<Evicted> {
+        let mut out = Vec::new();
+        for i in 0..self.tags.len() {
+            if self.tags[i] != INVALID && self.dirty[i] & self.valid[i] != 0 {
+                out.push(Evicted {
+                    line_addr: self.tags[i],
+                    dirty: self.dirty[i] & self.valid[i],
+                });
+            }
+            self.tags[i] = INVALID;
+            self.valid[i] = 0;
+            self.dirty[i] = 0;
+        }
+        out
+    }
+}

@@ -1,0 +1,140 @@
+//! The stats of a simulation run (DESIGN.md sections 3 and 8): simulated quantities only,
+//! integer counters summed in unit order, ratios computed once at the end, serialized in
+//! the fixed key order of the struct declarations below (`stats_version`, `config`,
+//! `totals`, `kernels`, `chiplets`).
+
+use crate::mem::MemStats;
+use crate::sm::SmStats;
+use serde::ser::SerializeMap;
+use serde::Serialize;
+use tessera_traces::OpClass;
+
+/// Version of the stats JSON layout; raised when a key changes meaning or moves.
+pub const STATS_VERSION: u32 = 1;
+
+/// Everything a run reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunStats {
+    pub stats_version: u32,
+    /// The configuration's `name`.
+    pub config: String,
+    pub totals: Totals,
+    /// One entry per kernel launch, in command-list order.
+    pub kernels: Vec<KernelStats>,
+    /// One entry per chiplet (one partition is the whole GPU for now).
+    pub chiplets: Vec<ChipletStats>,
+}
+
+/// Whole-GPU totals (familiar Accel-Sim names where there is one).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Totals {
+    /// Simulated time from the first command to the host seeing the last kernel complete,
+    /// in core cycles (rounded up).
+    pub gpu_tot_sim_cycle: u64,
+    /// Thread instructions retired (sum of the active-lane counts).
+    pub gpu_tot_sim_insn: u64,
+    /// Warp instructions retired (each traced one exactly once).
+    pub warp_insts: u64,
+    /// `gpu_tot_sim_insn / gpu_tot_sim_cycle`, computed once at the end.
+    pub ipc: f64,
+    /// Simulated time in picoseconds.
+    pub sim_time_ps: u64,
+    pub kernels: u64,
+    pub ctas: u64,
+    pub l1d_accesses: u64,
+    pub l1d_hits: u64,
+    pub l1d_misses: u64,
+    pub l2_accesses: u64,
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+    pub dram_reads: u64,
+    pub dram_writes: u64,
+    pub dram_bytes: u64,
+    /// Scheduler-cycle breakdown, summed over every SM during every kernel.
+    pub stalls: StallStats,
+}
+
+/// Every scheduler-cycle of every SM between a kernel's first CTA dispatch and its last
+/// CTA's completion, counted once: `slots == issued + unit_busy + scoreboard + barrier +
+/// no_warp` (see [`SmStats`] for the reasons and their precedence).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StallStats {
+    pub slots: u64,
+    pub issued: u64,
+    pub unit_busy: u64,
+    pub scoreboard: u64,
+    pub barrier: u64,
+    pub no_warp: u64,
+}
+
+impl StallStats {
+    /// Adds one SM's counters of one kernel.
+    pub fn add(&mut self, s: &SmStats) {
+        self.slots += s.cycles * s.schedulers as u64;
+        self.issued += s.issue_slots_used;
+        self.unit_busy += s.stall_unit_busy;
+        self.scoreboard += s.stall_scoreboard;
+        self.barrier += s.stall_barrier;
+        self.no_warp += s.stall_no_warp;
+    }
+}
+
+/// One kernel launch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KernelStats {
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub ctas: u64,
+    /// Resident CTAs per SM by the occupancy calculation.
+    pub ctas_per_sm: u32,
+    /// When the host submitted the launch.
+    pub start_ps: u64,
+    /// When the host saw it complete (last CTA's completion + `launch.completion_ps`).
+    pub end_ps: u64,
+    /// `end_ps - start_ps` in core cycles, rounded up.
+    pub cycles: u64,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+}
+
+/// One chiplet: its SMs' counters and its memory system's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChipletStats {
+    pub id: u32,
+    pub sms: u32,
+    pub warp_insts: u64,
+    pub thread_insts: u64,
+    pub ctas: u64,
+    pub barriers: u64,
+    pub exited_lanes: u64,
+    /// Warp instructions per opcode class (non-zero classes, in class order).
+    pub class_warp_insts: ClassCounts,
+    pub stalls: StallStats,
+    pub memory: MemStats,
+}
+
+/// Counts per [`OpClass`], serialized as `{name: count}` for the non-zero classes in
+/// discriminant order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassCounts(pub [u64; OpClass::COUNT]);
+
+impl Default for ClassCounts {
+    fn default() -> Self {
+        ClassCounts([0; OpClass::COUNT])
+    }
+}
+
+impl Serialize for ClassCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0.iter().filter(|&&c| c > 0).count();
+        let mut m = s.serialize_map(Some(n))?;
+        for c in OpClass::ALL {
+            let v = self.0[c as usize];
+            if v > 0 {
+                m.serialize_entry(c.name(), &v)?;
+            }
+        }
+        m.end()
+    }
+}

@@ -1,0 +1,187 @@
+//! `tessera run`: simulate a trace (or a built-in workload, recorded first) on a GPU
+//! configuration.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tessera_partitions::config::GpuConfig;
+use tessera_partitions::gpu::run_trace;
+use tessera_partitions::stats::RunStats;
+use tessera_traces::TraceFile;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The GPU configuration (YAML, e.g. configs/default.yaml).
+    #[arg(long)]
+    config: PathBuf,
+    /// The .tst trace to simulate.
+    #[arg(
+        long,
+        value_name = "FILE.tst",
+        required_unless_present = "workload",
+        conflicts_with = "workload"
+    )]
+    trace: Option<PathBuf>,
+    /// A built-in workload (see `tessera trace gen --list`), recorded to a temporary .tst
+    /// first.
+    #[arg(long)]
+    workload: Option<String>,
+    /// A workload parameter, `key=value` (repeatable; with --workload).
+    #[arg(long = "param", short = 'p', value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv, requires = "workload")]
+    params: Vec<(String, String)>,
+    /// Override one config key, `section.key=value` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv)]
+    set: Vec<(String, String)>,
+    /// Write the stats JSON here (as <FILE>.partial, renamed when complete).
+    #[arg(long, value_name = "FILE.json")]
+    stats_out: Option<PathBuf>,
+}
+
+/// A temporary file removed when dropped.
+struct TempTrace(PathBuf);
+
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let cfg = GpuConfig::load(&a.config, &a.set)?;
+    let mut _temp = None;
+    let trace_path = match (&a.trace, &a.workload) {
+        (Some(t), _) => t.clone(),
+        (None, Some(w)) => {
+            let p = std::env::temp_dir().join(format!(
+                "tessera-run-{}-{}.tst",
+                std::process::id(),
+                w.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            ));
+            let guard = TempTrace(p.clone());
+            let t0 = Instant::now();
+            let rep = tessera_frontend::workloads::generate(w, &a.params, 80, &p)?;
+            eprintln!(
+                "recorded {}: {} ({} warp instructions) in {:.2} s",
+                rep.generator,
+                rep.summary,
+                rep.stats.warp_insts,
+                t0.elapsed().as_secs_f64()
+            );
+            _temp = Some(guard);
+            p
+        }
+        (None, None) => anyhow::bail!("give --trace FILE.tst or --workload NAME"),
+    };
+    let label = match &a.workload {
+        Some(w) if a.trace.is_none() => format!("workload {w}"),
+        _ => trace_path.display().to_string(),
+    };
+    let trace = TraceFile::open(&trace_path)?;
+    let t0 = Instant::now();
+    let stats = run_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    let secs = t0.elapsed().as_secs_f64();
+    if let Some(out) = &a.stats_out {
+        write_stats(out, &stats)?;
+    }
+    summary(&cfg, &stats);
+    let t = &stats.totals;
+    eprintln!(
+        "simulated in {secs:.3} s: {:.2} M warp instructions/s, {:.2} M cycles/s{}",
+        t.warp_insts as f64 / 1e6 / secs.max(1e-9),
+        t.gpu_tot_sim_cycle as f64 / 1e6 / secs.max(1e-9),
+        peak_rss_note()
+    );
+    Ok(())
+}
+
+/// The stats JSON, pretty-printed, with a final newline.
+pub fn stats_json(stats: &RunStats) -> Result<String> {
+    let mut s = serde_json::to_string_pretty(stats)?;
+    s.push('\n');
+    Ok(s)
+}
+
+fn write_stats(out: &Path, stats: &RunStats) -> Result<()> {
+    let mut part = out.as_os_str().to_owned();
+    part.push(".partial");
+    let part = PathBuf::from(part);
+    std::fs::write(&part, stats_json(stats)?)
+        .with_context(|| format!("{}: cannot write", part.display()))?;
+    std::fs::rename(&part, out).with_context(|| format!("{}: cannot rename", out.display()))?;
+    Ok(())
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+fn summary(cfg: &GpuConfig, s: &RunStats) {
+    let t = &s.totals;
+    outln!(
+        "{}: {} kernel(s), {} CTAs on {} SM(s) at {} MHz",
+        cfg.name,
+        t.kernels,
+        t.ctas,
+        cfg.core.sm_count,
+        cfg.core.clock_hz / 1_000_000
+    );
+    for (i, k) in s.kernels.iter().enumerate() {
+        outln!(
+            "kernel {i} {}: grid {:?} block {:?}, {} CTAs ({} per SM), {} cycles, {} warp instructions, IPC {:.2}",
+            k.name,
+            k.grid,
+            k.block,
+            k.ctas,
+            k.ctas_per_sm,
+            k.cycles,
+            k.warp_insts,
+            k.thread_insts as f64 / k.cycles.max(1) as f64
+        );
+    }
+    outln!("gpu_tot_sim_cycle = {}", t.gpu_tot_sim_cycle);
+    outln!("gpu_tot_sim_insn  = {}", t.gpu_tot_sim_insn);
+    outln!("warp_insts        = {}", t.warp_insts);
+    outln!("ipc               = {:.4}", t.ipc);
+    outln!(
+        "L1D: {} accesses, {} hits ({:.1}%), {} misses; L2: {} accesses, {} hits ({:.1}%), {} misses",
+        t.l1d_accesses,
+        t.l1d_hits,
+        pct(t.l1d_hits, t.l1d_accesses),
+        t.l1d_misses,
+        t.l2_accesses,
+        t.l2_hits,
+        pct(t.l2_hits, t.l2_accesses),
+        t.l2_misses
+    );
+    outln!(
+        "DRAM: {} reads, {} writes, {} bytes",
+        t.dram_reads,
+        t.dram_writes,
+        t.dram_bytes
+    );
+    let st = &t.stalls;
+    outln!(
+        "issue slots: {} used ({:.1}%), stalls: unit busy {:.1}%, scoreboard {:.1}%, barrier {:.1}%, no warp {:.1}%",
+        st.issued,
+        pct(st.issued, st.slots),
+        pct(st.unit_busy, st.slots),
+        pct(st.scoreboard, st.slots),
+        pct(st.barrier, st.slots),
+        pct(st.no_warp, st.slots)
+    );
+}
+
+fn peak_rss_note() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| format!(", peak RSS {:.1} MiB", kb as f64 / 1024.0))
+        .unwrap_or_default()
+}

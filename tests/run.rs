@@ -1,0 +1,221 @@
+//! End-to-end tests of `tessera run`: every traced warp instruction retires exactly once
+//! (bundled Accel-Sim trace and generated workloads), repeated runs give byte-identical
+//! stats, stats keys come in the fixed order, and bad input is a clear error.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn config(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(name)
+}
+
+/// `tessera run --config <cfg> <args...> --stats-out <tmp>`; returns (stats text, stdout).
+fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("stats.json");
+    let cfg = config(cfg);
+    let mut a: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), "--config".as_ref(), cfg.as_os_str()];
+    a.extend(args.iter().map(std::ffi::OsStr::new));
+    a.push("--stats-out".as_ref());
+    a.push(out.as_os_str());
+    let o = tessera_ok(&a);
+    assert!(!partial(&out).exists(), "the .partial file was left behind");
+    (std::fs::read_to_string(&out).unwrap(), stdout(&o))
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
+}
+
+/// Records `workload` with `params` into `dir`; returns the .tst path.
+fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
+    let tst = dir.join(format!("{workload}.tst"));
+    let mut a: Vec<&std::ffi::OsStr> = vec!["trace".as_ref(), "gen".as_ref(), workload.as_ref()];
+    for p in params {
+        a.push("-p".as_ref());
+        a.push(p.as_ref());
+    }
+    a.push("-o".as_ref());
+    a.push(tst.as_os_str());
+    tessera_ok(&a);
+    tst
+}
+
+/// The stats' instruction counts equal the trace's (`trace info --json` totals), per run and
+/// per kernel.
+fn check_retired(stats: &serde_json::Value, tst: &Path) {
+    let info = info_json(tst);
+    let t = &stats["totals"];
+    assert_eq!(t["warp_insts"], info["totals"]["warp_insts"], "{stats:#}");
+    assert_eq!(t["gpu_tot_sim_insn"], info["totals"]["thread_insts"]);
+    assert_eq!(t["ctas"], info["totals"]["ctas"]);
+    let ks = stats["kernels"].as_array().unwrap();
+    let ik = info["kernels"].as_array().unwrap();
+    assert_eq!(ks.len(), ik.len());
+    for (k, i) in ks.iter().zip(ik) {
+        assert_eq!(k["warp_insts"], i["warp_insts"]);
+        assert_eq!(k["thread_insts"], i["thread_insts"]);
+        assert_eq!(k["name"], i["name"]);
+    }
+    let s = &t["stalls"];
+    let sum: u64 = ["issued", "unit_busy", "scoreboard", "barrier", "no_warp"]
+        .iter()
+        .map(|k| s[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum,
+        s["slots"].as_u64().unwrap(),
+        "every scheduler-cycle once"
+    );
+    assert_eq!(s["issued"], t["warp_insts"]);
+    assert!(t["gpu_tot_sim_cycle"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bundled_accelsim_trace_retires_every_instruction() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/accelsim-vectoradd");
+    if !dir.join("kernelslist.g").is_file() {
+        println!("skipped: ../shared/traces not present");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = tmp.path().join("vectoradd.tst");
+    import(&dir, &tst, &[]);
+    for cfg in ["a100.yaml", "rtx3070.yaml"] {
+        let (text, out) = run_stats(cfg, &["--trace", tst.to_str().unwrap()]);
+        let s = json(&text);
+        assert_eq!(s["totals"]["warp_insts"], 26_601, "{cfg}");
+        assert_eq!(s["totals"]["gpu_tot_sim_insn"], 801_056, "{cfg}");
+        check_retired(&s, &tst);
+        assert!(out.contains("gpu_tot_sim_cycle"), "{out}");
+    }
+}
+
+#[test]
+fn generated_workloads_retire_every_instruction() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (w, params) in [
+        ("vectoradd", &["n=20000"][..]),
+        ("gemm", &["m=64", "n=64", "k=64"][..]),
+        ("histogram", &["n=16384", "ctas=8"][..]),
+        ("histogram", &["n=16384", "ctas=8", "shared=1"][..]),
+    ] {
+        let tst = gen(tmp.path(), w, params);
+        let (text, _) = run_stats("default.yaml", &["--trace", tst.to_str().unwrap()]);
+        check_retired(&json(&text), &tst);
+        // --workload records the same file, so it gives the same stats.
+        let mut a = vec!["--workload", w];
+        for p in params {
+            a.push("--param");
+            a.push(p);
+        }
+        let (text2, _) = run_stats("default.yaml", &a);
+        assert_eq!(text, text2, "{w}: --workload and --trace differ");
+    }
+}
+
+#[test]
+fn repeated_runs_are_byte_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "gemm", &["m=64", "n=64", "k=64"]);
+    let t = tst.to_str().unwrap();
+    let (a, _) = run_stats("titanv.yaml", &["--trace", t]);
+    let (b, _) = run_stats("titanv.yaml", &["--trace", t]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn stats_keys_come_in_the_fixed_order() {
+    let (text, _) = run_stats(
+        "default.yaml",
+        &["--workload", "vectoradd", "--param", "n=4096"],
+    );
+    let s = json(&text);
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        keys(&s),
+        ["stats_version", "config", "totals", "kernels", "chiplets"]
+    );
+    let t = keys(&s["totals"]);
+    assert_eq!(
+        &t[..4],
+        ["gpu_tot_sim_cycle", "gpu_tot_sim_insn", "warp_insts", "ipc"]
+    );
+    let want = [
+        "l1d_accesses",
+        "l1d_hits",
+        "l1d_misses",
+        "l2_accesses",
+        "l2_hits",
+        "l2_misses",
+        "dram_reads",
+        "dram_writes",
+        "dram_bytes",
+        "stalls",
+    ];
+    let pos: Vec<usize> = want
+        .iter()
+        .map(|k| {
+            t.iter()
+                .position(|x| x == k)
+                .unwrap_or_else(|| panic!("no {k}"))
+        })
+        .collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+    assert_eq!(
+        keys(&s["kernels"][0]),
+        [
+            "name",
+            "grid",
+            "block",
+            "ctas",
+            "ctas_per_sm",
+            "start_ps",
+            "end_ps",
+            "cycles",
+            "warp_insts",
+            "thread_insts"
+        ]
+    );
+    assert_eq!(s["chiplets"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn unknown_set_key_is_an_error_naming_it() {
+    let cfg = config("default.yaml");
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--workload".as_ref(),
+        "vectoradd".as_ref(),
+        "--set".as_ref(),
+        "l1d.sise_bytes=4".as_ref(),
+    ]);
+    assert_clean_failure(&o, &["l1d.sise_bytes"]);
+}
+
+#[test]
+fn a_cta_that_can_never_fit_is_an_error_naming_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "vectoradd", &["block=512", "n=4096"]);
+    let out = tmp.path().join("s.json");
+    let cfg = config("default.yaml");
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--trace".as_ref(),
+        tst.as_os_str(),
+        "--set".as_ref(),
+        "core.max_threads_per_cta=256".as_ref(),
+        "--stats-out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_clean_failure(&o, &["kernel 0", "vectorAdd", "never fit", "512 threads"]);
+    assert_no_output(&out);
+}
