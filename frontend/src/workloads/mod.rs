@@ -250,6 +250,29 @@ pub fn check_eq<T: PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+/// Per-CTA footprints of an array that CTA `i` reads or writes as elements
+/// `[i * per_cta, (i + 1) * per_cta)` (clipped to the array): the ranges of its
+/// [`tessera_traces::ArrayAnnotation`].
+pub fn block_ranges<T: crate::record::Elem>(
+    buf: &crate::record::Buffer<T>,
+    per_cta: u32,
+    ctas: u32,
+) -> Vec<tessera_traces::CtaRange> {
+    let bytes = T::BYTES as u64;
+    (0..ctas)
+        .map(|c| {
+            let lo = (c as u64 * per_cta as u64).min(buf.len);
+            let hi = (lo + per_cta as u64).min(buf.len);
+            tessera_traces::CtaRange {
+                first_cta: c,
+                n_ctas: 1,
+                lo: buf.base + lo * bytes,
+                hi: buf.base + hi * bytes,
+            }
+        })
+        .collect()
+}
+
 /// A small deterministic generator (SplitMix64) for workload inputs: the same seed gives
 /// the same inputs on every machine.
 #[derive(Clone, Debug)]

@@ -15,9 +15,9 @@
 //! `STG.E`, `MEMBAR.SC.GPU`, `MOV`, `IMAD.WIDE`, `MOV`, `ATOMG.E.ADD.STRONG.GPU`, `ISETP`,
 //! `BSSY`, `BRA`, and in the last CTA a loop over the partials; `BSYNC`, `EXIT`.
 
-use super::{check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
+use super::{block_ranges, check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
 use crate::record::{Atom, Cmp, LaunchSpec, Recorder, SharedArr};
-use tessera_traces::{Access, ArrayAnnotation, CtaRange};
+use tessera_traces::{Access, ArrayAnnotation};
 
 pub static SPEC: WorkloadSpec = WorkloadSpec {
     name: "reduce",
@@ -52,27 +52,13 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     rec.upload(x, &input)?;
     let mut spec = LaunchSpec::new("_Z6reducePKjPjS1_S1_j", [ctas, 1, 1], [block, 1, 1]);
     spec.shmem_bytes = block * 4;
-    let per_cta = |base: u64, elems: u64, bytes: u64| -> Vec<CtaRange> {
-        (0..ctas)
-            .map(|c| {
-                let lo = c as u64 * elems;
-                let hi = (lo + elems).min(bytes / 4);
-                CtaRange {
-                    first_cta: c,
-                    n_ctas: 1,
-                    lo: base + 4 * lo,
-                    hi: base + 4 * hi,
-                }
-            })
-            .collect()
-    };
     spec.annotations = vec![
         ArrayAnnotation {
             name: "in".into(),
             base: x.base,
             bytes: x.bytes(),
             access: Access::Read,
-            ranges: per_cta(x.base, block as u64, x.bytes()),
+            ranges: block_ranges(&x, block, ctas),
         },
         // The last CTA reads every partial: no per-CTA ranges for it.
         ArrayAnnotation {

@@ -29,7 +29,7 @@
 //! The reference applies the same operations in the same order (fused multiply-adds
 //! included), so every array, every partial sum and the dot product match bit for bit.
 
-use super::{check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
+use super::{block_ranges, check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
 use crate::record::{Buffer, Cmp, LaunchSpec, Recorder, SharedArr};
 use std::cell::Cell;
 use tessera_traces::{Access, ArrayAnnotation, CtaRange};
@@ -163,22 +163,6 @@ fn unit_f64(rng: &mut SplitMix64) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Byte ranges each CTA touches in an array of 8-byte elements: `[i*block, (i+1)*block)`.
-fn ranges(base: u64, n: u64, block: u32, ctas: u32) -> Vec<CtaRange> {
-    (0..ctas)
-        .map(|c| {
-            let lo = c as u64 * block as u64;
-            let hi = (lo + block as u64).min(n);
-            CtaRange {
-                first_cta: c,
-                n_ctas: 1,
-                lo: base + lo * 8,
-                hi: base + hi * 8,
-            }
-        })
-        .collect()
-}
-
 fn annotation(
     name: &str,
     buf: Buffer<f64>,
@@ -212,7 +196,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     rec.upload(c, &c_h)?;
     let ctas = n.div_ceil(block);
     let ann = |name: &str, buf: Buffer<f64>, access: Access| {
-        annotation(name, buf, access, ranges(buf.base, n as u64, block, ctas))
+        annotation(name, buf, access, block_ranges(&buf, block, ctas))
     };
     let elementwise = |name: &str, anns: Vec<ArrayAnnotation>| {
         let mut spec = LaunchSpec::new(name, [ctas, 1, 1], [block, 1, 1]);
@@ -323,7 +307,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
                 "sums",
                 sums,
                 Access::ReadWrite,
-                ranges(sums.base, dot_ctas as u64, 1, dot_ctas),
+                block_ranges(&sums, 1, dot_ctas),
             ),
         ];
         rec.launch(&spec, &|w| {

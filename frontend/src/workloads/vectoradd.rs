@@ -7,9 +7,9 @@
 //! (lanes past n), then for warps with a lane in range `IMAD.WIDE`, `LDG.E`, `IMAD.WIDE`,
 //! `LDG.E`, `FADD`, `IMAD.WIDE`, `STG.E`, `EXIT`.
 
-use super::{check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
+use super::{block_ranges, check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
 use crate::record::{Cmp, LaunchSpec, Recorder};
-use tessera_traces::{Access, ArrayAnnotation, CtaRange};
+use tessera_traces::{Access, ArrayAnnotation};
 
 pub static SPEC: WorkloadSpec = WorkloadSpec {
     name: "vectoradd",
@@ -34,22 +34,6 @@ pub static SPEC: WorkloadSpec = WorkloadSpec {
     run,
 };
 
-/// Byte ranges each CTA touches in an array of 4-byte elements: `[i*block, (i+1)*block)`.
-fn ranges(base: u64, n: u64, block: u32, ctas: u32) -> Vec<CtaRange> {
-    (0..ctas)
-        .map(|c| {
-            let lo = c as u64 * block as u64;
-            let hi = (lo + block as u64).min(n);
-            CtaRange {
-                first_cta: c,
-                n_ctas: 1,
-                lo: base + lo * 4,
-                hi: base + hi * 4,
-            }
-        })
-        .collect()
-}
-
 fn run(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
     let n = p.u32("n")?;
     let block = p.u32("block")?;
@@ -73,21 +57,21 @@ fn run(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
             base: a.base,
             bytes: a.bytes(),
             access: Access::Read,
-            ranges: ranges(a.base, n as u64, block, ctas),
+            ranges: block_ranges(&a, block, ctas),
         },
         ArrayAnnotation {
             name: "b".into(),
             base: b.base,
             bytes: b.bytes(),
             access: Access::Read,
-            ranges: ranges(b.base, n as u64, block, ctas),
+            ranges: block_ranges(&b, block, ctas),
         },
         ArrayAnnotation {
             name: "c".into(),
             base: c.base,
             bytes: c.bytes(),
             access: Access::ReadWrite,
-            ranges: ranges(c.base, n as u64, block, ctas),
+            ranges: block_ranges(&c, block, ctas),
         },
     ];
     rec.launch(&spec, &|w| {
