@@ -37,15 +37,6 @@ impl Warp {
     #[track_caller]
     pub fn mov(&mut self, a: &Val<u32>) -> Val<u32> {
         let v = self.map(a, |x| x);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "MOV",
-            Some(false),
-            &[a.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("MOV", false, &[a.reg], v)
     }
 }

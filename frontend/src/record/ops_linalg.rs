@@ -7,23 +7,13 @@
 //! register fewer than for the all-register form.
 
 use super::warp::{Float, Val, Warp};
-use std::panic::Location;
 
 impl Warp {
     /// `a * k` with `k` a kernel parameter: `FMUL` / `DMUL` with a constant-bank operand.
     #[track_caller]
     pub fn fmul_param<T: Float>(&mut self, a: &Val<T>, k: T) -> Val<T> {
         let v = self.map(a, |x| x.mul(k));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::MUL,
-            Some(T::BYTES == 8),
-            &[a.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::MUL, T::BYTES == 8, &[a.reg], v)
     }
 
     /// `a * k + c`, fused, with `k` a kernel parameter: `FFMA` / `DFMA` with a
@@ -31,16 +21,7 @@ impl Warp {
     #[track_caller]
     pub fn ffma_param<T: Float>(&mut self, a: &Val<T>, k: T, c: &Val<T>) -> Val<T> {
         let v = self.zip(a, c, |x, y| x.fma(k, y));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::FMA,
-            Some(T::BYTES == 8),
-            &[a.reg, c.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::FMA, T::BYTES == 8, &[a.reg, c.reg], v)
     }
 }
 

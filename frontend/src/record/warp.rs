@@ -265,6 +265,20 @@ impl Warp {
         reg
     }
 
+    /// Records a register-to-register instruction at the caller's PC with destination
+    /// values `v` (computed on the active lanes); `pair`: a 64-bit destination.
+    #[track_caller]
+    pub(crate) fn alu<T>(
+        &mut self,
+        op: &'static str,
+        pair: bool,
+        srcs: &[u16],
+        v: [T; WARP],
+    ) -> Val<T> {
+        let reg = self.emit(Location::caller(), 0, op, Some(pair), srcs, None, &[]);
+        Val { v, reg }
+    }
+
     pub(crate) fn map<T: Copy + Default, U: Copy + Default>(
         &self,
         a: &Val<T>,
@@ -371,16 +385,7 @@ impl Warp {
     #[track_caller]
     pub fn iadd(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
         let v = self.zip(a, b, u32::wrapping_add);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IADD3",
-            Some(false),
-            &[a.reg, b.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IADD3", false, &[a.reg, b.reg, RZ], v)
     }
 
     /// `acc = acc + a` in place (the accumulator keeps its register): `IADD3`.
@@ -411,32 +416,14 @@ impl Warp {
     #[track_caller]
     pub fn iadd_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
         let v = self.map(a, |x| x.wrapping_add(k));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IADD3",
-            Some(false),
-            &[a.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IADD3", false, &[a.reg, RZ], v)
     }
 
     /// `a - b`: `IADD3` with a negated operand.
     #[track_caller]
     pub fn isub(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
         let v = self.zip(a, b, u32::wrapping_sub);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IADD3",
-            Some(false),
-            &[a.reg, b.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IADD3", false, &[a.reg, b.reg, RZ], v)
     }
 
     /// `a * b + c`: `IMAD`.
@@ -449,32 +436,14 @@ impl Warp {
                 *x = a.v[l].wrapping_mul(b.v[l]).wrapping_add(c.v[l]);
             }
         }
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IMAD",
-            Some(false),
-            &[a.reg, b.reg, c.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IMAD", false, &[a.reg, b.reg, c.reg], v)
     }
 
     /// `a * k + c` with a constant `k` (kernel parameter or literal): `IMAD`.
     #[track_caller]
     pub fn imad_imm(&mut self, a: &Val<u32>, k: u32, c: &Val<u32>) -> Val<u32> {
         let v = self.zip(a, c, |x, y| x.wrapping_mul(k).wrapping_add(y));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IMAD",
-            Some(false),
-            &[a.reg, c.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IMAD", false, &[a.reg, c.reg], v)
     }
 
     /// `a * k` with a constant: `IMAD` with RZ addend (what nvcc emits for a multiply by a
@@ -482,64 +451,28 @@ impl Warp {
     #[track_caller]
     pub fn imul_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
         let v = self.map(a, |x| x.wrapping_mul(k));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IMAD",
-            Some(false),
-            &[a.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IMAD", false, &[a.reg, RZ], v)
     }
 
     /// `a << k`: `SHF.L.U32`.
     #[track_caller]
     pub fn shl(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
         let v = self.map(a, |x| x.wrapping_shl(k));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "SHF.L.U32",
-            Some(false),
-            &[a.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("SHF.L.U32", false, &[a.reg, RZ], v)
     }
 
     /// `a >> k` (logical): `SHF.R.U32.HI`.
     #[track_caller]
     pub fn shr(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
         let v = self.map(a, |x| x.wrapping_shr(k));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "SHF.R.U32.HI",
-            Some(false),
-            &[RZ, a.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("SHF.R.U32.HI", false, &[RZ, a.reg], v)
     }
 
     /// `a & k`: `LOP3.LUT`.
     #[track_caller]
     pub fn and_imm(&mut self, a: &Val<u32>, k: u32) -> Val<u32> {
         let v = self.map(a, |x| x & k);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "LOP3.LUT",
-            Some(false),
-            &[a.reg, RZ],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("LOP3.LUT", false, &[a.reg, RZ], v)
     }
 
     /// `a % k` for a power-of-two or general constant: `LOP3.LUT` or `IMAD.HI`+`IMAD`
@@ -578,16 +511,7 @@ impl Warp {
     #[track_caller]
     pub fn imin(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
         let v = self.zip(a, b, u32::min);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "IMNMX.U32",
-            Some(false),
-            &[a.reg, b.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("IMNMX.U32", false, &[a.reg, b.reg], v)
     }
 
     /// Integer comparison with a per-lane value: `ISETP.<cmp>.U32.AND`.
@@ -645,16 +569,7 @@ impl Warp {
                 *x = if p.lane(l) { a.v[l] } else { b.v[l] };
             }
         }
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "SEL",
-            Some(T::BYTES == 8),
-            &[a.reg, b.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("SEL", T::BYTES == 8, &[a.reg, b.reg], v)
     }
 
     // ---- floating point ----
@@ -663,32 +578,14 @@ impl Warp {
     #[track_caller]
     pub fn fadd<T: Float>(&mut self, a: &Val<T>, b: &Val<T>) -> Val<T> {
         let v = self.zip(a, b, |x, y| x.add(y));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::ADD,
-            Some(T::BYTES == 8),
-            &[a.reg, b.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::ADD, T::BYTES == 8, &[a.reg, b.reg], v)
     }
 
     /// `a * b`: `FMUL` / `DMUL`.
     #[track_caller]
     pub fn fmul<T: Float>(&mut self, a: &Val<T>, b: &Val<T>) -> Val<T> {
         let v = self.zip(a, b, |x, y| x.mul(y));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::MUL,
-            Some(T::BYTES == 8),
-            &[a.reg, b.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::MUL, T::BYTES == 8, &[a.reg, b.reg], v)
     }
 
     /// `a * b + c`, fused: `FFMA` / `DFMA`.
@@ -701,16 +598,7 @@ impl Warp {
                 *x = a.v[l].fma(b.v[l], c.v[l]);
             }
         }
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::FMA,
-            Some(T::BYTES == 8),
-            &[a.reg, b.reg, c.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::FMA, T::BYTES == 8, &[a.reg, b.reg, c.reg], v)
     }
 
     /// `acc = a * b + acc` in place (the accumulator keeps its register, as in an unrolled
@@ -766,16 +654,7 @@ impl Warp {
     #[track_caller]
     pub fn u2f<T: Float>(&mut self, a: &Val<u32>) -> Val<T> {
         let v = self.map(a, T::from_u32);
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            T::I2F,
-            Some(T::BYTES == 8),
-            &[a.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu(T::I2F, T::BYTES == 8, &[a.reg], v)
     }
 
     // ---- memory ----
@@ -900,16 +779,7 @@ impl Warp {
     pub fn shared_addr<T: Elem>(&mut self, arr: &SharedArr<T>, idx: &Val<u32>) -> Val<u32> {
         let o = arr.offset;
         let v = self.map(idx, |i| o.wrapping_add(i.wrapping_mul(T::BYTES)));
-        let reg = self.emit(
-            Location::caller(),
-            0,
-            "LEA",
-            Some(false),
-            &[idx.reg],
-            None,
-            &[],
-        );
-        Val { v, reg }
+        self.alu("LEA", false, &[idx.reg], v)
     }
 
     pub(crate) fn shared_lanes(&self, a: &Val<u32>) -> ([u64; WARP], usize) {
