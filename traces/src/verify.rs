@@ -28,18 +28,23 @@ pub struct VerifyReport {
     pub checked_accesses: u64,
 }
 
-/// Allocations `(base, end)` made on `device` before the `launch_pos`-th command.
-fn allocations_before(t: &TraceFile, kernel: usize) -> Vec<(u64, u64)> {
-    let mut v = Vec::new();
+/// The trace's allocations `(base, end)` in command order, and for each kernel how many
+/// of them precede its launch: one pass over the commands for the whole file.
+fn allocations(t: &TraceFile) -> (Vec<(u64, u64)>, Vec<usize>) {
+    let mut allocs = Vec::new();
+    let mut before = vec![0usize; t.kernels().len()];
     for c in t.commands() {
         match *c {
-            Command::Alloc { addr, bytes, .. } => v.push((addr, addr.saturating_add(bytes))),
-            Command::KernelLaunch { kernel: k, .. } if k as usize == kernel => break,
+            Command::Alloc { addr, bytes, .. } => allocs.push((addr, addr.saturating_add(bytes))),
+            Command::KernelLaunch { kernel, .. } => {
+                if let Some(b) = before.get_mut(kernel as usize) {
+                    *b = allocs.len();
+                }
+            }
             _ => {}
         }
     }
-    v.sort_unstable();
-    v
+    (allocs, before)
 }
 
 struct Semantics<'a> {
@@ -213,14 +218,17 @@ pub fn verify_structure(t: &TraceFile) -> Result<VerifyReport> {
 fn verify_with(t: &TraceFile, semantic: bool) -> Result<VerifyReport> {
     let mut rep = VerifyReport::default();
     let mut dec = t.decoder();
+    let (all_allocs, allocs_before) = allocations(t);
     for (k, meta) in t.kernels().iter().enumerate() {
         rep.kernels += 1;
+        let mut allocs = all_allocs[..allocs_before[k]].to_vec();
+        allocs.sort_unstable();
         let mut sem = Semantics {
             t,
             k,
             meta,
             seen: vec![0u64; meta.grid_ctas().div_ceil(64).min(1 << 26) as usize],
-            allocs: allocations_before(t, k),
+            allocs,
             checked: 0,
         };
         let mut ctas = 0u64;
