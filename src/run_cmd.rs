@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tessera_cluster::run_gpu;
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::gpu::run_trace;
 use tessera_partitions::stats::RunStats;
 use tessera_traces::TraceFile;
 
@@ -79,7 +79,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let trace = TraceFile::open(&trace_path)?;
     let t0 = Instant::now();
-    let stats = run_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    let (stats, _windows) = run_gpu(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let secs = t0.elapsed().as_secs_f64();
     if let Some(out) = &a.stats_out {
         write_stats(out, &stats)?;

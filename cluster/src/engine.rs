@@ -224,8 +224,8 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                     partition: g,
                     source,
                 })?;
-            sent += outbox.msgs.len() as u64;
-            for m in outbox.msgs.drain(..) {
+            sent += outbox.len() as u64;
+            for m in outbox.drain() {
                 let Some(dst) = routing.partition_of(m.dst_port) else {
                     return Err(EngineError::UnknownDestination {
                         src_port: m.src_port,

@@ -81,14 +81,16 @@
 
 mod engine;
 mod error;
-mod partition;
 mod routing;
+mod system;
 mod transport;
 
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
-pub use partition::{BoxError, Outbox, Partition};
-pub use routing::{Link, Routing};
+pub use routing::Routing;
+pub use system::{run_gpu, run_sequential};
 pub use transport::{Sequential, Transport, WindowReport};
 
-pub use tessera_interconnect::{Message, Payload, Picos, Port, PortId, SendError};
+pub use tessera_interconnect::{
+    BoxError, Link, Message, Outbox, Partition, Payload, Picos, Port, PortId, SendError,
+};

@@ -1,6 +1,6 @@
 //! Port → partition routing and the lookahead computed from the modeled links.
 
-use tessera_interconnect::{Picos, PortId};
+use tessera_interconnect::{Link, Picos, PortId};
 
 use crate::EngineError;
 
@@ -18,17 +18,6 @@ pub struct Routing {
 }
 
 const NONE: u32 = u32::MAX;
-
-/// A modeled link from one port to another, with its (minimum) latency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Link {
-    /// The sending port.
-    pub src: PortId,
-    /// The receiving port.
-    pub dst: PortId,
-    /// The link's minimum latency (departure to arrival).
-    pub latency: Picos,
-}
 
 impl Routing {
     /// A table over `partitions` partitions from `(port, partition)` pairs. A port listed

@@ -17,13 +17,20 @@
 //!   contract `arrive_at >= now + min_latency`, with a [`SendError`] naming the port when a
 //!   sender breaks it.
 //!
+//! - [`Partition`], [`Outbox`], [`Link`]: what a set of modeled units simulated together
+//!   implements and declares so that the engine of `tessera-cluster` can drive it (here,
+//!   below both the models and the engine, so that neither depends on the other's
+//!   internals).
+//!
 //! The link models (sender egress with serialization and queueing, fixed latency,
 //! topologies, per-link stats) arrive with the multi-chiplet issue, on top of [`Port`].
 
 mod message;
+mod partition;
 mod port;
 
 pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
+pub use partition::{BoxError, Link, Outbox, Partition};
 pub use port::{Port, PortError, SendError};
 
 /// Global simulated time: an integer count of picoseconds (DESIGN.md section 3).

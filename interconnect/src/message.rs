@@ -35,6 +35,9 @@ pub enum Payload {
     Signal,
     /// One inline 64-bit word.
     Word(u64),
+    /// Three inline 64-bit words: a model's packet (a memory request or reply, a CTA
+    /// dispatch or completion), laid out by the model, without touching the heap.
+    Words3([u64; 3]),
     /// Opaque bytes (heap-allocated).
     Bytes(Vec<u8>),
 }
@@ -82,7 +85,7 @@ impl Message {
 
     /// Appends the wire form of this message to `out` (little endian: `arrive_at` u64,
     /// `src_port` u32, `src_seq` u64, `dst_port` u32, a payload tag byte, then the payload:
-    /// nothing for `Signal`, a u64 for `Word`, a u32 length and the bytes for `Bytes`).
+    /// nothing for `Signal`, a u64 for `Word`, three u64 for `Words3`, a u32 length and the bytes for `Bytes`).
     /// A `Bytes` payload longer than `u32::MAX` bytes is an error.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), WireError> {
         out.extend_from_slice(&self.arrive_at.to_le_bytes());
@@ -94,6 +97,12 @@ impl Message {
             Payload::Word(w) => {
                 out.push(TAG_WORD);
                 out.extend_from_slice(&w.to_le_bytes());
+            }
+            Payload::Words3(w) => {
+                out.push(TAG_WORDS3);
+                for x in w {
+                    out.extend_from_slice(&x.to_le_bytes());
+                }
             }
             Payload::Bytes(b) => {
                 let len = u32::try_from(b.len()).map_err(|_| WireError::TooLong {
@@ -119,6 +128,7 @@ impl Message {
         let payload = match r.u8()? {
             TAG_SIGNAL => Payload::Signal,
             TAG_WORD => Payload::Word(r.u64()?),
+            TAG_WORDS3 => Payload::Words3([r.u64()?, r.u64()?, r.u64()?]),
             TAG_BYTES => {
                 let len = r.u32()? as usize;
                 Payload::Bytes(r.take(len)?.to_vec())
@@ -145,6 +155,7 @@ pub fn sort_arrivals(msgs: &mut [Message]) {
 const TAG_SIGNAL: u8 = 0;
 const TAG_WORD: u8 = 1;
 const TAG_BYTES: u8 = 2;
+const TAG_WORDS3: u8 = 3;
 
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -270,6 +281,12 @@ mod tests {
             msg(1234, 7, 0, Payload::Word(0xdead_beef_cafe_f00d)),
             msg(0, 0, 1, Payload::Bytes(vec![1, 2, 3, 255])),
             msg(9, 1, 2, Payload::Bytes(Vec::new())),
+            msg(
+                5,
+                3,
+                8,
+                Payload::Words3([1, u64::MAX, 0x0123_4567_89ab_cdef]),
+            ),
         ];
         let mut buf = Vec::new();
         for m in &msgs {

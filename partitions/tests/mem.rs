@@ -4,9 +4,6 @@
 //! streaming bandwidth against the configured peak, coalescing, bank conflicts and
 //! determinism. Each expectation names its source.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::coalesce::{coalesce, shared_passes, Geometry, LineAccess};
 use tessera_partitions::mem::{Access, MemRequest, MemStats, MemSystem, Space};
@@ -18,9 +15,8 @@ fn a100() -> GpuConfig {
     GpuConfig::load(A100, &[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn load(sm: u32, lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
+fn load(lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
     MemRequest {
-        sm,
         access: Access::Load,
         space: Space::Global,
         width_bytes: width,
@@ -33,7 +29,7 @@ fn load(sm: u32, lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
 fn chase(m: &mut MemSystem, addrs: &[u64], mut t: Picos) -> Picos {
     for &a in addrs {
         let lanes = [(0u32, a)];
-        let done = m.access(t, &load(0, &lanes, 8));
+        let done = m.access(t, 0, &load(&lanes, 8));
         assert!(done > t);
         t = done;
     }
@@ -120,49 +116,32 @@ fn pointer_chase_dram() {
 #[test]
 fn streaming_bandwidth_reaches_but_never_exceeds_dram_peak() {
     // Every SM issues coalesced 128 B warp loads (32 lanes x 4 B) over a 256 MiB footprint
-    // (6.4 x L2), one per core cycle as long as it has fewer than `l1d.mshrs` loads in
-    // flight, else when its oldest-completing one is back: as fast as the MSHRs allow.
-    // Calls go in nondecreasing time (an event queue over SMs, ties by SM id).
+    // (6.4 x L2), one per core cycle; its LD/ST unit holds the misses beyond `l1d.mshrs`
+    // until fills free MSHRs: as fast as the MSHRs allow.
     let cfg = a100();
     let mut m = MemSystem::new(&cfg);
     let core = cfg.core_period_ps();
-    let sms = cfg.core.sm_count as usize;
-    let mshrs = cfg.l1d.mshrs as usize;
+    let sms = cfg.core.sm_count as u64;
     let lines = 256 * 1024 * 1024 / 128u64;
-    let mut per_sm: Vec<Vec<Picos>> = vec![Vec::new(); sms];
-    let mut in_flight: Vec<BinaryHeap<Reverse<Picos>>> = vec![BinaryHeap::new(); sms];
-    let mut ready: BinaryHeap<Reverse<(Picos, usize)>> =
-        (0..sms).map(|s| Reverse((0, s))).collect();
-    let mut end = 0;
     let mut lanes = [(0u32, 0u64); 32];
-    let mut idx = 0u64;
-    while idx < lines {
-        let Some(Reverse((t, sm))) = ready.pop() else {
-            break;
-        };
+    let mut owner = Vec::with_capacity(lines as usize);
+    for idx in 0..lines {
         for (l, lane) in lanes.iter_mut().enumerate() {
             *lane = (l as u32, idx * 128 + 4 * l as u64);
         }
-        idx += 1;
-        let done = m.access(t, &load(sm as u32, &lanes, 4));
-        per_sm[sm].push(done);
-        end = end.max(done);
-        in_flight[sm].push(Reverse(done));
-        let mut next = t + core;
-        while let Some(&Reverse(r)) = in_flight[sm].peek() {
-            if r <= next {
-                in_flight[sm].pop();
-            } else {
-                break;
-            }
-        }
-        if in_flight[sm].len() >= mshrs {
-            if let Some(Reverse(r)) = in_flight[sm].pop() {
-                next = next.max(r);
-            }
-        }
-        ready.push(Reverse((next, sm)));
+        let sm = (idx % sms) as u32;
+        let (key, done) = m.issue((idx / sms) * core, sm, &load(&lanes, 4));
+        assert!(done.is_none(), "a cold line cannot hit");
+        assert_eq!(key as u64, idx);
+        owner.push(sm);
     }
+    let mut per_sm: Vec<Vec<Picos>> = vec![Vec::new(); sms as usize];
+    let mut end = 0;
+    for (key, done) in m.run() {
+        per_sm[owner[key as usize] as usize].push(done);
+        end = end.max(done);
+    }
+    assert_eq!(per_sm.iter().map(Vec::len).sum::<usize>() as u64, lines);
     let s = m.stats().clone();
     assert_eq!(
         s.dram_read_bytes,
@@ -232,7 +211,7 @@ fn coalescing_sectors() {
     // Through the memory system: the counters are per sector.
     let cfg = a100();
     let mut m = MemSystem::new(&cfg);
-    m.access(0, &load(0, &contiguous, 4));
+    m.access(0, 0, &load(&contiguous, 4));
     assert_eq!(m.stats().l1d_accesses, 4);
     assert_eq!(m.stats().l1d_miss_requests, 1);
 }
@@ -254,16 +233,15 @@ fn shared_memory_bank_conflicts() {
     let mut m = MemSystem::new(&cfg);
     let core = cfg.core_period_ps();
     let req = |lanes| MemRequest {
-        sm: 3,
         access: Access::Load,
         space: Space::Shared,
         width_bytes: 4,
         lanes,
     };
-    let t = m.access(0, &req(&s4));
+    let t = m.access(0, 3, &req(&s4));
     assert_eq!(t, cfg.shared_mem.latency_cycles as u64 * core);
     let t0 = 1_000_000;
-    let t = m.access(t0, &req(&s128));
+    let t = m.access(t0, 3, &req(&s128));
     assert_eq!(t - t0, (cfg.shared_mem.latency_cycles as u64 + 31) * core);
     assert_eq!(m.stats().shared_accesses, 2);
     assert_eq!(m.stats().shared_bank_conflicts, 31);
@@ -278,13 +256,12 @@ fn atomic_and_store_latency_composition() {
     m.memcpy_to_device(0x2000, 4096);
     let lanes = [(0u32, 0x2000u64)];
     let req = MemRequest {
-        sm: 0,
         access: Access::Atomic,
         space: Space::Global,
         width_bytes: 4,
         lanes: &lanes,
     };
-    let t = m.access(0, &req);
+    let t = m.access(0, 0, &req);
     assert_eq!(
         t,
         l2_hit_ps(&cfg) + cfg.l2.atomic_latency_cycles as u64 * cfg.l2_period_ps()
@@ -295,22 +272,23 @@ fn atomic_and_store_latency_composition() {
         access: Access::Store,
         ..req
     };
-    let t1 = m.access(t, &st);
+    let t1 = m.access(t, 0, &st);
     assert_eq!(
         t1 - t,
         cfg.l1d.hit_latency_cycles as u64 * cfg.core_period_ps()
     );
+    m.run(); // the store's packet reaches its L2 slice
     assert_eq!(m.stats().l2_accesses, 2);
     // After a kernel boundary the L1 is cold: a load of an L1-resident line goes to L2.
-    let ld = load(0, &lanes, 4);
-    let a = m.access(t1, &ld);
-    let b = m.access(a, &ld);
+    let ld = load(&lanes, 4);
+    let a = m.access(t1, 0, &ld);
+    let b = m.access(a, 0, &ld);
     assert_eq!(
         b - a,
         cfg.l1d.hit_latency_cycles as u64 * cfg.core_period_ps()
     );
     m.kernel_boundary();
-    let c = m.access(b, &ld);
+    let c = m.access(b, 0, &ld);
     assert_eq!(c - b, l2_hit_ps(&cfg));
 }
 
@@ -337,13 +315,12 @@ fn mixed_run(cfg: &GpuConfig) -> (Vec<Picos>, MemStats) {
         let space =
             [Space::Global, Space::Local, Space::Shared, Space::Const][(x >> 6) as usize % 4];
         let req = MemRequest {
-            sm: (x % 108) as u32,
             access,
             space,
             width_bytes: [4, 8, 16][(x >> 10) as usize % 3],
             lanes: &lanes,
         };
-        times.push(m.access(i * 700, &req));
+        times.push(m.access(i * 700, (x % 108) as u32, &req));
         if i % 5000 == 4999 {
             m.kernel_boundary();
         }
@@ -371,17 +348,25 @@ fn mshr_merge_and_limit() {
     let core = cfg.core_period_ps();
     let mut m = MemSystem::new(&cfg);
     let lanes: Vec<(u32, u64)> = (0..32).map(|l| (l, 0x8000 + 4 * l as u64)).collect();
-    let a = m.access(0, &load(0, &lanes, 4));
-    let b = m.access(core, &load(0, &lanes, 4));
-    assert_eq!(a, b);
+    let (ka, _) = m.issue(0, 0, &load(&lanes, 4));
+    let (kb, _) = m.issue(core, 0, &load(&lanes, 4));
+    let done = m.run();
+    let at = |k: u32| done.iter().find(|d| d.0 == k).map(|d| d.1);
+    assert_eq!(at(ka), at(kb));
+    assert!(at(ka).is_some());
     assert_eq!(m.stats().l1d_miss_requests, 1);
     assert_eq!(m.stats().l1d_pending_hits, 4);
     // With 2 MSHRs (l1d.mshrs), a third miss waits until one frees.
     let cfg2 = GpuConfig::load(A100, &[("l1d.mshrs".to_string(), "2".to_string())])
         .unwrap_or_else(|e| panic!("{e}"));
     let mut m = MemSystem::new(&cfg2);
-    let t: Vec<Picos> = (0..3u64)
-        .map(|k| m.access(0, &load(0, &[(0, k * 4096)], 4)))
+    let keys: Vec<u32> = (0..3u64)
+        .map(|k| m.issue(0, 0, &load(&[(0, k * 4096)], 4)).0)
+        .collect();
+    let done = m.run();
+    let t: Vec<Picos> = keys
+        .iter()
+        .map(|k| done.iter().find(|d| d.0 == *k).map_or(0, |d| d.1))
         .collect();
     let first_free = t[0].min(t[1]);
     assert!(t[2] >= first_free + l2_hit_ps(&cfg2), "{t:?}");
@@ -397,9 +382,9 @@ fn memcpy_fills_only_the_last_l2_capacity() {
     let bytes = 100u64 << 20;
     m.memcpy_to_device(0, bytes);
     assert_eq!(m.stats().memcpy_l2_sectors, cfg.l2.size_bytes / 32);
-    let last = m.access(0, &load(0, &[(0, bytes - 128)], 4));
+    let last = m.access(0, 0, &load(&[(0, bytes - 128)], 4));
     assert_eq!(last, l2_hit_ps(&cfg));
-    let first = m.access(last, &load(0, &[(0, 0)], 4));
+    let first = m.access(last, 0, &load(&[(0, 0)], 4));
     assert!(first - last > l2_hit_ps(&cfg) + cfg.dram.latency_ps - 1);
     assert_eq!(m.stats().dram_writes, 0, "memcpy lines are clean");
 }
@@ -418,14 +403,14 @@ fn l2_write_back_on_eviction() {
             *lane = (l as u32, i * 128 + 4 * l as u64);
         }
         let req = MemRequest {
-            sm: (i % 108) as u32,
             access: Access::Store,
             space: Space::Global,
             width_bytes: 4,
             lanes: &lanes,
         };
-        t = m.access(t, &req).min(t + 1000);
+        t = m.access(t, (i % 108) as u32, &req).min(t + 1000);
     }
+    m.run(); // the last stores reach their slices
     let s = m.stats();
     assert_eq!(
         s.dram_reads, 0,

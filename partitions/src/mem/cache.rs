@@ -9,6 +9,9 @@ use crate::Picos;
 
 const INVALID: u64 = u64::MAX;
 
+/// The `ready` time of a sector whose fill is in flight and whose arrival is not known yet.
+pub(crate) const PENDING: Picos = Picos::MAX;
+
 /// A line evicted with dirty sectors.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Evicted {
@@ -118,6 +121,18 @@ impl SectorCache {
             }
         }
         self.valid[i] |= mask;
+    }
+
+    /// The valid sectors of way `i` whose data is not there yet (`ready` is
+    /// [`PENDING`]: a fill in flight whose time is not known).
+    pub(crate) fn pending_mask(&self, i: usize) -> u64 {
+        let mut m = 0;
+        for s in 0..self.spl {
+            if self.valid[i] & (1 << s) != 0 && self.ready[i * self.spl + s] == PENDING {
+                m |= 1 << s;
+            }
+        }
+        m
     }
 
     pub(crate) fn mark_dirty(&mut self, i: usize, mask: u64) {

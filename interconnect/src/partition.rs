@@ -1,8 +1,8 @@
 //! What a partition (a chiplet model, or a group of modeled units) implements.
 
-use tessera_interconnect::{Message, Payload, Picos, Port, SendError};
+use crate::{Message, Payload, Picos, Port, PortId, SendError};
 
-/// A boxed error from a model or a transport, carried inside [`crate::EngineError`].
+/// A boxed error from a model or a transport, carried inside the engine's error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// One partition: a set of modeled units simulated together, which talks to other
@@ -43,7 +43,7 @@ pub trait Partition {
     /// Asked only when the whole system is quiescent (every partition idle, nothing in
     /// flight): `Some(description)` if this partition still has unfinished work (warps
     /// waiting on a barrier or a lock that nothing will release), which ends the run with
-    /// [`crate::EngineError::Stalled`] instead of a silent finish. Default: `None`.
+    /// the engine's `Stalled` error instead of a silent finish. Default: `None`.
     fn stalled(&self) -> Option<String> {
         None
     }
@@ -113,8 +113,26 @@ impl Outbox {
         self.msgs.is_empty()
     }
 
+    /// Takes every queued message out, in the order queued, keeping the buffer (the
+    /// engine's routing step).
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Message> {
+        self.msgs.drain(..)
+    }
+
     /// Drops every queued message, keeping the buffer.
     pub fn clear(&mut self) {
         self.msgs.clear();
     }
+}
+
+/// A modeled link from one port to another, with its (minimum) latency: what a system
+/// builder declares so the engine can compute the lookahead of a partitioning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The sending port.
+    pub src: PortId,
+    /// The receiving port.
+    pub dst: PortId,
+    /// The link's minimum latency (departure to arrival).
+    pub latency: Picos,
 }

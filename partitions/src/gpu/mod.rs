@@ -1,0 +1,291 @@
+//! One GPU (`chiplets: 1`, DESIGN.md section 5) as units that talk only through packets,
+//! simulated as one or several partitions on the engine of `tessera-cluster`.
+//!
+//! Units ([`crate::mem::UnitIds`]): the [`cp::CommandProcessor`] (host, global and local
+//! CP; see its module for the launch path), one SM per `core.sm_count` (the issue stage of
+//! [`crate::sm`] with its [`crate::mem::LdStUnit`]), one [`crate::mem::MemChannel`] per DRAM
+//! channel (with its L2 slices). Their links and latencies: CP <-> SM `launch.cta_dispatch_ps`
+//! (a CTA's dispatch, its completion report), SM <-> channel the NoC (`noc.latency_cycles`
+//! plus serialization), host -> channel `launch.host_to_gcp_ps` (a copy's arrival).
+//!
+//! Partitioning (`partitioning.mode`): `chiplet` keeps the whole GPU in one partition;
+//! `sm_cluster` cuts it into `partitioning.sm_clusters` partitions, partition `p` hosting
+//! the SMs `[p n / P, (p + 1) n / P)` and likewise a contiguous range of the DRAM channels;
+//! the CP is in partition 0. The lookahead is the least latency of the links the cut
+//! crosses (usually `cta_dispatch_ps`, one core cycle in the presets); every partitioning
+//! gives byte-identical stats (tested).
+//!
+//! Time: picoseconds between units, core cycles inside an SM (cycle `c` is the instant
+//! `c * core_period_ps`; a time in picoseconds becomes the first cycle at or after it).
+//! CTAs are decoded lazily by each partition's [`tessera_traces::ChunkDecoder`] when they
+//! arrive at an SM, so memory follows the resident CTAs, not the trace.
+
+mod cp;
+mod partition;
+
+use std::sync::Arc;
+
+use crate::config::GpuConfig;
+use crate::mem::{Access, MemSpec, MemStats, Space, UnitIds};
+use crate::sm::{SmError, SmSpec, SmStats};
+use crate::stats::{ChipletStats, ClassCounts, RunStats, StallStats, Totals, STATS_VERSION};
+use tessera_interconnect::Picos;
+use tessera_interconnect::{Link, PortId};
+use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
+
+pub use cp::CommandProcessor;
+pub use partition::GpuPartition;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// A kernel's CTA can never be resident on an SM of the config.
+    #[error("kernel {index} ({name}): its CTA can never fit on an SM: {reason}")]
+    CtaNeverFits {
+        index: usize,
+        name: String,
+        reason: String,
+    },
+    /// The trace could not be read.
+    #[error("{0}")]
+    Trace(#[from] tessera_traces::TraceError),
+    /// An SM refused a CTA or deadlocked.
+    #[error("kernel {index} ({name}), SM {sm}: {err}")]
+    Sm {
+        index: usize,
+        name: String,
+        sm: u32,
+        err: SmError,
+    },
+    /// A configuration this GPU model cannot run yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Units disagreed about a packet (a model bug, reported rather than ignored).
+    #[error("internal error: {0}")]
+    Protocol(String),
+    /// The engine stopped the run (its message).
+    #[error("{0}")]
+    Engine(String),
+}
+
+/// First cycle at or after `ps`.
+pub(crate) fn cycle_at(ps: Picos, period: Picos) -> u64 {
+    ps.div_ceil(period)
+}
+
+fn space_of(s: MemSpace) -> Space {
+    match s {
+        MemSpace::Global => Space::Global,
+        MemSpace::Shared => Space::Shared,
+        MemSpace::Local => Space::Local,
+    }
+}
+
+/// What a memory-class instruction does and where, from its class (generic addresses by
+/// the first active lane's window).
+pub(crate) fn classify(class: OpClass, kernel: &KernelMeta, first_addr: u64) -> (Access, Space) {
+    let generic = || space_of(kernel.generic_space(first_addr));
+    match class {
+        OpClass::LoadGlobal | OpClass::Texture | OpClass::AsyncCopy => {
+            (Access::Load, Space::Global)
+        }
+        OpClass::StoreGlobal => (Access::Store, Space::Global),
+        OpClass::LoadShared => (Access::Load, Space::Shared),
+        OpClass::StoreShared => (Access::Store, Space::Shared),
+        OpClass::LoadLocal => (Access::Load, Space::Local),
+        OpClass::StoreLocal => (Access::Store, Space::Local),
+        OpClass::LoadGeneric => (Access::Load, generic()),
+        OpClass::StoreGeneric => (Access::Store, generic()),
+        OpClass::LoadConst => (Access::Load, Space::Const),
+        OpClass::AtomicShared => (Access::Atomic, Space::Shared),
+        OpClass::AtomicGeneric => (Access::Atomic, generic()),
+        // AtomicGlobal, Reduction (and nothing else reaches here).
+        _ => (Access::Atomic, Space::Global),
+    }
+}
+
+/// The partition hosting each unit for `parts` partitions (module documentation).
+fn partition_of_unit(ids: &UnitIds, parts: u32, unit: u32) -> usize {
+    let p = parts.max(1) as u64;
+    match ids.unit(unit) {
+        Some(crate::mem::Unit::Sm(s)) => (s as u64 * p / ids.sms as u64) as usize,
+        Some(crate::mem::Unit::Channel(c)) => (c as u64 * p / ids.channels as u64) as usize,
+        _ => 0,
+    }
+}
+
+/// The links between units with their least latencies, for the lookahead.
+fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
+    let l = &cfg.launch;
+    let mut v = Vec::new();
+    let link = |src: u32, dst: u32, latency: Picos| Link {
+        src: PortId(src),
+        dst: PortId(dst),
+        latency,
+    };
+    for s in 0..ids.sms {
+        v.push(link(UnitIds::CP, ids.sm(s), l.cta_dispatch_ps));
+        v.push(link(ids.sm(s), UnitIds::CP, l.cta_dispatch_ps));
+        for c in 0..ids.channels {
+            v.push(link(ids.sm(s), ids.channel(c), noc_ps));
+            v.push(link(ids.channel(c), ids.sm(s), noc_ps));
+        }
+    }
+    for c in 0..ids.channels {
+        v.push(link(UnitIds::CP, ids.channel(c), l.host_to_gcp_ps));
+    }
+    v
+}
+
+/// A GPU ready to run: its partitions, the partition hosting each unit's port, and the
+/// links between units (for the lookahead). The engine of `tessera-cluster` runs the
+/// partitions; [`collect_stats`] turns them back into stats.
+pub struct GpuSystem<'t> {
+    pub partitions: Vec<GpuPartition<'t>>,
+    pub ports: Vec<(PortId, usize)>,
+    pub links: Vec<Link>,
+}
+
+/// Builds the GPU of `cfg` running the command list of `trace`, cut into
+/// `cfg.partition_count()` partitions (module documentation). Errors: configurations not
+/// simulated yet, a kernel whose CTA can never fit on an SM.
+pub fn build<'t>(cfg: &GpuConfig, trace: &'t TraceFile) -> Result<GpuSystem<'t>, GpuError> {
+    if cfg.chiplets != 1 {
+        return Err(GpuError::Unsupported(format!(
+            "chiplets: {} is not simulated yet (one GPU die, chiplets: 1)",
+            cfg.chiplets
+        )));
+    }
+    let ids = UnitIds::new(cfg);
+    let parts = cfg.partition_count();
+    if parts == 0 || parts > ids.sms {
+        return Err(GpuError::Unsupported(format!(
+            "{parts} partitions for {} SMs: partitioning.sm_clusters must be between 1 and \
+             core.sm_count",
+            ids.sms
+        )));
+    }
+    let mem_spec = Arc::new(MemSpec::new(cfg));
+    let sm_spec = Arc::new(SmSpec::from_config(cfg));
+    let mut cp = Some(CommandProcessor::new(
+        cfg,
+        trace.commands(),
+        trace.kernels(),
+    )?);
+    let partitions = (0..parts as usize)
+        .map(|p| {
+            GpuPartition::new(
+                p,
+                cfg,
+                trace,
+                &mem_spec,
+                &sm_spec,
+                if p == 0 { cp.take() } else { None },
+                |u| partition_of_unit(&ids, parts, u) == p,
+            )
+        })
+        .collect();
+    Ok(GpuSystem {
+        partitions,
+        ports: (0..ids.count())
+            .map(|u| (PortId(u), partition_of_unit(&ids, parts, u)))
+            .collect(),
+        links: links(cfg, &ids, mem_spec.noc_latency_ps()),
+    })
+}
+
+/// The stats of a finished run (the partitions back from the engine), summed over units
+/// in unit order.
+pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunStats {
+    let mut partitions = partitions;
+    for p in &mut partitions {
+        p.close();
+    }
+    let period = cfg.core_period_ps();
+    let mut kernels = Vec::new();
+    let mut end_ps = 0;
+    let mut sms = Vec::new();
+    let mut channels = Vec::new();
+    for p in partitions {
+        if let Some(cp) = p.cp {
+            end_ps = cp.end_ps();
+            kernels = cp.into_kernels();
+        }
+        sms.extend(p.sms);
+        channels.extend(p.channels);
+    }
+    sms.sort_by_key(|u| u.index);
+    let end_cycle = cycle_at(end_ps, period);
+    let mut t = SmStats::default();
+    let mut stalls = StallStats::default();
+    let mut memory = MemStats::default();
+    for u in sms {
+        for (k, &(w, th)) in u.per_kernel.iter().enumerate() {
+            if let Some(ks) = kernels.get_mut(k) {
+                ks.warp_insts += w;
+                ks.thread_insts += th;
+            }
+        }
+        memory.add(u.ldst.stats());
+        let end = end_cycle.max(u.sm.now());
+        let st = u.sm.finish(0, end);
+        stalls.add(&st);
+        t.warp_insts += st.warp_insts;
+        t.thread_insts += st.thread_insts;
+        t.barriers += st.barriers;
+        t.exited_lanes += st.exited_lanes;
+        for (a, b) in t
+            .class_warp_insts
+            .iter_mut()
+            .zip(st.class_warp_insts.iter())
+        {
+            *a += b;
+        }
+    }
+    for c in &channels {
+        memory.add(c.stats());
+    }
+    let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();
+    let ipc = if end_cycle == 0 {
+        0.0
+    } else {
+        t.thread_insts as f64 / end_cycle as f64
+    };
+    let m = &memory;
+    RunStats {
+        stats_version: STATS_VERSION,
+        config: cfg.name.clone(),
+        totals: Totals {
+            gpu_tot_sim_cycle: end_cycle,
+            gpu_tot_sim_insn: t.thread_insts,
+            warp_insts: t.warp_insts,
+            ipc,
+            sim_time_ps: end_ps,
+            kernels: kernels.len() as u64,
+            ctas,
+            l1d_accesses: m.l1d_accesses,
+            l1d_hits: m.l1d_hits,
+            l1d_misses: m.l1d_misses,
+            l2_accesses: m.l2_accesses,
+            l2_hits: m.l2_hits,
+            l2_misses: m.l2_misses,
+            dram_reads: m.dram_reads,
+            dram_writes: m.dram_writes,
+            dram_bytes: m.dram_bytes,
+            stalls: stalls.clone(),
+        },
+        kernels,
+        chiplets: vec![ChipletStats {
+            id: 0,
+            sms: cfg.core.sm_count,
+            warp_insts: t.warp_insts,
+            thread_insts: t.thread_insts,
+            ctas,
+            barriers: t.barriers,
+            exited_lanes: t.exited_lanes,
+            class_warp_insts: ClassCounts(t.class_warp_insts),
+            stalls,
+            memory,
+        }],
+    }
+}

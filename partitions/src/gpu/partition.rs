@@ -1,0 +1,535 @@
+//! One simulation partition of a GPU: a set of units (the command processor, SMs with their
+//! LD/ST units, DRAM channels with their L2 slices) simulated together, talking to each
+//! other and to units in other partitions only through packets (DESIGN.md sections 4 and
+//! 5).
+//!
+//! Every unit processes its events in time order: at time `t`, first the packets that have
+//! arrived by `t`, in `(arrive_at, source unit, source sequence)` order, then its own work
+//! due at `t` (an SM's cycle, the CP's next command). Units share no state and every packet
+//! takes at least the lookahead, so the order in which different units are processed never
+//! matters, and a packet to a unit of the same partition (queued here) is consumed exactly
+//! as one to a unit of another partition (delivered by the engine at the end of a window):
+//! how the GPU is cut into partitions never changes results.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use tessera_interconnect::{BoxError, Message, Outbox, Partition, Payload, PortId};
+use tessera_traces::{ChunkDecoder, KernelMeta, TraceFile, WarpInst};
+
+use super::cp::CommandProcessor;
+use super::{classify, cycle_at, GpuError};
+use crate::mem::{Issued, LdStUnit, MemChannel, MemRequest, Net, Packet, Unit, UnitIds};
+use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
+use crate::Picos;
+
+/// A packet waiting at its destination: `(arrive_at, source unit, source sequence, words)`.
+type Arrival = (Picos, u32, u64, [u64; 3]);
+
+/// The packet plumbing of one partition: inboxes of its units, the wake-up queue, the
+/// per-unit sequence numbers, and the packets for other partitions.
+pub(super) struct Wires {
+    ids: UnitIds,
+    /// By unit id: hosted here.
+    hosted: Vec<bool>,
+    /// By unit id.
+    inbox: Vec<BinaryHeap<Reverse<Arrival>>>,
+    wake: BinaryHeap<Reverse<(Picos, u32)>>,
+    /// By unit id: the time it is queued in `wake` for (stale entries are skipped).
+    scheduled: Vec<Option<Picos>>,
+    /// By unit id: the next sequence number of its packets.
+    seq: Vec<u64>,
+    out: Vec<Message>,
+}
+
+impl Wires {
+    fn schedule(&mut self, unit: u32, at: Picos) {
+        let s = &mut self.scheduled[unit as usize];
+        if s.is_none_or(|x| at < x) {
+            *s = Some(at);
+            self.wake.push(Reverse((at, unit)));
+        }
+    }
+
+    /// Pops wake-ups that a later reschedule made stale off the top of the queue.
+    fn drop_stale(&mut self) {
+        while let Some(&Reverse((t, u))) = self.wake.peek() {
+            if self.scheduled[u as usize] == Some(t) {
+                break;
+            }
+            self.wake.pop();
+        }
+    }
+
+    fn inbox_head(&self, unit: u32) -> Option<Picos> {
+        self.inbox[unit as usize].peek().map(|Reverse(a)| a.0)
+    }
+
+    /// The next packet to `unit` arrived by `t`.
+    fn pop_arrived(&mut self, unit: u32, t: Picos) -> Option<(Picos, u32, Packet)> {
+        let q = &mut self.inbox[unit as usize];
+        if q.peek().is_some_and(|Reverse(a)| a.0 <= t) {
+            let Reverse((at, src, _, w)) = q.pop()?;
+            // Only packets of this model are ever queued (checked in `deliver`).
+            let pkt = Packet::from_payload(&Payload::Words3(w)).ok()?;
+            return Some((at, src, pkt));
+        }
+        None
+    }
+}
+
+impl Net for Wires {
+    fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
+        let seq = self.seq[src as usize];
+        self.seq[src as usize] += 1;
+        let payload = pkt.to_payload();
+        if self.hosted.get(dst as usize).copied().unwrap_or(false) {
+            if let Payload::Words3(w) = payload {
+                self.inbox[dst as usize].push(Reverse((arrive_at, src, seq, w)));
+                self.schedule(dst, arrive_at);
+            }
+        } else {
+            self.out.push(Message {
+                arrive_at,
+                src_port: PortId(src),
+                src_seq: seq,
+                dst_port: PortId(dst),
+                payload,
+            });
+        }
+    }
+}
+
+/// An SM with its LD/ST unit.
+pub(super) struct SmUnit {
+    pub(super) index: u32,
+    pub(super) sm: Sm,
+    pub(super) ldst: LdStUnit,
+    /// The kernel of its CTAs (the last one it ran).
+    kernel: Option<u32>,
+    /// Warp and thread instructions per kernel.
+    pub(super) per_kernel: Vec<(u64, u64)>,
+    /// Its counters when it started its current kernel.
+    base: (u64, u64),
+}
+
+impl SmUnit {
+    /// Adds the instructions retired since the kernel started to that kernel.
+    fn attribute(&mut self) {
+        let Some(k) = self.kernel else { return };
+        let st = self.sm.stats();
+        let now = (st.warp_insts, st.thread_insts);
+        let k = k as usize;
+        if self.per_kernel.len() <= k {
+            self.per_kernel.resize(k + 1, (0, 0));
+        }
+        self.per_kernel[k].0 += now.0 - self.base.0;
+        self.per_kernel[k].1 += now.1 - self.base.1;
+        self.base = now;
+    }
+}
+
+/// What a unit id is in this partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Remote,
+    Cp,
+    Sm(usize),
+    Channel(usize),
+}
+
+/// One partition of a GPU.
+pub struct GpuPartition<'t> {
+    index: usize,
+    trace: &'t TraceFile,
+    dec: ChunkDecoder<'t>,
+    period: Picos,
+    cta_dispatch_ps: Picos,
+    /// By kernel: the issue stage's view of it, made when an SM here first needs it.
+    preps: Vec<Option<Arc<KernelPrep>>>,
+    wires: Wires,
+    slot: Vec<Slot>,
+    pub(super) cp: Option<CommandProcessor>,
+    pub(super) sms: Vec<SmUnit>,
+    pub(super) channels: Vec<MemChannel>,
+    lanes: Vec<(u32, u64)>,
+    done: Vec<(u32, Picos)>,
+    completed: Vec<(u64, u64)>,
+    now: Picos,
+}
+
+/// The memory port of one SM: builds a [`MemRequest`] from a warp instruction and hands it
+/// to the SM's LD/ST unit.
+struct SmPort<'a> {
+    ldst: &'a mut LdStUnit,
+    net: &'a mut Wires,
+    kernel: &'a KernelMeta,
+    lanes: &'a mut Vec<(u32, u64)>,
+    period: Picos,
+}
+
+impl MemPort for SmPort<'_> {
+    fn access(
+        &mut self,
+        cycle: u64,
+        cta: &tessera_traces::DecodedCta,
+        inst: &WarpInst,
+        token: MemToken,
+        _placeholder_latency: u32,
+    ) -> MemIssue {
+        let lanes = &mut *self.lanes;
+        lanes.clear();
+        cta.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
+        // An instruction with no active lane moves no data.
+        let Some(&(_, first)) = lanes.first() else {
+            return MemIssue::Done(cycle + 1);
+        };
+        let (access, space) = classify(inst.class, self.kernel, first);
+        let st = &self.kernel.statics[inst.slot as usize];
+        let width = self.kernel.opcodes[st.opcode as usize].width_bytes as u32;
+        let req = MemRequest {
+            access,
+            space,
+            width_bytes: width,
+            lanes,
+        };
+        match self
+            .ldst
+            .issue(cycle * self.period, &req, token.0, self.net)
+        {
+            Issued::Done(ps) => MemIssue::Done(cycle_at(ps, self.period).max(cycle + 1)),
+            Issued::Pending => MemIssue::Pending,
+        }
+    }
+}
+
+impl<'t> GpuPartition<'t> {
+    /// Partition `index`, hosting the units `hosted(unit id)` says are its own.
+    pub(super) fn new(
+        index: usize,
+        cfg: &crate::config::GpuConfig,
+        trace: &'t TraceFile,
+        mem_spec: &Arc<crate::mem::MemSpec>,
+        spec: &Arc<SmSpec>,
+        cp: Option<CommandProcessor>,
+        hosted: impl Fn(u32) -> bool,
+    ) -> GpuPartition<'t> {
+        let ids = UnitIds::new(cfg);
+        let n = ids.count() as usize;
+        let mut slot = vec![Slot::Remote; n];
+        let mut sms = Vec::new();
+        let mut channels = Vec::new();
+        let mut has_cp = false;
+        for u in 0..ids.count() {
+            if !hosted(u) {
+                continue;
+            }
+            slot[u as usize] = match ids.unit(u) {
+                Some(Unit::Cp) => {
+                    has_cp = true;
+                    Slot::Cp
+                }
+                Some(Unit::Sm(s)) => {
+                    sms.push(SmUnit {
+                        index: s,
+                        sm: Sm::new(spec.clone(), 0, false),
+                        ldst: LdStUnit::new(mem_spec.clone(), s),
+                        kernel: None,
+                        per_kernel: Vec::new(),
+                        base: (0, 0),
+                    });
+                    Slot::Sm(sms.len() - 1)
+                }
+                Some(Unit::Channel(c)) => {
+                    channels.push(MemChannel::new(cfg, mem_spec.clone(), c));
+                    Slot::Channel(channels.len() - 1)
+                }
+                None => Slot::Remote,
+            };
+        }
+        let mut dec = trace.decoder();
+        dec.set_release_pages(true);
+        let mut p = GpuPartition {
+            index,
+            trace,
+            dec,
+            period: cfg.core_period_ps(),
+            cta_dispatch_ps: cfg.launch.cta_dispatch_ps,
+            preps: vec![None; trace.kernels().len()],
+            wires: Wires {
+                ids,
+                hosted: slot.iter().map(|s| *s != Slot::Remote).collect(),
+                inbox: (0..n).map(|_| BinaryHeap::new()).collect(),
+                wake: BinaryHeap::new(),
+                scheduled: vec![None; n],
+                seq: vec![0; n],
+                out: Vec::new(),
+            },
+            slot,
+            cp: if has_cp { cp } else { None },
+            sms,
+            channels,
+            lanes: Vec::with_capacity(32),
+            done: Vec::new(),
+            completed: Vec::new(),
+            now: 0,
+        };
+        if let Some(t) = p.cp.as_ref().and_then(|c| c.next_event()) {
+            p.wires.schedule(UnitIds::CP, t);
+        }
+        p
+    }
+
+    /// The index of this partition.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Runs unit `u`'s events at `t`, then queues its next one.
+    fn process(&mut self, u: u32, t: Picos) -> Result<(), GpuError> {
+        match self.slot[u as usize] {
+            Slot::Cp => self.process_cp(t)?,
+            Slot::Sm(i) => self.process_sm(i, u, t)?,
+            Slot::Channel(i) => {
+                while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
+                    if let Packet::Memcpy { command } = pkt {
+                        if let Some(tessera_traces::Command::MemcpyHtoD { addr, bytes, .. }) =
+                            self.trace.commands().get(command as usize)
+                        {
+                            self.channels[i].memcpy(at, *addr, *bytes);
+                        }
+                        continue;
+                    }
+                    self.channels[i]
+                        .on_packet(at, src, pkt, &mut self.wires)
+                        .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                }
+                if let Some(a) = self.wires.inbox_head(u) {
+                    self.wires.schedule(u, a);
+                }
+            }
+            Slot::Remote => {}
+        }
+        Ok(())
+    }
+
+    fn process_cp(&mut self, t: Picos) -> Result<(), GpuError> {
+        let u = UnitIds::CP;
+        let kernels = self.trace.kernels();
+        let Some(cp) = self.cp.as_mut() else {
+            return Ok(());
+        };
+        while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
+            match (pkt, self.wires.ids.unit(src)) {
+                (Packet::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
+                    cp.on_cta_done(at, sm, kernel, kernels, &mut self.wires)?
+                }
+                _ => {
+                    return Err(GpuError::Protocol(format!(
+                        "the command processor received {pkt:?} from unit {src}"
+                    )))
+                }
+            }
+        }
+        cp.run_at(t, kernels, &mut self.wires)?;
+        let next = match (cp.next_event(), self.wires.inbox_head(u)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(n) = next {
+            self.wires.schedule(u, n.max(t));
+        }
+        Ok(())
+    }
+
+    fn process_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<(), GpuError> {
+        let period = self.period;
+        let kernels = self.trace.kernels();
+        let GpuPartition {
+            wires,
+            sms,
+            dec,
+            preps,
+            lanes,
+            done,
+            completed,
+            cta_dispatch_ps,
+            ..
+        } = self;
+        let unit = &mut sms[i];
+        let sm_index = unit.index;
+        let sm_err = |k: Option<u32>, e: crate::sm::SmError| GpuError::Sm {
+            index: k.unwrap_or(0) as usize,
+            name: k
+                .and_then(|k| kernels.get(k as usize))
+                .map_or_else(String::new, |m| m.name.clone()),
+            sm: sm_index,
+            err: e,
+        };
+        while let Some((at, _src, pkt)) = wires.pop_arrived(u, t) {
+            match pkt {
+                Packet::Reply { sectors, tag, .. } => {
+                    done.clear();
+                    unit.ldst
+                        .on_reply(at, sectors, tag, wires, done)
+                        .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                    for &(token, ps) in done.iter() {
+                        let c = cycle_at(ps, period).max(unit.sm.now());
+                        unit.sm.mem_reply(MemToken(token), c);
+                    }
+                }
+                Packet::Dispatch { kernel, cta } => {
+                    let meta = kernels.get(kernel as usize).ok_or_else(|| {
+                        GpuError::Protocol(format!("dispatch of unknown kernel {kernel}"))
+                    })?;
+                    unit.sm.advance_to(cycle_at(at, period));
+                    if unit.kernel != Some(kernel) {
+                        unit.attribute();
+                        let prep = preps[kernel as usize]
+                            .get_or_insert_with(|| Arc::new(KernelPrep::new(meta)))
+                            .clone();
+                        unit.sm
+                            .set_kernel(prep)
+                            .map_err(|e| sm_err(Some(kernel), e))?;
+                        unit.ldst.new_kernel(at, wires);
+                        unit.kernel = Some(kernel);
+                    }
+                    let c = dec.kernel_cta(kernel as usize, cta)?.clone();
+                    unit.sm
+                        .add_cta(c, cta as u64)
+                        .map_err(|e| sm_err(Some(kernel), e))?;
+                }
+                other => {
+                    return Err(GpuError::Protocol(format!(
+                        "SM {} received {other:?}",
+                        unit.index
+                    )))
+                }
+            }
+        }
+        if let Some(c) = unit.sm.next_event() {
+            if c.saturating_mul(period) <= t {
+                unit.sm.advance_to(c);
+                completed.clear();
+                unit.sm
+                    .complete_ctas(c, |tag, at| completed.push((tag, at)));
+                if let Some(kernel) = unit.kernel {
+                    for &(cta, at) in completed.iter() {
+                        let pkt = Packet::CtaDone {
+                            kernel,
+                            cta: cta as u32,
+                        };
+                        let when = at.max(c) * period + *cta_dispatch_ps;
+                        wires.send(u, UnitIds::CP, when, pkt);
+                    }
+                }
+                let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));
+                if let Some(meta) = kernel {
+                    let mut port = SmPort {
+                        ldst: &mut unit.ldst,
+                        net: wires,
+                        kernel: meta,
+                        lanes,
+                        period,
+                    };
+                    unit.sm.step(&mut port);
+                }
+                if unit.sm.pending_replies() == 0 {
+                    unit.sm
+                        .check_deadlock()
+                        .map_err(|e| sm_err(unit.kernel, e))?;
+                }
+            }
+        }
+        let own = unit.sm.next_event().map(|c| c.saturating_mul(period));
+        let next = match (own, wires.inbox_head(u)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(n) = next {
+            wires.schedule(u, n.max(t));
+        }
+        Ok(())
+    }
+}
+
+impl Partition for GpuPartition<'_> {
+    fn next_event_time(&self) -> Option<Picos> {
+        // The top is live: `run_until` and `deliver` drop stale wake-ups from it.
+        self.wires.wake.peek().map(|Reverse((t, _))| *t)
+    }
+
+    fn run_until(&mut self, end: Picos, out: &mut Outbox) -> Result<(), BoxError> {
+        while let Some(&Reverse((t, u))) = self.wires.wake.peek() {
+            if t >= end {
+                break;
+            }
+            self.wires.wake.pop();
+            if self.wires.scheduled[u as usize] != Some(t) {
+                continue;
+            }
+            self.wires.scheduled[u as usize] = None;
+            self.now = t;
+            self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
+        }
+        self.now = self.now.max(end);
+        for m in self.wires.out.drain(..) {
+            out.push(m);
+        }
+        self.wires.drop_stale();
+        Ok(())
+    }
+
+    fn deliver(&mut self, msgs: &[Message]) -> Result<(), BoxError> {
+        for m in msgs {
+            let dst = m.dst_port.0;
+            let Payload::Words3(w) = m.payload else {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "unit {dst} received a payload that is not a GPU packet: {:?}",
+                    m.payload
+                ))));
+            };
+            if !self
+                .wires
+                .hosted
+                .get(dst as usize)
+                .copied()
+                .unwrap_or(false)
+            {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "partition {} received a packet for unit {dst}, which it does not host",
+                    self.index
+                ))));
+            }
+            self.wires.inbox[dst as usize].push(Reverse((m.arrive_at, m.src_port.0, m.src_seq, w)));
+            self.wires.schedule(dst, m.arrive_at);
+        }
+        self.wires.drop_stale();
+        Ok(())
+    }
+
+    fn stalled(&self) -> Option<String> {
+        if let Some(s) = self.cp.as_ref().and_then(|c| c.unfinished()) {
+            return Some(s);
+        }
+        self.sms.iter().find_map(|u| {
+            (u.sm.resident() > 0).then(|| {
+                format!(
+                    "SM {} still has {} resident CTA(s) that cannot finish",
+                    u.index,
+                    u.sm.resident()
+                )
+            })
+        })
+    }
+}
+
+impl GpuPartition<'_> {
+    /// Attributes every SM's last kernel's instructions (call once, after the run).
+    pub(super) fn close(&mut self) {
+        for u in &mut self.sms {
+            u.attribute();
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! The memory side of one SM: the LD/ST unit's coalescer, the L1D with its MSHRs, the
+//! shared-memory banks and the SM's NoC ports (the model is in the module documentation of
+//! [`crate::mem`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::cache::{Evicted, SectorCache, PENDING};
+use super::coalesce::{self, add_range, LineAccess};
+use super::port::BwPort;
+use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
+use crate::config::{WriteAllocate, WritePolicy};
+use crate::Picos;
+
+/// What [`LdStUnit::issue`] gives the warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Issued {
+    /// The result is written (a load's data is there, a store's data has left) at this time.
+    Done(Picos),
+    /// The result comes with replies from L2: [`LdStUnit::on_reply`] reports it.
+    Pending,
+}
+
+/// What a miss asks of L2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Read,
+    /// An atomic with this many lane operations.
+    Atomic(u32),
+}
+
+/// One L1 miss status holding register: a line's request to L2 and who waits for it.
+#[derive(Clone, Debug, Default)]
+struct Mshr {
+    line: u64,
+    sectors: u64,
+    /// Replies still to come.
+    replies: u32,
+    /// Tokens of the warp instructions waiting for it (one entry per wait).
+    waiters: Vec<u32>,
+    /// Whether its data fills the L1 (a load through L1).
+    fill_l1: bool,
+    /// When its data is usable (the latest reply so far).
+    ready: Picos,
+}
+
+/// A miss waiting for an MSHR.
+#[derive(Clone, Copy, Debug)]
+struct Miss {
+    line: u64,
+    sectors: u64,
+    token: u32,
+    op: Op,
+    fill_l1: bool,
+}
+
+/// A warp instruction with replies outstanding.
+#[derive(Clone, Copy, Debug, Default)]
+struct InstWait {
+    outstanding: u32,
+    ready: Picos,
+}
+
+/// The LD/ST unit, L1D and shared memory of one SM.
+pub struct LdStUnit {
+    spec: Arc<MemSpec>,
+    /// Its unit id.
+    unit: u32,
+    l1: SectorCache,
+    /// The L1 tag/data stage: one line per core cycle.
+    l1_port: BwPort,
+    /// The shared-memory banks: `banks * bank_bytes` per core cycle.
+    shared_port: BwPort,
+    noc_out: BwPort,
+    noc_in: BwPort,
+    mshrs: Vec<Mshr>,
+    free_mshrs: Vec<u32>,
+    busy_mshrs: u32,
+    /// The MSHR of each line with a load in flight that fills the L1.
+    by_line: HashMap<u64, u32>,
+    waiting: VecDeque<Miss>,
+    /// By token: the instructions with replies outstanding.
+    insts: Vec<InstWait>,
+    lines: Vec<LineAccess>,
+    groups: Vec<LineAccess>,
+    stats: MemStats,
+}
+
+/// A reply naming no MSHR in flight (a corrupt packet).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("SM unit {unit}: a reply names MSHR {tag}, which has no request in flight")]
+pub struct BadReply {
+    pub unit: u32,
+    pub tag: u32,
+}
+
+impl LdStUnit {
+    /// The unit of SM `sm`.
+    pub fn new(spec: Arc<MemSpec>, sm: u32) -> LdStUnit {
+        let noc = |s: &MemSpec| BwPort::new(s.noc_bytes_per_cycle, s.noc_clock_hz);
+        LdStUnit {
+            unit: spec.ids.sm(sm),
+            l1: SectorCache::new(spec.l1_sets, spec.l1_assoc, spec.l1_geom.sectors_per_line()),
+            l1_port: BwPort::new(spec.l1_geom.line_bytes, spec.core_clock_hz),
+            shared_port: BwPort::new(
+                spec.shared_banks as u64 * spec.shared_bank_bytes as u64,
+                spec.core_clock_hz,
+            ),
+            noc_out: noc(&spec),
+            noc_in: noc(&spec),
+            mshrs: Vec::new(),
+            free_mshrs: Vec::new(),
+            busy_mshrs: 0,
+            by_line: HashMap::new(),
+            waiting: VecDeque::new(),
+            insts: Vec::new(),
+            lines: Vec::with_capacity(32),
+            groups: Vec::with_capacity(8),
+            stats: MemStats::default(),
+            spec,
+        }
+    }
+
+    pub fn stats(&self) -> &MemStats {
+        &self.stats
+    }
+
+    /// MSHRs in use and misses waiting for one (nothing in flight when both are 0).
+    pub fn in_flight(&self) -> (u32, usize) {
+        (self.busy_mshrs, self.waiting.len())
+    }
+
+    /// The warp instruction `req` (its results named `token`, unique among the SM's
+    /// instructions in flight) issues at `now`.
+    pub fn issue(
+        &mut self,
+        now: Picos,
+        req: &MemRequest<'_>,
+        token: u32,
+        net: &mut dyn Net,
+    ) -> Issued {
+        if req.space == Space::Shared {
+            return Issued::Done(self.shared(now, req));
+        }
+        self.stats.global_requests += 1;
+        let hit_ps = self.spec.l1_hit_ps;
+        if req.lanes.is_empty() {
+            return Issued::Done(now + hit_ps);
+        }
+        let mut lines = std::mem::take(&mut self.lines);
+        coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
+        let use_l1 = req.space == Space::Local || self.spec.l1_enabled;
+        let mut w = InstWait {
+            outstanding: 0,
+            ready: now + hit_ps,
+        };
+        let line_bytes = self.spec.l1_geom.line_bytes;
+        for la in &lines {
+            let t = self.l1_port.reserve(now, now, line_bytes);
+            match req.access {
+                Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
+                Access::Store => {
+                    let d = self.store_line(now, t, la, use_l1, req.space, net);
+                    w.ready = w.ready.max(d);
+                }
+                Access::Atomic => {
+                    let ops = req
+                        .lanes
+                        .iter()
+                        .filter(|&&(_, a)| a / line_bytes == la.line_addr / line_bytes)
+                        .count() as u32;
+                    // Atomics bypass L1: its copy of their sectors is dropped.
+                    let set = la.line_addr / line_bytes;
+                    if let Some(i) = self.l1.find(set, la.line_addr) {
+                        self.l1.invalidate_sectors(i, la.sectors);
+                    }
+                    w.outstanding += 1;
+                    let miss = Miss {
+                        line: la.line_addr,
+                        sectors: la.sectors,
+                        token,
+                        op: Op::Atomic(ops),
+                        fill_l1: false,
+                    };
+                    self.start_miss(now, t, miss, net);
+                }
+            }
+        }
+        self.lines = lines;
+        if w.outstanding == 0 {
+            return Issued::Done(w.ready);
+        }
+        let k = token as usize;
+        if self.insts.len() <= k {
+            self.insts.resize(k + 1, InstWait::default());
+        }
+        self.insts[k] = w;
+        Issued::Pending
+    }
+
+    /// A reply arrives at `now`. Instructions whose last reply this was are pushed to
+    /// `done` as `(token, time their result is written)`.
+    pub fn on_reply(
+        &mut self,
+        now: Picos,
+        sectors: u64,
+        tag: u32,
+        net: &mut dyn Net,
+        done: &mut Vec<(u32, Picos)>,
+    ) -> Result<(), BadReply> {
+        let bad = BadReply {
+            unit: self.unit,
+            tag,
+        };
+        let m = tag as usize;
+        if self.mshrs.get(m).is_none_or(|x| x.replies == 0) {
+            return Err(bad);
+        }
+        let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let ti = self.noc_in.reserve(now, now, bytes);
+        let hit_ps = self.spec.l1_hit_ps;
+        let x = &mut self.mshrs[m];
+        x.ready = x.ready.max(ti + hit_ps);
+        x.replies -= 1;
+        if x.replies > 0 {
+            return Ok(());
+        }
+        let ready = x.ready;
+        let line = x.line;
+        if x.fill_l1 {
+            if self.by_line.get(&line) == Some(&tag) {
+                self.by_line.remove(&line);
+            }
+            let set = line / self.spec.l1_geom.line_bytes;
+            if let Some(i) = self.l1.find(set, line) {
+                let p = self.l1.pending_mask(i) & self.mshrs[m].sectors;
+                self.l1.fill(i, p, ready);
+            }
+        }
+        let mut waiters = std::mem::take(&mut self.mshrs[m].waiters);
+        for &token in &waiters {
+            if let Some(w) = self.insts.get_mut(token as usize) {
+                w.ready = w.ready.max(ready);
+                w.outstanding = w.outstanding.saturating_sub(1);
+                if w.outstanding == 0 {
+                    done.push((token, w.ready));
+                }
+            }
+        }
+        waiters.clear();
+        self.mshrs[m].waiters = waiters;
+        self.free_mshrs.push(tag);
+        self.busy_mshrs -= 1;
+        // Misses waiting for an MSHR leave when the fill frees one.
+        while self.busy_mshrs < self.spec.l1_mshrs {
+            let Some(miss) = self.waiting.pop_front() else {
+                break;
+            };
+            self.start_miss(now, ti, miss, net);
+        }
+        Ok(())
+    }
+
+    /// The SM starts a CTA of another kernel at `now`: L1s are not coherent across
+    /// kernels, so the L1D is invalidated and its dirty sectors are written to L2.
+    pub fn new_kernel(&mut self, now: Picos, net: &mut dyn Net) {
+        for ev in self.l1.invalidate_all() {
+            self.l1_writeback(now, now, ev, net);
+        }
+    }
+
+    fn shared(&mut self, now: Picos, req: &MemRequest<'_>) -> Picos {
+        let s = &*self.spec;
+        self.stats.shared_accesses += 1;
+        if req.lanes.is_empty() {
+            return now + s.shared_latency_cycles * s.core_ps;
+        }
+        let passes = coalesce::shared_passes(
+            req.lanes,
+            req.width_bytes,
+            s.shared_banks,
+            s.shared_bank_bytes,
+        ) as u64;
+        self.stats.shared_bank_conflicts += passes - 1;
+        let per_pass = s.shared_banks as u64 * s.shared_bank_bytes as u64;
+        let start = self.shared_port.reserve(now, now, passes * per_pass.max(1));
+        start + (s.shared_latency_cycles + passes - 1) * s.core_ps
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn load_line(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        la: &LineAccess,
+        use_l1: bool,
+        token: u32,
+        w: &mut InstWait,
+        net: &mut dyn Net,
+    ) {
+        if !use_l1 {
+            w.outstanding += 1;
+            let miss = Miss {
+                line: la.line_addr,
+                sectors: la.sectors,
+                token,
+                op: Op::Read,
+                fill_l1: false,
+            };
+            self.start_miss(now, t, miss, net);
+            return;
+        }
+        self.stats.l1d_accesses += popcount(la.sectors);
+        let set = la.line_addr / self.spec.l1_geom.line_bytes;
+        let hit_at = t + self.spec.l1_hit_ps;
+        w.ready = w.ready.max(hit_at);
+        let mut missing = la.sectors;
+        let mut refetch = 0;
+        if let Some(i) = self.l1.find(set, la.line_addr) {
+            self.l1.touch(i);
+            let present = la.sectors & self.l1.valid(i);
+            missing &= !present;
+            let pending = present & self.l1.pending_mask(i);
+            for s in 0..64 {
+                if present & (1 << s) == 0 {
+                    continue;
+                }
+                if pending & (1 << s) != 0 {
+                    self.stats.l1d_misses += 1;
+                    self.stats.l1d_pending_hits += 1;
+                    continue;
+                }
+                let r = self.l1.ready(i, s);
+                if r <= hit_at {
+                    self.stats.l1d_hits += 1;
+                } else {
+                    // A fill whose arrival is known but later: wait for it.
+                    self.stats.l1d_misses += 1;
+                    self.stats.l1d_pending_hits += 1;
+                    w.ready = w.ready.max(r);
+                }
+            }
+            if pending != 0 {
+                match self.by_line.get(&la.line_addr) {
+                    Some(&m) => {
+                        self.mshrs[m as usize].waiters.push(token);
+                        w.outstanding += 1;
+                    }
+                    // Pending without an MSHR cannot happen; fetch again rather than wait
+                    // forever.
+                    None => refetch = pending,
+                }
+            }
+        }
+        self.stats.l1d_misses += popcount(missing);
+        if missing | refetch != 0 {
+            w.outstanding += 1;
+            let miss = Miss {
+                line: la.line_addr,
+                sectors: missing | refetch,
+                token,
+                op: Op::Read,
+                fill_l1: true,
+            };
+            self.start_miss(now, t, miss, net);
+        }
+    }
+
+    /// Asks L2 for `miss` at `t`: merged into the MSHR of its line when a load of that
+    /// line is in flight, else in a new MSHR, else queued until one frees.
+    fn start_miss(&mut self, now: Picos, t: Picos, miss: Miss, net: &mut dyn Net) {
+        let merge = miss.op == Op::Read && miss.fill_l1;
+        if merge {
+            if let Some(&m) = self.by_line.get(&miss.line) {
+                let x = &mut self.mshrs[m as usize];
+                x.waiters.push(miss.token);
+                let new = miss.sectors & !x.sectors;
+                x.sectors |= new;
+                self.l1_mark_pending(now, t, miss.line, miss.sectors, net);
+                if new != 0 {
+                    self.stats.l1d_miss_requests += 1;
+                    let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
+                    self.mshrs[m as usize].replies += k;
+                }
+                return;
+            }
+        }
+        if self.busy_mshrs >= self.spec.l1_mshrs {
+            self.stats.l1d_mshr_waits += 1;
+            self.waiting.push_back(miss);
+            return;
+        }
+        let m = match self.free_mshrs.pop() {
+            Some(m) => m,
+            None => {
+                self.mshrs.push(Mshr::default());
+                (self.mshrs.len() - 1) as u32
+            }
+        };
+        self.busy_mshrs += 1;
+        {
+            let x = &mut self.mshrs[m as usize];
+            x.line = miss.line;
+            x.sectors = miss.sectors;
+            x.fill_l1 = merge;
+            x.ready = 0;
+            x.waiters.clear();
+            x.waiters.push(miss.token);
+        }
+        if merge {
+            self.by_line.insert(miss.line, m);
+            self.l1_mark_pending(now, t, miss.line, miss.sectors, net);
+        }
+        self.stats.l1d_miss_requests += 1;
+        let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
+        self.mshrs[m as usize].replies = k;
+    }
+
+    /// Allocates `sectors` of L1 line `line` as pending (their fill is in flight).
+    fn l1_mark_pending(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        net: &mut dyn Net,
+    ) {
+        let set = line / self.spec.l1_geom.line_bytes;
+        let (i, ev) = self.l1.find_or_allocate(set, line);
+        if let Some(ev) = ev {
+            self.l1_writeback(now, t, ev, net);
+        }
+        let p = sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
+        self.l1.fill(i, p, PENDING);
+    }
+
+    /// Sends the L2 requests for `sectors` of L1 line `line` at `t`; returns how many.
+    #[allow(clippy::too_many_arguments)]
+    fn send_requests(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        op: Op,
+        tag: u32,
+        net: &mut dyn Net,
+    ) -> u32 {
+        let mut groups = std::mem::take(&mut self.groups);
+        self.l2_groups(line, sectors, &mut groups);
+        let sb = self.spec.l2_geom.sector_bytes;
+        for g in &groups {
+            let data = popcount(g.sectors) * sb;
+            let (bytes, pkt) = match op {
+                Op::Read => (
+                    HEADER_BYTES,
+                    Packet::Read {
+                        line: g.line_addr,
+                        sectors: g.sectors,
+                        tag,
+                    },
+                ),
+                Op::Atomic(ops) => (
+                    HEADER_BYTES + data,
+                    Packet::Atomic {
+                        line: g.line_addr,
+                        sectors: g.sectors,
+                        tag,
+                        ops,
+                    },
+                ),
+            };
+            let dep = self.noc_out.reserve(now, t, bytes);
+            self.stats.noc_request_bytes += bytes;
+            let (ch, _, _) = self.spec.l2_home(g.line_addr);
+            let dst = self.spec.ids.channel(ch);
+            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+        }
+        let n = groups.len() as u32;
+        self.groups = groups;
+        n
+    }
+
+    /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
+    fn l2_groups(&self, line_addr: u64, sectors: u64, out: &mut Vec<LineAccess>) {
+        out.clear();
+        let sb = self.spec.l1_geom.sector_bytes;
+        for s in 0..64u64 {
+            if sectors & (1 << s) != 0 {
+                add_range(&self.spec.l2_geom, line_addr + s * sb, sb, out);
+            }
+        }
+    }
+
+    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t`; returns when the
+    /// last packet has left the SM.
+    fn send_write(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line_addr: u64,
+        sectors: u64,
+        net: &mut dyn Net,
+    ) -> Picos {
+        let mut groups = std::mem::take(&mut self.groups);
+        self.l2_groups(line_addr, sectors, &mut groups);
+        let mut left = t;
+        for g in &groups {
+            let bytes = HEADER_BYTES + popcount(g.sectors) * self.spec.l2_geom.sector_bytes;
+            let dep = self.noc_out.reserve(now, t, bytes);
+            self.stats.noc_request_bytes += bytes;
+            let (ch, _, _) = self.spec.l2_home(g.line_addr);
+            let dst = self.spec.ids.channel(ch);
+            let pkt = Packet::Write {
+                line: g.line_addr,
+                sectors: g.sectors,
+            };
+            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+            left = left.max(dep);
+        }
+        self.groups = groups;
+        left
+    }
+
+    fn l1_writeback(&mut self, now: Picos, t: Picos, ev: Evicted, net: &mut dyn Net) {
+        self.stats.l1d_writeback_sectors += popcount(ev.dirty);
+        self.send_write(now, t, ev.line_addr, ev.dirty, net);
+    }
+
+    fn store_line(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        la: &LineAccess,
+        use_l1: bool,
+        space: Space,
+        net: &mut dyn Net,
+    ) -> Picos {
+        let hit_at = t + self.spec.l1_hit_ps;
+        if !use_l1 {
+            return self
+                .send_write(now, t, la.line_addr, la.sectors, net)
+                .max(hit_at);
+        }
+        let n = popcount(la.sectors);
+        self.stats.l1d_accesses += n;
+        let set = la.line_addr / self.spec.l1_geom.line_bytes;
+        let present = match self.l1.find(set, la.line_addr) {
+            Some(i) => self.l1.valid(i) & la.sectors,
+            None => 0,
+        };
+        self.stats.l1d_hits += popcount(present);
+        self.stats.l1d_misses += n - popcount(present);
+        let write_back = match self.spec.l1_write_policy {
+            WritePolicy::WriteBack => true,
+            WritePolicy::LocalWriteBack => space == Space::Local,
+            WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
+        };
+        if write_back {
+            let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+            if let Some(ev) = ev {
+                self.l1_writeback(now, t, ev, net);
+            }
+            // The store's bytes are in L1 from `hit_at` on (a fill in flight of the same
+            // sectors brings older data: the store's win).
+            let new = la.sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
+            self.l1.fill(i, new, hit_at);
+            self.l1.mark_dirty(i, la.sectors);
+            return hit_at;
+        }
+        let missing = la.sectors & !present;
+        if self.spec.l1_write_policy == WritePolicy::WriteEvict {
+            if let Some(i) = self.l1.find(set, la.line_addr) {
+                self.l1.invalidate_sectors(i, la.sectors);
+            }
+        } else if missing != 0 {
+            let alloc = match self.spec.l1_write_allocate {
+                WriteAllocate::NoAllocate => 0,
+                WriteAllocate::FetchOnWrite => missing,
+                WriteAllocate::LazyFetchOnRead => {
+                    missing & self.spec.l1_geom.covered_sectors(la.bytes)
+                }
+            };
+            if alloc != 0 {
+                let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+                if let Some(ev) = ev {
+                    self.l1_writeback(now, t, ev, net);
+                }
+                self.l1.fill(i, alloc, hit_at);
+            }
+        } else if let Some(i) = self.l1.find(set, la.line_addr) {
+            self.l1.touch(i);
+        }
+        self.send_write(now, t, la.line_addr, la.sectors, net)
+            .max(hit_at)
+    }
+}
