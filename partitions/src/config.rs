@@ -249,7 +249,10 @@ section! {
         /// `sm_clusters` partitions of contiguous SMs. Presets: the default, `chiplet`.
         mode: PartitionMode = Kind::Enum(PartitionMode::NAMES), unit "-", Some("chiplet");
         /// Partitions per chiplet when `mode` is `sm_cluster` (at most `core.sm_count`);
-        /// must stay 1 with `mode: chiplet`. Presets: 1; issue 4 runs `titanv.yaml` with
+        /// partition `p` of `P` hosts SMs `[p n / P, (p + 1) n / P)` and likewise a
+        /// contiguous range of the DRAM channels (with their L2 slices); the command
+        /// processor is in partition 0. Must stay 1 with `mode: chiplet`. Never changes
+        /// results (tested on `titanv.yaml` with 1, 2, 4 and 7). Presets: 1; e.g.
         /// `--set partitioning.mode=sm_cluster --set partitioning.sm_clusters=4`.
         sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1");
     }
@@ -565,12 +568,14 @@ section! {
         /// Global CP to local CP: kernel slice dispatch. Presets: the kernel-dispatch
         /// latency measured by WANG15 Table 3 (283 cycles at 706 MHz).
         gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None;
-        /// Local CP to an SM, per CTA dispatched; at least one SM cycle (the port
-        /// contract). Presets: one SM cycle (Accel-Sim's `-gpgpu_TB_launch_latency 0`,
-        /// raised to the minimum).
+        /// Local CP to an SM, per CTA dispatched, and back, per CTA completion report (the
+        /// local CP sends an SM its next CTA when the report arrives); at least one SM
+        /// cycle (the port contract). Presets: one SM cycle (Accel-Sim's
+        /// `-gpgpu_TB_launch_latency 0`, raised to the minimum).
         cta_dispatch_ps: u64 = Kind::U64, unit "ps", None;
-        /// Last CTA's completion to the kernel's completion seen by the host (local CP ->
-        /// global CP -> host). Presets: assumed equal to `gcp_to_lcp_ps`.
+        /// The local CP's receipt of the last CTA's completion report to the kernel's
+        /// completion seen by the host (local CP -> global CP -> host). Presets: assumed
+        /// equal to `gcp_to_lcp_ps`.
         completion_ps: u64 = Kind::U64, unit "ps", None;
     }
 }

@@ -1,10 +1,12 @@
 //! # tessera-partitions
 //!
-//! The models of one chiplet partition: SM cores, caches, DRAM, synchronization units,
-//! local and global command processors (DESIGN.md section 5). Not built yet: the timing
-//! model arrives with the chiplet-partition issue. It will read instructions in the
-//! decoded form of [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per
-//! worker.
+//! The models (DESIGN.md section 5): the GPU configuration ([`config`]), the SM issue stage
+//! ([`sm`]), the memory hierarchy as port-connected units ([`mem`]: an LD/ST unit with its
+//! L1D per SM, L2 slices with their DRAM channel per channel), and the GPU assembled from
+//! them with its command processor and cut into partitions ([`gpu`]), which the engine of
+//! `tessera-cluster` runs. Instructions are read in the decoded form of
+//! [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per partition.
+//! Synchronization units (DESIGN.md section 6) are not built yet.
 
 pub mod config;
 pub mod gpu;

@@ -21,7 +21,7 @@ pub struct RunStats {
     pub totals: Totals,
     /// One entry per kernel launch, in command-list order.
     pub kernels: Vec<KernelStats>,
-    /// One entry per chiplet (one partition is the whole GPU for now).
+    /// One entry per chiplet (`chiplets: 1` for now: one entry for the whole GPU).
     pub chiplets: Vec<ChipletStats>,
 }
 
@@ -50,13 +50,14 @@ pub struct Totals {
     pub dram_reads: u64,
     pub dram_writes: u64,
     pub dram_bytes: u64,
-    /// Scheduler-cycle breakdown, summed over every SM during every kernel.
+    /// Scheduler-cycle breakdown, summed over every SM over the whole run.
     pub stalls: StallStats,
 }
 
-/// Every scheduler-cycle of every SM between a kernel's first CTA dispatch and its last
-/// CTA's completion, counted once: `slots == issued + unit_busy + scoreboard + barrier +
-/// no_warp` (see [`SmStats`] for the reasons and their precedence).
+/// Every scheduler-cycle of every SM from time 0 to the end of the run
+/// (`gpu_tot_sim_cycle`), counted once: `slots == issued + unit_busy + scoreboard + barrier
+/// + no_warp` (see [`SmStats`] for the reasons and their precedence); cycles with no
+/// resident warp (launch gaps, an SM without CTAs) count as `no_warp`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StallStats {
     pub slots: u64,
@@ -68,7 +69,7 @@ pub struct StallStats {
 }
 
 impl StallStats {
-    /// Adds one SM's counters of one kernel.
+    /// Adds one SM's counters.
     pub fn add(&mut self, s: &SmStats) {
         self.slots += s.cycles * s.schedulers as u64;
         self.issued += s.issue_slots_used;
@@ -90,7 +91,8 @@ pub struct KernelStats {
     pub ctas_per_sm: u32,
     /// When the host submitted the launch.
     pub start_ps: u64,
-    /// When the host saw it complete (last CTA's completion + `launch.completion_ps`).
+    /// When the host saw it complete (the local CP's receipt of the last CTA's completion
+    /// report + `launch.completion_ps`).
     pub end_ps: u64,
     /// `end_ps - start_ps` in core cycles, rounded up.
     pub cycles: u64,

@@ -55,7 +55,10 @@ impl SectorCache {
     /// The way holding `tag` in set `set % sets`.
     pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
         let base = (set % self.sets) as usize * self.assoc;
-        (base..base + self.assoc).find(|&i| self.tags[i] == tag)
+        self.tags[base..base + self.assoc]
+            .iter()
+            .position(|&t| t == tag)
+            .map(|k| base + k)
     }
 
     /// Marks way `i` most recently used.
@@ -69,16 +72,22 @@ impl SectorCache {
     /// dirty sectors.
     pub(crate) fn allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
         let base = (set % self.sets) as usize * self.assoc;
-        let mut victim = base;
-        for i in base..base + self.assoc {
-            if self.tags[i] == INVALID {
-                victim = i;
-                break;
+        let ways = base..base + self.assoc;
+        // An invalid way if there is one, else the least recently used (stamps are unique,
+        // so the first minimum is the only one).
+        let victim = match self.tags[ways.clone()].iter().position(|&t| t == INVALID) {
+            Some(k) => base + k,
+            None => {
+                let lru = &self.lru[ways];
+                let mut k = 0;
+                for (j, &v) in lru.iter().enumerate() {
+                    if v < lru[k] {
+                        k = j;
+                    }
+                }
+                base + k
             }
-            if self.lru[i] < self.lru[victim] {
-                victim = i;
-            }
-        }
+        };
         let ev = if self.tags[victim] != INVALID && self.dirty[victim] & self.valid[victim] != 0 {
             Some(Evicted {
                 line_addr: self.tags[victim],

@@ -283,6 +283,30 @@ impl MemChannel {
         } else {
             addr
         };
+        let lb = self.spec.l2_geom.line_bytes;
+        let map = self.spec.dram_map;
+        if lb <= map.interleave && map.interleave.is_multiple_of(lb) {
+            // Whole interleave chunks live in one channel: visit only this channel's.
+            let n = map.channels;
+            let first = start / map.interleave;
+            let c = self.channel as u64;
+            let mut chunk = first + (c + n - first % n) % n;
+            while let Some(lo) = chunk.checked_mul(map.interleave).filter(|&a| a < end) {
+                let hi = lo.saturating_add(map.interleave).min(end);
+                self.memcpy_lines(now, lo.max(start), hi);
+                match chunk.checked_add(n) {
+                    Some(k) => chunk = k,
+                    None => break,
+                }
+            }
+        } else {
+            self.memcpy_lines(now, start, end);
+        }
+    }
+
+    /// Installs the lines of `[start, end)` homed at this channel (clean, data there at
+    /// `now`).
+    fn memcpy_lines(&mut self, now: Picos, start: u64, end: u64) {
         let geom = self.spec.l2_geom;
         let lb = geom.line_bytes;
         let mut line = start - start % lb;

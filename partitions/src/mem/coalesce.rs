@@ -123,8 +123,25 @@ pub fn add_range(g: &Geometry, addr: u64, len: u64, out: &mut Vec<LineAccess>) {
 /// Coalesces the lanes of one warp instruction of `width` bytes per lane.
 pub fn coalesce(g: &Geometry, lanes: &[(u32, u64)], width: u32, out: &mut Vec<LineAccess>) {
     out.clear();
+    let w = width as u64;
+    // The common case, consecutive active lanes reading consecutive elements, is one byte
+    // range (the same lines, sectors and bytes as lane by lane, found in one pass).
+    if let Some(&(l0, a0)) = lanes.first() {
+        let consecutive = lanes
+            .iter()
+            .enumerate()
+            .all(|(i, &(l, a))| l == l0 + i as u32 && a.wrapping_sub(a0) == i as u64 * w.max(1));
+        if consecutive && w > 0 {
+            if let Some(len) = (lanes.len() as u64).checked_mul(w) {
+                if a0.checked_add(len).is_some() {
+                    add_range(g, a0, len, out);
+                    return;
+                }
+            }
+        }
+    }
     for &(_, addr) in lanes {
-        add_range(g, addr, width as u64, out);
+        add_range(g, addr, w, out);
     }
 }
 

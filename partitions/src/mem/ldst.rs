@@ -3,6 +3,7 @@
 //! [`crate::mem`]).
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache, PENDING};
@@ -61,6 +62,26 @@ struct InstWait {
     ready: Picos,
 }
 
+/// Hashes a line address (a multiple of the line size) for the MSHR table: one multiply,
+/// high bits folded down (SipHash's DoS resistance buys nothing here and costs a lot).
+#[derive(Default)]
+struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
 /// The LD/ST unit, L1D and shared memory of one SM.
 pub struct LdStUnit {
     spec: Arc<MemSpec>,
@@ -77,7 +98,7 @@ pub struct LdStUnit {
     free_mshrs: Vec<u32>,
     busy_mshrs: u32,
     /// The MSHR of each line with a load in flight that fills the L1.
-    by_line: HashMap<u64, u32>,
+    by_line: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
     waiting: VecDeque<Miss>,
     /// By token: the instructions with replies outstanding.
     insts: Vec<InstWait>,
@@ -111,7 +132,7 @@ impl LdStUnit {
             mshrs: Vec::new(),
             free_mshrs: Vec::new(),
             busy_mshrs: 0,
-            by_line: HashMap::new(),
+            by_line: HashMap::default(),
             waiting: VecDeque::new(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
@@ -484,6 +505,16 @@ impl LdStUnit {
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
     fn l2_groups(&self, line_addr: u64, sectors: u64, out: &mut Vec<LineAccess>) {
         out.clear();
+        let (l1, l2) = (&self.spec.l1_geom, &self.spec.l2_geom);
+        if l1.line_bytes == l2.line_bytes && l1.sector_bytes == l2.sector_bytes {
+            // The same geometry (every preset): the L1 line is the L2 line.
+            out.push(LineAccess {
+                line_addr,
+                sectors,
+                bytes: 0,
+            });
+            return;
+        }
         let sb = self.spec.l1_geom.sector_bytes;
         for s in 0..64u64 {
             if sectors & (1 << s) != 0 {

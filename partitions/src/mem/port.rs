@@ -14,7 +14,7 @@
 //! Intervals that end before the caller's `floor` (the current call's `now_ps`; no later
 //! reservation can start before it) are dropped.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use crate::Picos;
 
@@ -28,8 +28,9 @@ pub(crate) struct BwPort {
     den: u128,
     /// Units one byte occupies: 1e12 (1 for a plain time calendar, whose "bytes" are ps).
     per_byte: u128,
-    /// start -> end of each busy interval; adjacent intervals are merged.
-    busy: BTreeMap<u128, u128>,
+    /// The busy intervals, sorted, disjoint, adjacent ones merged. A deque, not a tree:
+    /// almost every reservation lands at the back and expired ones leave at the front.
+    busy: VecDeque<(u128, u128)>,
     /// Total units reserved (for checks).
     reserved_units: u128,
 }
@@ -40,7 +41,7 @@ impl BwPort {
         BwPort {
             den: (bytes_per_cycle.max(1) as u128) * (clock_hz.max(1) as u128),
             per_byte: PS_PER_S,
-            busy: BTreeMap::new(),
+            busy: VecDeque::new(),
             reserved_units: 0,
         }
     }
@@ -50,7 +51,7 @@ impl BwPort {
         BwPort {
             den: 1,
             per_byte: 1,
-            busy: BTreeMap::new(),
+            busy: VecDeque::new(),
             reserved_units: 0,
         }
     }
@@ -60,67 +61,67 @@ impl BwPort {
     /// later reservation will precede (the current call's `now_ps`).
     pub(crate) fn reserve(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
         let floor_u = floor as u128 * self.den;
-        while let Some((&s, &e)) = self.busy.first_key_value() {
-            if e <= floor_u {
-                self.busy.remove(&s);
-            } else {
-                break;
-            }
+        while self.busy.front().is_some_and(|&(_, e)| e <= floor_u) {
+            self.busy.pop_front();
         }
         let d = bytes as u128 * self.per_byte;
-        let mut c = t as u128 * self.den;
+        let c = t as u128 * self.den;
         if d == 0 {
             return t;
         }
+        self.reserved_units += d;
         // Fast path: at or after the last busy interval (the common, in-order case).
-        match self.busy.last_entry() {
+        match self.busy.back_mut() {
             None => {
-                self.busy.insert(c, c + d);
-                self.reserved_units += d;
+                self.busy.push_back((c, c + d));
                 return t;
             }
-            Some(mut last) if *last.get() <= c => {
-                if *last.get() == c {
-                    *last.get_mut() = c + d;
+            Some(last) if last.1 <= c => {
+                if last.1 == c {
+                    last.1 = c + d;
                 } else {
-                    self.busy.insert(c, c + d);
+                    self.busy.push_back((c, c + d));
                 }
-                self.reserved_units += d;
-                return c.div_ceil(self.den) as Picos;
+                return self.to_ps(c);
             }
             Some(_) => {}
         }
-        if let Some((_, &e)) = self.busy.range(..=c).next_back() {
-            if e > c {
-                c = e;
-            }
-        }
-        while let Some((&s, &e)) = self.busy.range(c..).next() {
-            if s - c >= d {
-                break;
-            }
-            c = e;
-        }
-        let end = c + d;
+        // The earliest gap at or after `c` that holds `d`: start after the interval that
+        // contains `c`, if any, then walk the gaps.
+        let mut i = self.busy.partition_point(|&(s, _)| s <= c);
         let mut start = c;
-        if let Some((&ps, &pe)) = self.busy.range(..=c).next_back() {
-            if pe == c {
-                start = ps;
-            }
+        if i > 0 && self.busy[i - 1].1 > start {
+            start = self.busy[i - 1].1;
         }
-        let new_end = match self.busy.remove(&end) {
-            Some(ne) => ne,
-            None => end,
-        };
-        self.busy.insert(start, new_end);
-        self.reserved_units += d;
-        c.div_ceil(self.den) as Picos
+        while i < self.busy.len() && self.busy[i].0 - start < d {
+            start = self.busy[i].1;
+            i += 1;
+        }
+        // Insert `[start, start + d)` before interval `i`, merging with its neighbours.
+        let end = start + d;
+        let joins_prev = i > 0 && self.busy[i - 1].1 == start;
+        let joins_next = i < self.busy.len() && self.busy[i].0 == end;
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                self.busy[i - 1].1 = self.busy[i].1;
+                self.busy.remove(i);
+            }
+            (true, false) => self.busy[i - 1].1 = end,
+            (false, true) => self.busy[i].0 = start,
+            (false, false) => self.busy.insert(i, (start, end)),
+        }
+        self.to_ps(start)
+    }
+
+    #[inline]
+    fn to_ps(&self, units: u128) -> Picos {
+        units.div_ceil(self.den) as Picos
     }
 
     /// Busy intervals in exact units (tests).
     #[cfg(test)]
     pub(crate) fn intervals(&self) -> Vec<(u128, u128)> {
-        self.busy.iter().map(|(&s, &e)| (s, e)).collect()
+        self.busy.iter().copied().collect()
     }
 }
 
