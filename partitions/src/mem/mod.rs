@@ -92,7 +92,7 @@ mod port;
 
 use cache::{Evicted, SectorCache};
 use coalesce::{add_range, Geometry, LineAccess};
-use dram::Dram;
+use dram::{Dram, DramOp};
 use port::BwPort;
 
 /// Bytes of a packet header on the NoC (GPGPU-Sim's 8-byte control size).
@@ -580,7 +580,7 @@ impl MemSystem {
             }
             let bytes = popcount(missing) * self.l2_geom.sector_bytes;
             let a = self.dram.map(line_addr);
-            let td = self.dram.access(floor, tm, a, bytes);
+            let td = self.dram.access(floor, tm, a, bytes, DramOp::Read);
             self.stats.dram_reads += popcount(missing);
             self.stats.dram_read_bytes += bytes;
             self.stats.dram_bytes += bytes;
@@ -616,7 +616,7 @@ impl MemSystem {
         } else {
             let bytes = popcount(sectors) * self.l2_geom.sector_bytes;
             let a = self.dram.map(line_addr);
-            self.dram.access(floor, t, a, bytes);
+            self.dram.access(floor, t, a, bytes, DramOp::Write);
             self.stats.dram_writes += popcount(sectors);
             self.stats.dram_write_bytes += bytes;
             self.stats.dram_bytes += bytes;
@@ -647,7 +647,7 @@ impl MemSystem {
     fn l2_writeback(&mut self, floor: Picos, t: Picos, ev: Evicted) {
         let bytes = popcount(ev.dirty) * self.l2_geom.sector_bytes;
         let a = self.dram.map(ev.line_addr);
-        self.dram.access(floor, t, a, bytes);
+        self.dram.access(floor, t, a, bytes, DramOp::Write);
         self.stats.l2_writeback_sectors += popcount(ev.dirty);
         self.stats.dram_writes += popcount(ev.dirty);
         self.stats.dram_write_bytes += bytes;
