@@ -6,6 +6,7 @@
 //! decoded form of [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per
 //! worker.
 
+pub mod check;
 pub mod config;
 pub mod gpu;
 pub mod mem;
