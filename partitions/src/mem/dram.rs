@@ -25,7 +25,7 @@
 //!   postpones it but never skips it, and it closes every row of the channel (an access in
 //!   a later refresh interval than its bank's last one finds the bank closed). Refreshes
 //!   are placed lazily: before a burst is reserved, every refresh due before the latest
-//!   time that burst could start is placed first.
+//!   time that burst could start (the end of what the bus has booked) is placed first.
 //!
 //! Everything that takes the bus is a reservation on the channel's [`BwPort`], whose
 //! intervals never overlap, so no window ever moves more than the peak
@@ -207,9 +207,11 @@ impl Dram {
         let dur = self.bus_ps(bytes);
         if self.t_refi_ps > 0 {
             let refresh_dur = self.bus_ps(self.refresh_bytes);
+            // The burst starts at the latest at the end of everything booked (or at `t`).
+            // Fixed before placing refreshes, so that the loop ends whatever their length (a
+            // refresh pushed past it is placed by the next reservation).
+            let latest = self.channels[ch].booked_until.max(t);
             loop {
-                // The burst starts at the latest at the end of everything booked (or at `t`).
-                let latest = self.channels[ch].booked_until.max(t);
                 let c = &self.channels[ch];
                 let due = c.refresh_offset + c.next_refresh * self.t_refi_ps;
                 if due > latest {
@@ -392,6 +394,18 @@ mod tests {
         let (eff0, n0) = triad_efficiency(&ideal, 400_000, 1.5);
         assert!(eff0 > 0.995 && eff0 <= 1.0, "{eff0} ({n0:?})");
         assert_eq!(n0.refreshes, 0);
+    }
+
+    /// A refresh (nearly) as long as its interval leaves the channel almost nothing, and
+    /// the model still ends: each reservation places only the refreshes due before what
+    /// the bus had booked when it was asked.
+    #[test]
+    fn refresh_nearly_as_long_as_its_interval_still_ends() {
+        let mut cfg = a100();
+        cfg.dram.t_refi_ps = 1_000_000;
+        cfg.dram.t_rfc_ps = 999_999;
+        let (eff, n) = triad_efficiency(&cfg, 2_000, 1.5);
+        assert!(eff > 0.0 && eff < 0.01, "{eff} ({n:?})");
     }
 
     /// Refresh: an access that finds its channel refreshing waits for the end of tRFC;
