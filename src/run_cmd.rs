@@ -6,6 +6,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_cluster::run_gpu;
+use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
 use tessera_traces::TraceFile;
@@ -78,6 +79,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         _ => trace_path.display().to_string(),
     };
     let trace = TraceFile::open(&trace_path)?;
+    check_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let t0 = Instant::now();
     let (stats, _windows) = run_gpu(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let secs = t0.elapsed().as_secs_f64();

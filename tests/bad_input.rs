@@ -326,3 +326,45 @@ fn format_version_1_files_still_read() {
         "version-1 file does not export to its source text"
     );
 }
+
+/// Impossible DRAM refresh and write-drain settings are config errors naming the key and
+/// why, from `run` as from `config show`: a refresh as long as its interval would leave the
+/// channel nothing, and a write drain of 0 requests would never send a write.
+#[test]
+fn impossible_dram_refresh_and_drain_name_the_key() {
+    let a100 = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/a100.yaml");
+    let a100 = a100.to_str().unwrap();
+    for (set, want) in [
+        (
+            "dram.t_rfc_ps=3900000",
+            "dram.t_rfc_ps: 3900000 ps is not below dram.t_refi_ps (3900000 ps)",
+        ),
+        (
+            "dram.write_drain_requests=0",
+            "dram.write_drain_requests: must be at least 1",
+        ),
+    ] {
+        for args in [
+            vec!["config", "show", a100, "--set", set],
+            vec![
+                "run",
+                "--config",
+                a100,
+                "--set",
+                set,
+                "--workload",
+                "vectoradd",
+            ],
+        ] {
+            let o = tessera(&args);
+            assert!(!o.status.success(), "{args:?} accepted");
+            let e = stderr(&o);
+            assert!(
+                e.starts_with("error:") && e.contains(want) && !e.contains("panicked"),
+                "{args:?}: {e}"
+            );
+        }
+    }
+    // t_refi_ps = 0 turns refresh off whatever t_rfc_ps says.
+    tessera_ok(&["config", "show", a100, "--set", "dram.t_refi_ps=0"]);
+}

@@ -256,3 +256,100 @@ fn a_cta_that_can_never_fit_is_an_error_naming_the_kernel() {
     assert_clean_failure(&o, &["kernel 0", "vectorAdd", "never fit", "512 threads"]);
     assert_no_output(&out);
 }
+
+/// A trace with opcodes the core model has no unit for is a clear error before anything is
+/// simulated: tests/data/unknown-opcode (FROBNICATE twice at PCs 0x10 and 0x30,
+/// FROBNICATE.X once at 0x20, in an sm_80 kernel `_Z4frobPi`), imported with
+/// `--allow-unknown-opcodes`, then run. Without the flag the import itself fails.
+#[test]
+fn unknown_opcodes_are_an_error_naming_the_kernel_and_opcodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = tmp.path().join("frob.tst");
+    import(&data("unknown-opcode"), &tst, &["--allow-unknown-opcodes"]);
+    let out = tmp.path().join("s.json");
+    let cfg = config("a100.yaml");
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--trace".as_ref(),
+        tst.as_os_str(),
+        "--stats-out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let e = assert_clean_failure(
+        &o,
+        &[
+            "kernel 0 (_Z4frobPi)",
+            "opcodes FROBNICATE at PC 0x0010 and FROBNICATE.X at PC 0x0020 are not in the \
+             sm_80 SASS table (3 instruction(s)",
+            "no unit for them",
+        ],
+    );
+    assert!(
+        e.contains(&tst.display().to_string()),
+        "names the trace: {e}"
+    );
+    assert_no_output(&out);
+    assert!(stdout(&o).is_empty(), "nothing simulated: {}", stdout(&o));
+}
+
+/// A kernel whose CTAs hold more warps than 32-lane warps give (here 2 warps in a CTA of 32
+/// threads, written directly with the trace writer: the Accel-Sim importer refuses such a
+/// warp id) is a clear error naming the kernel and the expected count.
+#[test]
+fn warps_narrower_than_the_cores_are_an_error() {
+    use tessera_traces::{
+        AddrRecord, Command, KernelMeta, OpClass, OpcodeInfo, RawInst, TraceWriter, WriterOptions,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = tmp.path().join("narrow.tst");
+    let mut w = TraceWriter::create(&tst, WriterOptions::default()).unwrap();
+    let k = w
+        .begin_kernel(KernelMeta::new("_Z6narrowv", [1, 1, 1], [32, 1, 1]))
+        .unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let exit = w
+        .add_opcode(OpcodeInfo::simple("EXIT", OpClass::Exit))
+        .unwrap();
+    w.begin_cta([0, 0, 0], None).unwrap();
+    for warp in 0..2 {
+        w.begin_warp(warp).unwrap();
+        w.push(&RawInst {
+            pc: 0,
+            mask: 0xffff,
+            opcode: exit,
+            dsts: &[],
+            srcs: &[],
+            mem_width: 0,
+            imm: None,
+            line: None,
+            addrs: AddrRecord::None,
+        })
+        .unwrap();
+        w.end_warp().unwrap();
+    }
+    w.end_cta().unwrap();
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    let cfg = config("a100.yaml");
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--trace".as_ref(),
+        tst.as_os_str(),
+    ]);
+    assert_clean_failure(
+        &o,
+        &[
+            "kernel 0 (_Z6narrowv)",
+            "2 warps in 1 CTA(s) of 32 threads, more than the 1 that the core model's \
+             32-lane warps give",
+        ],
+    );
+}

@@ -552,6 +552,37 @@ section! {
         /// Address interleave granularity across channels (power of two, a multiple of
         /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
         interleave_bytes: u32 = Kind::U32, unit "bytes", None;
+        /// Average interval between two all-bank refreshes (REF) of a channel, JEDEC tREFI;
+        /// 0 models no refresh (`t_rfc_ps` is then ignored). Channel `c`'s refreshes fall due at `k * t_refi_ps + c *
+        /// t_refi_ps / channels` (staggered). Presets: the memory type's tREFI (3.9 us for
+        /// HBM2 and GDDR5) from the JEDEC-based DRAM simulators' tables.
+        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0");
+        /// Time a refresh makes the whole channel unavailable, JEDEC tRFC (all-bank); must be
+        /// below `t_refi_ps`. A due refresh takes the channel's bus for
+        /// this long in the first gap at or after its due time (a busy channel postpones it,
+        /// never skips it), so a saturated channel loses `t_rfc_ps / t_refi_ps` of its peak;
+        /// the rows it closes are reopened by the next access. Per-bank refresh, which a
+        /// controller may use to hide part of this, is not modelled. Presets: the tRFC of
+        /// the channel's density (e.g. HBM2 8 Gb: 350 ns) from the same tables.
+        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0");
+        /// Idle cycles of a channel's data bus when it turns from writes to reads: the last
+        /// write's data to the first read's data, i.e. JEDEC tWTR plus the read latency CL.
+        /// Presets: `CL + CDLR` of the simulator config's timing (GPGPU-Sim's tWTR is `WL +
+        /// BL/ratio + CDLR` between the commands; read data follows its command by CL, write
+        /// data by WL).
+        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0");
+        /// Idle cycles of a channel's data bus when it turns from reads to writes (the last
+        /// read's data to the first write's data). Presets: 2, the bus turnaround of
+        /// GPGPU-Sim's tRTW (`CL + BL/ratio + 2 - WL` between the commands).
+        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0");
+        /// Writes are posted: a channel queues them (a write is done, for the L2, when it
+        /// is queued) and sends them to the DRAM in one burst of this many requests when
+        /// that many are queued (a drain from the high to the low watermark of a write
+        /// queue), paying `read_to_write_cycles` before and `write_to_read_cycles` after;
+        /// 1 sends each write alone. Writes still queued when a run ends take no bus time.
+        /// Presets: high minus low watermark of the simulator config's
+        /// `-dram_write_queue_size`, where it enables one.
+        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1");
     }
 }
 

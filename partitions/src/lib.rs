@@ -8,6 +8,7 @@
 //! [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per partition.
 //! Synchronization units (DESIGN.md section 6) are not built yet.
 
+pub mod check;
 pub mod config;
 pub mod gpu;
 pub mod mem;

@@ -91,8 +91,10 @@ fn pointer_chase_dram() {
     // 256 MiB footprint at a 64 KiB stride: 4096 distinct lines, one cold pass, so every
     // access misses L2. A warm-up chase over another 256 MiB region first opens a row in the
     // banks, so every measured access is a row conflict (t_rp + t_rcd), the case the
-    // preset's derivation assumes.
-    let cfg = a100();
+    // preset's derivation assumes. Refresh is off here (dram.t_refi_ps = 0) so that the
+    // composition is exact; tests/calibration.rs checks the chase with it on.
+    let mut cfg = a100();
+    cfg.dram.t_refi_ps = 0;
     let stride = 64 * 1024u64;
     let n = 256 * 1024 * 1024 / stride;
     let warm: Vec<u64> = (0..n).map(|k| (1u64 << 32) + k * stride).collect();

@@ -387,6 +387,17 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
     v.nonzero("dram.queue_entries", d.queue_entries as u64)?;
     v.pow2("dram.interleave_bytes", d.interleave_bytes as u64)?;
     v.ensure(
+        d.t_refi_ps == 0 || d.t_rfc_ps < d.t_refi_ps,
+        "dram.t_rfc_ps",
+        || {
+            format!(
+                "{} ps is not below dram.t_refi_ps ({} ps): the channel would only refresh",
+                d.t_rfc_ps, d.t_refi_ps
+            )
+        },
+    )?;
+    v.nonzero("dram.write_drain_requests", d.write_drain_requests as u64)?;
+    v.ensure(
         d.interleave_bytes.is_multiple_of(l2.line_bytes),
         "dram.interleave_bytes",
         || {

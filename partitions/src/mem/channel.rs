@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache};
 use super::coalesce::add_range;
-use super::dram::Dram;
+use super::dram::{Dram, DramOp};
 use super::port::BwPort;
 use super::{popcount, MemSpec, MemStats, Mshrs, Net, Packet, HEADER_BYTES};
 use crate::config::GpuConfig;
@@ -197,7 +197,7 @@ impl MemChannel {
             }
             let bytes = popcount(missing) * self.spec.l2_geom.sector_bytes;
             let a = self.dram.map(line_addr);
-            let td = self.dram.access(now, tm, a, bytes);
+            let td = self.dram.access(now, tm, a, bytes, DramOp::Read);
             self.stats.dram_reads += popcount(missing);
             self.stats.dram_read_bytes += bytes;
             self.stats.dram_bytes += bytes;
@@ -231,7 +231,7 @@ impl MemChannel {
         } else {
             let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
             let a = self.dram.map(line_addr);
-            self.dram.access(now, t, a, bytes);
+            self.dram.access(now, t, a, bytes, DramOp::Write);
             self.stats.dram_writes += popcount(sectors);
             self.stats.dram_write_bytes += bytes;
             self.stats.dram_bytes += bytes;
@@ -263,7 +263,7 @@ impl MemChannel {
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
         let bytes = popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
         let a = self.dram.map(ev.line_addr);
-        self.dram.access(now, t, a, bytes);
+        self.dram.access(now, t, a, bytes, DramOp::Write);
         self.stats.l2_writeback_sectors += popcount(ev.dirty);
         self.stats.dram_writes += popcount(ev.dirty);
         self.stats.dram_write_bytes += bytes;
