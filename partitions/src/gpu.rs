@@ -32,12 +32,13 @@
 
 use crate::config::GpuConfig;
 use crate::mem::{Access, MemRequest, MemSystem, Space};
-use crate::sm::{KernelPrep, MemPort, Sm, SmError, SmSpec, SmStats};
+use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec, SmStats};
 use crate::stats::{
     ChipletStats, ClassCounts, KernelStats, RunStats, StallStats, Totals, STATS_VERSION,
 };
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
 use tessera_interconnect::Picos;
 use tessera_traces::{
     ChunkDecoder, Command, DecodedCta, KernelMeta, MemSpace, OpClass, TraceFile, WarpInst,
@@ -115,13 +116,20 @@ fn classify(class: OpClass, kernel: &KernelMeta, first_addr: u64) -> (Access, Sp
 }
 
 impl MemPort for Port<'_> {
-    fn access(&mut self, cycle: u64, cta: &DecodedCta, inst: &WarpInst, _: u32) -> u64 {
+    fn access(
+        &mut self,
+        cycle: u64,
+        cta: &DecodedCta,
+        inst: &WarpInst,
+        _: MemToken,
+        _: u32,
+    ) -> MemIssue {
         let lanes = &mut *self.lanes;
         lanes.clear();
         cta.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
         // An instruction with no active lane (mask 0) moves no data.
         let Some(&(_, first)) = lanes.first() else {
-            return cycle + 1;
+            return MemIssue::Done(cycle + 1);
         };
         let (access, space) = classify(inst.class, self.kernel, first);
         let st = &self.kernel.statics[inst.slot as usize];
@@ -136,7 +144,7 @@ impl MemPort for Port<'_> {
                 lanes,
             },
         );
-        cycle_at(done, self.period).max(cycle + 1)
+        MemIssue::Done(cycle_at(done, self.period).max(cycle + 1))
     }
 }
 
@@ -163,7 +171,7 @@ struct Gpu<'t> {
     cfg: &'t GpuConfig,
     trace: &'t TraceFile,
     dec: ChunkDecoder<'t>,
-    spec: SmSpec,
+    spec: Arc<SmSpec>,
     mem: MemSystem,
     period: Picos,
     /// When the host may submit its next command.
@@ -185,7 +193,7 @@ impl<'t> Gpu<'t> {
             cfg,
             trace,
             dec,
-            spec: SmSpec::from_config(cfg),
+            spec: Arc::new(SmSpec::from_config(cfg)),
             mem: MemSystem::new(cfg),
             period: cfg.core_period_ps(),
             host_ps: 0,
@@ -227,11 +235,13 @@ impl<'t> Gpu<'t> {
         let total = meta.counts.ctas as u32;
         let n_sm = self.cfg.core.sm_count;
 
-        let prep = KernelPrep::new(meta);
-        let spec = &self.spec;
-        let mut sms: Vec<Sm<'_>> = (0..n_sm)
-            .map(|_| Sm::new(spec, &prep, start_cycle, false))
-            .collect();
+        let prep = Arc::new(KernelPrep::new(meta));
+        let mut sms: Vec<Sm> = Vec::with_capacity(n_sm as usize);
+        for s in 0..n_sm {
+            let mut sm = Sm::new(self.spec.clone(), start_cycle, false);
+            sm.set_kernel(prep.clone()).map_err(|e| sm_err(s, e))?;
+            sms.push(sm);
+        }
         // Per SM: CTAs sent, not yet arrived: (arrival cycle, CTA).
         let mut arrivals: Vec<VecDeque<(u64, DecodedCta, u32)>> =
             (0..n_sm).map(|_| VecDeque::new()).collect();

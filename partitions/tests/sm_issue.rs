@@ -1,10 +1,14 @@
 //! The SM core's issue model (`tessera_partitions::sm`) on the calibration probes of the
 //! recording frontend, with `configs/a100.yaml`. Each expectation names its source.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use tessera_partitions::config::{GpuConfig, SchedulerPolicy};
-use tessera_partitions::sm::{run_cta_batch, run_cta_batch_with, SmOptions, SmSpec, SmStats};
-use tessera_traces::{DecodedCta, KernelMeta, OpClass, TraceFile};
+use tessera_partitions::sm::{
+    run_cta_batch, run_cta_batch_with, KernelPrep, MemIssue, MemPort, MemToken, PlaceholderMem, Sm,
+    SmError, SmOptions, SmSpec, SmStats,
+};
+use tessera_traces::{DecodedCta, KernelMeta, OpClass, TraceFile, WarpInst};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
@@ -431,4 +435,218 @@ fn too_many_warps_is_an_error() {
     let three: Vec<DecodedCta> = (0..3).map(|_| ctas[0].clone()).collect();
     let e = run_cta_batch(&spec, &k, &three).unwrap_err();
     assert!(e.to_string().contains("96 warps"), "{e}");
+}
+
+/// A memory latency that varies per access (so replies come back out of order), the same
+/// function of the issue cycle and instruction for every port below.
+fn varied_latency(cycle: u64, inst: &WarpInst, placeholder: u32) -> u64 {
+    placeholder as u64 + (cycle * 7 + inst.pc as u64) % 23
+}
+
+/// Answers at once: `Done(issue + latency)`.
+struct DoneMem;
+
+impl MemPort for DoneMem {
+    fn access(
+        &mut self,
+        cycle: u64,
+        _: &DecodedCta,
+        inst: &WarpInst,
+        _: MemToken,
+        lat: u32,
+    ) -> MemIssue {
+        MemIssue::Done(cycle + varied_latency(cycle, inst, lat))
+    }
+}
+
+/// Answers later: `Pending`, and the driver delivers `mem_reply` at `issue + latency`.
+#[derive(Default)]
+struct ReplyMem {
+    /// `(reply cycle, token)`.
+    queue: BTreeSet<(u64, u32)>,
+}
+
+impl MemPort for ReplyMem {
+    fn access(
+        &mut self,
+        cycle: u64,
+        _: &DecodedCta,
+        inst: &WarpInst,
+        token: MemToken,
+        lat: u32,
+    ) -> MemIssue {
+        self.queue
+            .insert((cycle + varied_latency(cycle, inst, lat), token.0));
+        MemIssue::Pending
+    }
+}
+
+/// Ports whose replies a driver delivers.
+trait Replies: MemPort {
+    fn next_reply(&self) -> Option<u64>;
+    /// Delivers every reply due at or before `t`.
+    fn deliver(&mut self, sm: &mut Sm, t: u64);
+}
+
+impl Replies for DoneMem {
+    fn next_reply(&self) -> Option<u64> {
+        None
+    }
+    fn deliver(&mut self, _: &mut Sm, _: u64) {}
+}
+
+impl Replies for PlaceholderMem {
+    fn next_reply(&self) -> Option<u64> {
+        None
+    }
+    fn deliver(&mut self, _: &mut Sm, _: u64) {}
+}
+
+impl Replies for ReplyMem {
+    fn next_reply(&self) -> Option<u64> {
+        self.queue.first().map(|x| x.0)
+    }
+    fn deliver(&mut self, sm: &mut Sm, t: u64) {
+        while let Some(&(c, tok)) = self.queue.first().filter(|x| x.0 <= t) {
+            self.queue.pop_first();
+            assert!(c >= sm.now(), "the driver delivers no reply in the past");
+            sm.mem_reply(MemToken(tok), c);
+        }
+    }
+}
+
+/// A GPU-like driver of one SM on the public API: jumps to the next event (an issue, a
+/// completion or a reply) or ticks every cycle; returns the counters and the
+/// `(tag, cycle)` completions.
+fn drive(
+    spec: &SmSpec,
+    k: &KernelMeta,
+    ctas: &[DecodedCta],
+    port: &mut impl Replies,
+    tick: bool,
+) -> (SmStats, Vec<(u64, u64)>) {
+    let mut sm = Sm::new(Arc::new(spec.clone()), 0, true);
+    sm.set_kernel(Arc::new(KernelPrep::new(k))).unwrap();
+    for (i, c) in ctas.iter().enumerate() {
+        sm.add_cta(c.clone(), i as u64).unwrap();
+    }
+    let mut done = Vec::new();
+    loop {
+        let t = match (sm.next_event(), port.next_reply()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        let t = if tick { sm.now() } else { t.max(sm.now()) };
+        sm.advance_to(t);
+        port.deliver(&mut sm, t);
+        sm.complete_ctas(t, |tag, at| done.push((tag, at)));
+        if sm.resident() == 0 {
+            break;
+        }
+        sm.step(port);
+        sm.check_deadlock().unwrap();
+    }
+    assert_eq!(sm.pending_replies(), 0);
+    let end = sm.now();
+    (sm.take_stats(0, end), done)
+}
+
+/// Results delivered later through `mem_reply` at `issue + latency` give exactly the
+/// counters, logs and CTA completions of results known at issue (`Done(issue +
+/// latency)`), with idle skipping and ticking every cycle alike; the batch driver agrees
+/// with the same driver on the placeholder latency.
+#[test]
+fn pending_replies_equal_results_known_at_issue() {
+    let probes = [
+        probe("vectoradd", &[("n", "1024")]),
+        probe(
+            "gemm",
+            &[("m", "32"), ("n", "32"), ("k", "32"), ("tile", "16")],
+        ),
+        probe(
+            "barrier",
+            &[("threads", "200"), ("iters", "5"), ("ctas", "3")],
+        ),
+        probe(
+            "fma_chain",
+            &[("iters", "64"), ("unroll", "8"), ("warps", "3")],
+        ),
+    ];
+    for policy in SchedulerPolicy::NAMES {
+        let spec = SmSpec::from_config(&a100(&[("core.scheduler", policy)]));
+        for (k, ctas) in &probes {
+            let (done, done_ctas) = drive(&spec, k, ctas, &mut DoneMem, false);
+            check_counts(k, ctas, &done);
+            assert_eq!(done_ctas.len(), ctas.len());
+            for tick in [false, true] {
+                let (s, c) = drive(&spec, k, ctas, &mut ReplyMem::default(), tick);
+                assert_eq!(s, done, "{policy} {} tick={tick}", k.name);
+                assert_eq!(c, done_ctas, "{policy} {} tick={tick}", k.name);
+                let (s, c) = drive(&spec, k, ctas, &mut DoneMem, tick);
+                assert_eq!(s, done, "{policy} {} tick={tick}", k.name);
+                assert_eq!(c, done_ctas, "{policy} {} tick={tick}", k.name);
+            }
+            assert!(done.stall_scoreboard > 0);
+            let (p, _) = drive(&spec, k, ctas, &mut PlaceholderMem, false);
+            assert_eq!(p, run_cta_batch_with(&spec, k, ctas, &logged()).unwrap());
+        }
+    }
+}
+
+/// A CTA whose warps have all finished but whose store has not been replied is not
+/// completed, gives no event and is no deadlock; the reply completes it at the reply's
+/// cycle. A kernel cannot change under a resident CTA.
+#[test]
+fn a_cta_waits_for_its_pending_replies() {
+    // fma_chain ends with STG, EXIT: the warp finishes with the store in flight.
+    let (k, ctas) = probe(
+        "fma_chain",
+        &[("iters", "8"), ("unroll", "8"), ("warps", "1")],
+    );
+    let spec = SmSpec::from_config(&a100(&[]));
+    let mut sm = Sm::new(Arc::new(spec), 0, false);
+    let prep = Arc::new(KernelPrep::new(&k));
+    sm.set_kernel(prep.clone()).unwrap();
+    sm.add_cta(ctas[0].clone(), 7).unwrap();
+    let mut port = ReplyMem::default();
+    while let Some(t) = sm.next_event() {
+        sm.advance_to(t);
+        sm.step(&mut port);
+        sm.check_deadlock().unwrap();
+    }
+    assert_eq!(sm.pending_replies(), 1);
+    assert_eq!(port.queue.len(), 1);
+    let mut done = Vec::new();
+    sm.complete_ctas(u64::MAX, |tag, at| done.push((tag, at)));
+    assert!(done.is_empty(), "completed with a reply pending");
+    assert_eq!(sm.resident(), 1);
+    assert!(matches!(
+        sm.set_kernel(prep.clone()),
+        Err(SmError::Busy { resident: 1 })
+    ));
+    let at = sm.now() + 100;
+    let (_, tok) = port.queue.pop_first().unwrap();
+    sm.mem_reply(MemToken(tok), at);
+    assert_eq!(sm.pending_replies(), 0);
+    assert_eq!(sm.next_event(), Some(at));
+    sm.complete_ctas(at - 1, |tag, c| done.push((tag, c)));
+    assert!(done.is_empty());
+    sm.complete_ctas(at, |tag, c| done.push((tag, c)));
+    assert_eq!(done, vec![(7, at)]);
+    assert_eq!(sm.next_event(), None);
+    // Empty again: the SM takes the next kernel and goes on.
+    sm.set_kernel(prep).unwrap();
+    let s = sm.take_stats(0, at);
+    assert_eq!(s.warp_insts, k.counts.warp_insts);
+    assert_eq!(s.cycles, at);
+    assert_eq!(
+        s.issue_slots_used + s.stalls(),
+        s.cycles * s.schedulers as u64
+    );
+    let again = sm.take_stats(at, at + 5);
+    assert_eq!(again.warp_insts, 0);
+    assert_eq!(again.stall_no_warp, 5 * again.schedulers as u64);
 }

@@ -4,6 +4,7 @@
 use super::spec::SmSpec;
 use super::stats::{BarrierEvent, IssueEvent, SmStats};
 use crate::config::SchedulerPolicy;
+use std::sync::Arc;
 use tessera_traces::{DecodedCta, KernelMeta, OpClass, WarpInst};
 
 /// How [`run_cta_batch_with`] runs.
@@ -31,21 +32,44 @@ pub enum SmError {
     /// barrier that cannot complete).
     #[error("deadlock at cycle {cycle}: {detail}")]
     Deadlock { cycle: u64, detail: String },
+    /// [`Sm::set_kernel`] or [`Sm::skip_to`] while CTAs are resident.
+    #[error("the SM still has {resident} resident CTA(s)")]
+    Busy { resident: usize },
+    /// [`Sm::add_cta`] before any [`Sm::set_kernel`].
+    #[error("no kernel set on the SM")]
+    NoKernel,
 }
 
-/// Where memory-class instructions get the cycle their results are written.
+/// What a [`MemPort`] says about a memory instruction it accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemIssue {
+    /// Its destination registers are written from this cycle on (at least `cycle + 1`;
+    /// an earlier one is taken as `cycle + 1`).
+    Done(u64),
+    /// The result comes later, through [`Sm::mem_reply`] with the instruction's token.
+    Pending,
+}
+
+/// The SM's name for one in-flight memory instruction: an index into its table of
+/// instructions waiting for a [`Sm::mem_reply`], reused after the reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemToken(pub u32);
+
+/// Where memory-class instructions go.
 pub trait MemPort {
-    /// Memory instruction `inst` of `cta` issues at core cycle `cycle`; returns the cycle
-    /// from which its destination registers are written (at least `cycle + 1`).
-    /// `placeholder_latency` is the class's latency of [`SmSpec`] (used by the batch
-    /// driver, which has no memory system).
+    /// Memory instruction `inst` of `cta` issues at core cycle `cycle`: either the cycle
+    /// from which its destination registers are written is known now
+    /// ([`MemIssue::Done`]), or it comes later through [`Sm::mem_reply`]`(token, ..)`
+    /// ([`MemIssue::Pending`]). `placeholder_latency` is the class's latency of
+    /// [`SmSpec`] (used by the batch driver, which has no memory system).
     fn access(
         &mut self,
         cycle: u64,
         cta: &DecodedCta,
         inst: &WarpInst,
+        token: MemToken,
         placeholder_latency: u32,
-    ) -> u64;
+    ) -> MemIssue;
 }
 
 /// The placeholder memory of the batch driver: every memory instruction takes its class's
@@ -53,10 +77,20 @@ pub trait MemPort {
 pub struct PlaceholderMem;
 
 impl MemPort for PlaceholderMem {
-    fn access(&mut self, cycle: u64, _: &DecodedCta, _: &WarpInst, latency: u32) -> u64 {
-        cycle + latency as u64
+    fn access(
+        &mut self,
+        cycle: u64,
+        _: &DecodedCta,
+        _: &WarpInst,
+        _: MemToken,
+        latency: u32,
+    ) -> MemIssue {
+        MemIssue::Done(cycle + latency as u64)
     }
 }
+
+/// A register whose write is a pending memory reply: not ready at any cycle.
+const NEVER: u64 = u64::MAX;
 
 /// Registers a scoreboard tracks per warp (R0..R254; R255 is RZ).
 const REGS: usize = 256;
@@ -141,6 +175,17 @@ struct Resident {
     seq: u32,
     /// Last cycle at which one of its issued instructions' results is written.
     complete_at: u64,
+    /// Memory results not yet replied ([`Sm::mem_reply`]): it cannot complete before.
+    pending: u32,
+}
+
+/// One entry of the table of in-flight memory instructions (index = [`MemToken`]).
+#[derive(Clone, Copy)]
+struct InFlight {
+    warp: u32,
+    /// Static slot of the instruction (its destination registers).
+    slot: u32,
+    live: bool,
 }
 
 /// Why one warp cannot issue at a given cycle.
@@ -153,12 +198,12 @@ enum Block {
     Ready,
 }
 
-/// One SM running CTAs of one kernel; CTAs arrive ([`Sm::add_cta`]) and leave
-/// ([`Sm::complete_ctas`]) while it runs. Time is in core cycles; [`Sm::now`] is the
-/// first cycle not yet accounted.
-pub struct Sm<'a> {
-    spec: &'a SmSpec,
-    prep: &'a KernelPrep,
+/// One SM running CTAs of one kernel at a time ([`Sm::set_kernel`]; it persists across
+/// kernels); CTAs arrive ([`Sm::add_cta`]) and leave ([`Sm::complete_ctas`]) while it
+/// runs. Time is in core cycles; [`Sm::now`] is the first cycle not yet accounted.
+pub struct Sm {
+    spec: Arc<SmSpec>,
+    prep: Option<Arc<KernelPrep>>,
     warps: Vec<WarpState>,
     used: Vec<bool>,
     scheds: Vec<SchedState>,
@@ -169,15 +214,22 @@ pub struct Sm<'a> {
     complete_at: u64,
     record: bool,
     stats: SmStats,
+    /// In-flight memory instructions, indexed by [`MemToken`]; `free` lists the reusable
+    /// entries (last freed first, so token numbering is deterministic).
+    inflight: Vec<InFlight>,
+    free: Vec<u32>,
+    /// Entries of `inflight` that are live.
+    pending: u32,
 }
 
-impl<'a> Sm<'a> {
-    /// An empty SM whose first cycle is `now`.
-    pub fn new(spec: &'a SmSpec, prep: &'a KernelPrep, now: u64, record: bool) -> Self {
+impl Sm {
+    /// An empty SM whose first cycle is `now`, with no kernel yet ([`Sm::set_kernel`]).
+    /// `record` fills the logs of [`SmStats`].
+    pub fn new(spec: Arc<SmSpec>, now: u64, record: bool) -> Self {
         let n_sched = spec.schedulers.max(1);
         Sm {
             spec,
-            prep,
+            prep: None,
             warps: Vec::new(),
             used: Vec::new(),
             scheds: (0..n_sched)
@@ -197,7 +249,70 @@ impl<'a> Sm<'a> {
                 schedulers: n_sched,
                 ..SmStats::default()
             },
+            inflight: Vec::new(),
+            free: Vec::new(),
+            pending: 0,
         }
+    }
+
+    /// Runs the CTAs of the kernel `prep` from now on. Refused while a CTA is resident.
+    pub fn set_kernel(&mut self, prep: Arc<KernelPrep>) -> Result<(), SmError> {
+        match self.resident() {
+            0 => {
+                self.prep = Some(prep);
+                Ok(())
+            }
+            resident => Err(SmError::Busy { resident }),
+        }
+    }
+
+    /// Moves an SM with no resident CTA to cycle `t` without accounting the cycles in
+    /// between (the gap between two kernels, which belongs to neither's counters).
+    /// Refused while a CTA is resident; a `t` in the past is ignored.
+    pub fn skip_to(&mut self, t: u64) -> Result<(), SmError> {
+        match self.resident() {
+            0 => {
+                self.now = self.now.max(t);
+                self.complete_at = self.complete_at.max(self.now);
+                Ok(())
+            }
+            resident => Err(SmError::Busy { resident }),
+        }
+    }
+
+    /// Memory instructions issued with [`MemIssue::Pending`] and not yet replied.
+    pub fn pending_replies(&self) -> u32 {
+        self.pending
+    }
+
+    /// The result of the in-flight memory instruction `token` is written at `cycle` (the
+    /// caller guarantees `cycle >= now()`; an earlier one is taken as `now()`): its
+    /// destination registers become ready then, and its CTA may complete from then on
+    /// once nothing else is pending. An unknown or already replied token is a caller bug
+    /// (ignored; a debug build asserts).
+    pub fn mem_reply(&mut self, token: MemToken, cycle: u64) {
+        let Some(f) = self.inflight.get_mut(token.0 as usize).filter(|f| f.live) else {
+            debug_assert!(false, "mem_reply with an unknown token {token:?}");
+            return;
+        };
+        debug_assert!(cycle >= self.now, "mem_reply in the past");
+        let cycle = cycle.max(self.now);
+        f.live = false;
+        let (w, slot) = (f.warp as usize, f.slot as usize);
+        self.free.push(token.0);
+        self.pending -= 1;
+        let Some(prep) = self.prep.as_ref() else {
+            return;
+        };
+        for &r in &prep.slots[slot].dsts {
+            self.warps[w].reg_ready[r as usize] = cycle;
+        }
+        self.complete_at = self.complete_at.max(cycle);
+        if let Some(rc) = self.ctas[self.warps[w].cta as usize].as_mut() {
+            rc.pending -= 1;
+            rc.complete_at = rc.complete_at.max(cycle);
+        }
+        self.refresh(w);
     }
 
     /// The first cycle not yet accounted.
@@ -215,7 +330,7 @@ impl<'a> Sm<'a> {
         self.spec.warp_slots - self.used.iter().filter(|&&u| u).count() as u32
     }
 
-    /// The counters so far (`cycles` is set by [`Sm::finish`]).
+    /// The counters since the last [`Sm::take_stats`] (`cycles` is set by it).
     pub fn stats(&self) -> &SmStats {
         &self.stats
     }
@@ -223,6 +338,7 @@ impl<'a> Sm<'a> {
     /// Makes `cta` resident from cycle [`Sm::now`]: its warps take the lowest free warp
     /// slots (slot `i` belongs to scheduler `i % schedulers`). Returns its index.
     pub fn add_cta(&mut self, cta: DecodedCta, tag: u64) -> Result<u32, SmError> {
+        let prep = self.prep.as_ref().ok_or(SmError::NoKernel)?;
         let ci = self
             .ctas
             .iter()
@@ -231,12 +347,12 @@ impl<'a> Sm<'a> {
         if let Some(i) = cta
             .insts
             .iter()
-            .find(|i| i.slot as usize >= self.prep.slots.len())
+            .find(|i| i.slot as usize >= prep.slots.len())
         {
             return Err(SmError::BadSlot {
                 cta: ci as u32,
                 slot: i.slot,
-                n: self.prep.slots.len(),
+                n: prep.slots.len(),
             });
         }
         if cta.warps.len() as u64 > self.free_warp_slots() as u64 {
@@ -293,6 +409,7 @@ impl<'a> Sm<'a> {
             arrived: Vec::new(),
             seq: 0,
             complete_at: self.now,
+            pending: 0,
         };
         if ci == self.ctas.len() {
             self.ctas.push(Some(r));
@@ -332,7 +449,10 @@ impl<'a> Sm<'a> {
             return;
         }
         let inst = *self.inst(w);
-        let reg_at = self.prep.slots[inst.slot as usize]
+        let Some(prep) = self.prep.as_ref() else {
+            return;
+        };
+        let reg_at = prep.slots[inst.slot as usize]
             .wait
             .iter()
             .map(|&r| ws.reg_ready[r as usize])
@@ -477,19 +597,54 @@ impl<'a> Sm<'a> {
             });
         }
         self.scheds[s].unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
+        let mut pending = false;
         let done_at = if inst.class.is_memory() {
+            let token = match self.free.pop() {
+                Some(t) => t,
+                None => {
+                    self.inflight.push(InFlight {
+                        warp: 0,
+                        slot: 0,
+                        live: false,
+                    });
+                    self.inflight.len() as u32 - 1
+                }
+            };
             let r = self.ctas[cta as usize].as_ref().expect("resident");
-            mem.access(now, &r.cta, &inst, t.latency_cycles)
-                .max(now + 1)
+            match mem.access(now, &r.cta, &inst, MemToken(token), t.latency_cycles) {
+                MemIssue::Done(at) => {
+                    self.free.push(token);
+                    at.max(now + 1)
+                }
+                MemIssue::Pending => {
+                    self.inflight[token as usize] = InFlight {
+                        warp: w as u32,
+                        slot: inst.slot,
+                        live: true,
+                    };
+                    self.pending += 1;
+                    pending = true;
+                    NEVER
+                }
+            }
         } else {
             now + t.latency_cycles as u64
         };
-        self.complete_at = self.complete_at.max(done_at);
-        for &r in &self.prep.slots[inst.slot as usize].dsts {
-            self.warps[w].reg_ready[r as usize] = done_at;
+        if !pending {
+            self.complete_at = self.complete_at.max(done_at);
+        }
+        if let Some(prep) = self.prep.as_ref() {
+            for &r in &prep.slots[inst.slot as usize].dsts {
+                self.warps[w].reg_ready[r as usize] = done_at;
+            }
         }
         let rc = self.ctas[cta as usize].as_mut().expect("resident");
-        rc.complete_at = rc.complete_at.max(done_at).max(now + 1);
+        if pending {
+            rc.pending += 1;
+            rc.complete_at = rc.complete_at.max(now + 1);
+        } else {
+            rc.complete_at = rc.complete_at.max(done_at).max(now + 1);
+        }
         let ws = &mut self.warps[w];
         ws.next += 1;
         if ws.next == ws.end {
@@ -552,8 +707,9 @@ impl<'a> Sm<'a> {
         }
     }
 
-    /// The first cycle at which a warp could issue, or `None` when no warp can ever issue
-    /// again (all finished, or a deadlock: see [`Sm::check_deadlock`]).
+    /// The first cycle at which a warp could issue, or `None` when no warp can issue
+    /// before something arrives (all finished, all waiting for memory replies) or ever
+    /// again (a deadlock: see [`Sm::check_deadlock`]).
     fn next_issue(&self) -> Option<u64> {
         if self.live == 0 {
             return None;
@@ -561,18 +717,21 @@ impl<'a> Sm<'a> {
         (0..self.warps.len())
             .filter(|&w| self.used[w])
             .filter_map(|w| self.earliest(w))
+            .filter(|&t| t != NEVER)
             .min()
     }
 
     /// The next cycle (at least [`Sm::now`]) at which this SM has something to do: a warp
-    /// may issue or a finished CTA completes. `None` when it has nothing left.
+    /// may issue or a finished CTA completes. `None` when it has nothing to do until a
+    /// [`Sm::mem_reply`] (ask again after one) or nothing left at all. Warps blocked only
+    /// on pending memory replies give no time.
     pub fn next_event(&self) -> Option<u64> {
         let issue = self.next_issue();
         let done = self
             .ctas
             .iter()
             .flatten()
-            .filter(|c| c.alive == 0)
+            .filter(|c| c.alive == 0 && c.pending == 0)
             .map(|c| c.complete_at)
             .min();
         match (issue, done) {
@@ -582,9 +741,10 @@ impl<'a> Sm<'a> {
         .map(|t| t.max(self.now))
     }
 
-    /// An error when some warp is unfinished but none can ever issue again.
+    /// An error when some warp is unfinished but none can ever issue again (never while a
+    /// memory reply is pending: it may unblock them).
     pub fn check_deadlock(&self) -> Result<(), SmError> {
-        if self.live > 0 && self.next_issue().is_none() {
+        if self.live > 0 && self.pending == 0 && self.next_issue().is_none() {
             return Err(self.deadlock());
         }
         Ok(())
@@ -615,11 +775,12 @@ impl<'a> Sm<'a> {
     }
 
     /// Removes the CTAs whose warps have all finished and whose results are all written
-    /// by cycle `t` (`complete_at <= t`), freeing their warp slots; calls
-    /// `f(tag, completion cycle)` for each, in CTA-index order.
+    /// by cycle `t` (`complete_at <= t`, no memory reply pending), freeing their warp
+    /// slots; calls `f(tag, completion cycle)` for each, in CTA-index order.
     pub fn complete_ctas(&mut self, t: u64, mut f: impl FnMut(u64, u64)) {
         for ci in 0..self.ctas.len() {
-            let done = matches!(&self.ctas[ci], Some(c) if c.alive == 0 && c.complete_at <= t);
+            let done = matches!(&self.ctas[ci],
+                Some(c) if c.alive == 0 && c.pending == 0 && c.complete_at <= t);
             if !done {
                 continue;
             }
@@ -633,12 +794,23 @@ impl<'a> Sm<'a> {
         }
     }
 
-    /// Ends the run at cycle `end` (at least [`Sm::now`]), counting the remaining cycles
-    /// as stalls; returns the counters with `cycles = end - start`.
-    pub fn finish(mut self, start: u64, end: u64) -> SmStats {
+    /// Counts the cycles up to `end` as stalls (as [`Sm::advance_to`]) and returns the
+    /// counters since the previous take (or since [`Sm::new`]) with
+    /// `cycles = end - start`, resetting them. The SM goes on from `end`.
+    pub fn take_stats(&mut self, start: u64, end: u64) -> SmStats {
         self.advance_to(end);
-        self.stats.cycles = self.now - start;
-        self.stats
+        let fresh = SmStats {
+            schedulers: self.stats.schedulers,
+            ..SmStats::default()
+        };
+        let mut s = std::mem::replace(&mut self.stats, fresh);
+        s.cycles = self.now.saturating_sub(start);
+        s
+    }
+
+    /// [`Sm::take_stats`] for the last time.
+    pub fn finish(mut self, start: u64, end: u64) -> SmStats {
+        self.take_stats(start, end)
     }
 }
 
@@ -667,8 +839,8 @@ pub fn run_cta_batch_with(
             slots: spec.warp_slots,
         });
     }
-    let prep = KernelPrep::new(kernel);
-    let mut sm = Sm::new(spec, &prep, 0, opts.record_log);
+    let mut sm = Sm::new(Arc::new(spec.clone()), 0, opts.record_log);
+    sm.set_kernel(Arc::new(KernelPrep::new(kernel)))?;
     for (i, c) in ctas.iter().enumerate() {
         sm.add_cta(c.clone(), i as u64)?;
     }

@@ -17,18 +17,21 @@
 //!   scheduler's unit of the instruction's class accepts it (one unit per class per
 //!   scheduler, a new instruction `initiation_cycles` after the previous one); on issue
 //!   its destinations are pending until `issue + latency_cycles`;
-//! - memory classes go to a [`MemPort`]: inside the GPU ([`crate::gpu`]) it is the memory
-//!   system, whose completion time (rounded up to a core cycle) is when the destinations
-//!   are written; the batch driver [`run_cta_batch`] uses [`PlaceholderMem`]
-//!   ([`SmSpec::mem_placeholder_latency_cycles`], not a model);
+//! - memory classes go to a [`MemPort`], which either knows when the destinations are
+//!   written ([`MemIssue::Done`]) or answers later ([`MemIssue::Pending`], then
+//!   [`Sm::mem_reply`] with the instruction's [`MemToken`]; meanwhile its destinations are
+//!   not ready at any cycle and its CTA cannot complete). Inside the GPU
+//!   ([`crate::gpu`]) it is the memory system; the batch driver [`run_cta_batch`] uses
+//!   [`PlaceholderMem`] ([`SmSpec::mem_placeholder_latency_cycles`], not a model);
 //! - `BAR.SYNC` (class `barrier`): the warp waits until every unfinished warp of its CTA
 //!   has arrived; all leave together the next cycle. `EXIT` retires lanes; a warp whose
 //!   stream ends is done.
 //!
-//! [`Sm`] is steppable: CTAs arrive ([`Sm::add_cta`]) and complete ([`Sm::complete_ctas`],
-//! when every warp has finished and every result is written) while it runs; the GPU loop
-//! asks [`Sm::next_event`], accounts the skipped cycles ([`Sm::advance_to`]) and runs one
-//! cycle ([`Sm::step`]). Warps of a scheduler are kept in dispatch (age) order; `lrr`
+//! [`Sm`] is steppable and persists across kernels ([`Sm::set_kernel`] when empty,
+//! [`Sm::take_stats`] per kernel): CTAs arrive ([`Sm::add_cta`]) and complete
+//! ([`Sm::complete_ctas`], when every warp has finished and every result is written) while
+//! it runs; the GPU loop asks [`Sm::next_event`], accounts the skipped cycles
+//! ([`Sm::advance_to`]) and runs one cycle ([`Sm::step`]). Warps of a scheduler are kept in dispatch (age) order; `lrr`
 //! rotates in that order, `gto` takes the oldest.
 //!
 //! Cycles in which no warp can issue are skipped (the loop jumps to the first cycle at
@@ -44,7 +47,8 @@ mod spec;
 mod stats;
 
 pub use issue::{
-    run_cta_batch, run_cta_batch_with, KernelPrep, MemPort, PlaceholderMem, Sm, SmError, SmOptions,
+    run_cta_batch, run_cta_batch_with, KernelPrep, MemIssue, MemPort, MemToken, PlaceholderMem, Sm,
+    SmError, SmOptions,
 };
 pub use spec::{SmSpec, UnitTiming};
 pub use stats::{BarrierEvent, IssueEvent, SmStats};
