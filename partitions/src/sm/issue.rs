@@ -92,6 +92,17 @@ impl MemPort for PlaceholderMem {
 /// A register whose write is a pending memory reply: not ready at any cycle.
 const NEVER: u64 = u64::MAX;
 
+/// Whether a result of `class` is a long-latency one for `two_level` (GPGPU-Sim's
+/// `longopregs`: results of global, local, constant and texture memory; shared memory's
+/// are short).
+fn is_long(class: OpClass) -> bool {
+    class.is_memory()
+        && !matches!(
+            class,
+            OpClass::LoadShared | OpClass::StoreShared | OpClass::AtomicShared
+        )
+}
+
 /// Per static instruction: the registers its issue waits on (sources and destinations,
 /// RZ excluded, deduplicated) and the registers it writes.
 struct SlotRegs {
@@ -159,6 +170,10 @@ struct WarpState {
     /// can change, since only the warp's own issues write its registers).
     reg_at: u64,
     class: OpClass,
+    /// Like `reg_at`, over the registers whose pending write is long-latency
+    /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
+    /// on memory.
+    long_at: u64,
 }
 
 impl Default for WarpState {
@@ -175,6 +190,7 @@ impl Default for WarpState {
             release_at: 0,
             reg_at: 0,
             class: OpClass::Nop,
+            long_at: 0,
         }
     }
 }
@@ -201,6 +217,18 @@ impl WarpState {
             self.release_at.max(self.reg_at)
         }
     }
+
+    /// The first cycle from which `two_level` may hold it in the active pool: not
+    /// finished, not at a barrier, not waiting on a long-latency result (`NEVER` when
+    /// that takes a barrier release or a reply).
+    #[inline]
+    fn unblock(&self) -> u64 {
+        if self.done || self.at_barrier {
+            NEVER
+        } else {
+            self.release_at.max(self.long_at)
+        }
+    }
 }
 
 /// A scheduler's copy of what its policy and stall accounting read of one warp, kept in
@@ -212,10 +240,14 @@ struct Entry {
     /// [`WarpState::e1`] and [`WarpState::e2`].
     e1: u64,
     e2: u64,
+    /// [`WarpState::unblock`].
+    unblock: u64,
     /// Warp slot.
     slot: u32,
     /// Class of its next instruction (meaningful while `e2 != NEVER`).
     class: OpClass,
+    /// In the active pool (`two_level`; always true otherwise).
+    active: bool,
 }
 
 /// One sub-core scheduler's state, with caches of its warps' times that are exact at
@@ -231,23 +263,41 @@ struct SchedState {
     unit_free: [u64; OpClass::COUNT],
     /// Unfinished warps.
     unfinished: u32,
-    /// Earliest cycle one of its warps may issue ([`NEVER`]: none without a reply).
+    /// Earliest cycle one of its (active) warps may issue ([`NEVER`]: none without a
+    /// reply or a barrier release).
+    issue_at: u64,
+    /// The earlier of `issue_at` and, under `two_level`, the first cycle at which the
+    /// pool update would change the pools: when the scheduler must be stepped.
     next_issue: u64,
-    /// Minima of [`WarpState::e1`] and [`WarpState::e2`] over its warps.
+    /// Minimum of [`WarpState::e1`] over its warps, and of [`WarpState::e2`] over its
+    /// (active) warps.
     min_e1: u64,
     min_e2: u64,
+    /// `two_level` only (the rule is in the module documentation of `sm`): the active
+    /// pool's capacity (0 for the other
+    /// policies), its warp slots in priority order, the pending pool's in FIFO order,
+    /// and the last cycle whose pool update ran.
+    cap: usize,
+    active: Vec<u32>,
+    waiting: Vec<u32>,
+    pool_at: u64,
 }
 
 impl SchedState {
-    fn new() -> Self {
+    fn new(cap: usize) -> Self {
         SchedState {
             entries: Vec::new(),
             last: None,
             unit_free: [0; OpClass::COUNT],
             unfinished: 0,
+            issue_at: NEVER,
             next_issue: NEVER,
             min_e1: NEVER,
             min_e2: NEVER,
+            cap,
+            active: Vec::new(),
+            waiting: Vec::new(),
+            pool_at: 0,
         }
     }
 
@@ -263,32 +313,56 @@ impl SchedState {
     }
 
     /// Copies warp `ws`'s times into its entry and folds them into the caches (exact
-    /// when they only got earlier; otherwise a [`SchedState::rescan`] must follow).
+    /// when they only got earlier, except that under `two_level` an earlier time can
+    /// also cancel a pending demotion: there a [`SchedState::rescan`] must follow, as
+    /// after any change that can make a time later).
     #[inline]
     fn lower(&mut self, ws: &WarpState) {
         let e = Entry {
             e1: ws.e1(),
             e2: ws.e2(),
+            unblock: ws.unblock(),
             class: ws.class,
             ..self.entries[ws.pos as usize]
         };
         self.entries[ws.pos as usize] = e;
         self.min_e1 = self.min_e1.min(e.e1);
-        self.min_e2 = self.min_e2.min(e.e2);
-        self.next_issue = self.next_issue.min(self.earliest(&e));
+        if e.active {
+            self.min_e2 = self.min_e2.min(e.e2);
+            self.issue_at = self.issue_at.min(self.earliest(&e));
+        } else if self.active.len() < self.cap {
+            // A pending warp fills a free slot from the cycle it unblocks.
+            self.next_issue = self.next_issue.min(e.unblock);
+        }
+        self.next_issue = self.next_issue.min(self.issue_at);
     }
 
     /// Recomputes the caches from the entries.
     fn rescan(&mut self) {
-        let (mut e1, mut e2, mut next) = (NEVER, NEVER, NEVER);
+        let (mut e1, mut e2, mut next, mut promote) = (NEVER, NEVER, NEVER, NEVER);
+        // Under two_level, an active warp blocked at the cycle after the last update is
+        // demoted then (it can only have become blocked by issuing in that update's cycle).
+        let check = self.pool_at + 1;
+        let mut due = NEVER;
         for e in &self.entries {
             e1 = e1.min(e.e1);
-            e2 = e2.min(e.e2);
-            next = next.min(self.earliest(e));
+            if e.active {
+                e2 = e2.min(e.e2);
+                next = next.min(self.earliest(e));
+                if self.cap > 0 && e.unblock > check {
+                    due = check;
+                }
+            } else {
+                promote = promote.min(e.unblock);
+            }
+        }
+        if self.active.len() < self.cap {
+            due = due.min(promote);
         }
         self.min_e1 = e1;
         self.min_e2 = e2;
-        self.next_issue = next;
+        self.issue_at = next;
+        self.next_issue = next.min(due);
     }
 }
 
@@ -342,6 +416,8 @@ pub struct Sm {
     /// Scoreboards: for warp slot `w`, `reg_ready[w * stride + r]` is the cycle from which
     /// register `r` has no pending write ([`NEVER`] while it awaits a memory reply).
     reg_ready: Vec<u64>,
+    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]).
+    reg_long: Vec<bool>,
     stride: usize,
     scheds: Vec<SchedState>,
     ctas: Vec<Option<Resident>>,
@@ -367,6 +443,10 @@ impl Sm {
     /// `record` fills the logs of [`SmStats`].
     pub fn new(spec: Arc<SmSpec>, now: u64, record: bool) -> Self {
         let n_sched = spec.schedulers.max(1);
+        let cap = match spec.policy {
+            SchedulerPolicy::TwoLevel => spec.two_level_active_warps.max(1) as usize,
+            SchedulerPolicy::Lrr | SchedulerPolicy::Gto => 0,
+        };
         Sm {
             spec,
             prep: None,
@@ -374,8 +454,9 @@ impl Sm {
             used: Vec::new(),
             n_used: 0,
             reg_ready: Vec::new(),
+            reg_long: Vec::new(),
             stride: 1,
-            scheds: (0..n_sched).map(|_| SchedState::new()).collect(),
+            scheds: (0..n_sched).map(|_| SchedState::new(cap)).collect(),
             ctas: Vec::new(),
             n_resident: 0,
             n_finished: 0,
@@ -405,6 +486,8 @@ impl Sm {
         self.stride = prep.regs;
         self.reg_ready.clear();
         self.reg_ready.resize(self.used.len() * self.stride, 0);
+        self.reg_long.clear();
+        self.reg_long.resize(self.used.len() * self.stride, false);
         self.prep = Some(prep);
         Ok(())
     }
@@ -459,10 +542,19 @@ impl Sm {
                 self.n_finished += 1;
             }
         }
-        // Its registers only got earlier: lowering the scheduler's caches is exact.
+        // Its registers only got earlier.
         self.refresh(w);
+        self.touch(w);
+    }
+
+    /// Folds warp `w`'s times, which only got earlier, into its scheduler's caches.
+    fn touch(&mut self, w: usize) {
         let ws = &self.warps[w];
-        self.scheds[ws.sched as usize].lower(ws);
+        let sc = &mut self.scheds[ws.sched as usize];
+        sc.lower(ws);
+        if sc.cap > 0 {
+            sc.rescan();
+        }
     }
 
     /// The first cycle not yet accounted.
@@ -523,6 +615,7 @@ impl Sm {
                 self.used.push(false);
                 self.warps.push(WarpState::default());
                 self.reg_ready.resize(self.used.len() * self.stride, 0);
+                self.reg_long.resize(self.used.len() * self.stride, false);
             }
             let slot = search as u32;
             self.used[search] = true;
@@ -546,6 +639,7 @@ impl Sm {
                 at_barrier: false,
                 release_at: 0,
                 reg_at: 0,
+                long_at: 0,
                 class: if done {
                     OpClass::Nop
                 } else {
@@ -555,13 +649,20 @@ impl Sm {
             // Earlier writes to these registers were all before now (their CTA completed).
             let base = search * self.stride;
             self.reg_ready[base..base + self.stride].fill(0);
+            self.reg_long[base..base + self.stride].fill(false);
             sc.entries.push(Entry {
                 age,
                 e1: NEVER,
                 e2: NEVER,
+                unblock: NEVER,
                 slot,
                 class: ws.class,
+                // Under two_level a warp starts in the pending pool.
+                active: sc.cap == 0,
             });
+            if sc.cap > 0 && !done {
+                sc.waiting.push(slot);
+            }
             sc.unfinished += u32::from(!done);
             sc.lower(&ws);
             self.warps[search] = ws;
@@ -607,14 +708,18 @@ impl Sm {
         let class = inst.class;
         let base = w * self.stride;
         let regs = &self.reg_ready[base..base + self.stride];
-        let reg_at = prep.slots[inst.slot as usize]
-            .wait
-            .iter()
-            .map(|&r| regs[r as usize])
-            .max()
-            .unwrap_or(0);
+        let long = &self.reg_long[base..base + self.stride];
+        let (mut reg_at, mut long_at) = (0, 0);
+        for &r in prep.slots[inst.slot as usize].wait.iter() {
+            let t = regs[r as usize];
+            reg_at = reg_at.max(t);
+            if long[r as usize] {
+                long_at = long_at.max(t);
+            }
+        }
         let ws = &mut self.warps[w];
         ws.reg_at = reg_at;
+        ws.long_at = long_at;
         ws.class = class;
     }
 
@@ -663,9 +768,13 @@ impl Sm {
                     .map(|p| start + p)
                     .or_else(|| ents[..start].iter().position(ready))
             }
-            // TODO: two_level (an active pool of `two_level_active_warps`, round robin
-            // inside) is scheduled as GTO for now.
-            SchedulerPolicy::Gto | SchedulerPolicy::TwoLevel => {
+            // The first ready warp of the active pool, in its rotated order.
+            SchedulerPolicy::TwoLevel => sch
+                .active
+                .iter()
+                .map(|&w| self.warps[w as usize].pos as usize)
+                .find(|&p| ready(&ents[p])),
+            SchedulerPolicy::Gto => {
                 if let Some(age) = sch.last {
                     if let Ok(p) = ents.binary_search_by_key(&age, |e| e.age) {
                         if ready(&ents[p]) {
@@ -749,8 +858,10 @@ impl Sm {
         }
         if let Some(prep) = self.prep.as_ref() {
             let base = w * self.stride;
+            let long = is_long(inst.class);
             for &r in prep.slots[inst.slot as usize].dsts.iter() {
                 self.reg_ready[base + r as usize] = done_at;
+                self.reg_long[base + r as usize] = long;
             }
         }
         let ws = &mut self.warps[w];
@@ -791,9 +902,9 @@ impl Sm {
             let ws = &mut self.warps[w as usize];
             ws.at_barrier = false;
             ws.release_at = now + 1;
-            // From waiting to `now + 1`: earlier, so lowering is exact (the issuing
-            // scheduler is rescanned anyway).
-            self.scheds[ws.sched as usize].lower(ws);
+            // From waiting to `now + 1`: earlier (the issuing scheduler is rescanned
+            // anyway).
+            self.touch(w as usize);
         }
         self.stats.barriers += 1;
         if self.record {
@@ -883,6 +994,41 @@ impl Sm {
         }
     }
 
+    /// The `two_level` pool update of scheduler `s` at cycle `c` (steps 1 and 2 of the
+    /// rule in the module documentation of `sm`): demote
+    /// the active warps blocked at `c`, then fill free slots from the pending pool.
+    fn update_pools(&mut self, s: usize, c: u64) {
+        let sc = &mut self.scheds[s];
+        let warps = &self.warps;
+        let (entries, waiting) = (&mut sc.entries, &mut sc.waiting);
+        sc.active.retain(|&w| {
+            let ws = &warps[w as usize];
+            let e = &mut entries[ws.pos as usize];
+            if e.unblock <= c {
+                return true;
+            }
+            e.active = false;
+            if !ws.done {
+                waiting.push(w);
+            }
+            false
+        });
+        while sc.active.len() < sc.cap {
+            let Some(i) = sc
+                .waiting
+                .iter()
+                .position(|&w| sc.entries[warps[w as usize].pos as usize].unblock <= c)
+            else {
+                break;
+            };
+            let w = sc.waiting.remove(i);
+            sc.entries[warps[w as usize].pos as usize].active = true;
+            sc.active.push(w);
+        }
+        sc.pool_at = c;
+        sc.rescan();
+    }
+
     /// Runs cycle [`Sm::now`]: each scheduler issues at most one instruction (memory
     /// instructions go to `mem`) or counts a stall; then moves to the next cycle.
     pub fn step(&mut self, mem: &mut impl MemPort) {
@@ -890,15 +1036,24 @@ impl Sm {
         for s in 0..self.scheds.len() {
             // An issue elsewhere this cycle cannot make one of this scheduler's warps ready
             // now (a barrier releases for the next cycle), so its cache decides.
-            let picked = if self.scheds[s].next_issue <= now {
+            if self.scheds[s].cap > 0 && self.scheds[s].next_issue <= now {
+                self.update_pools(s, now);
+            }
+            let picked = if self.scheds[s].issue_at <= now {
                 self.pick(s, now)
             } else {
                 None
             };
             match picked {
                 Some(pos) => {
+                    let slot = self.scheds[s].entries[pos].slot;
                     self.issue(s, pos, now, mem);
-                    self.scheds[s].rescan();
+                    let sc = &mut self.scheds[s];
+                    if let Some(i) = sc.active.iter().position(|&w| w == slot) {
+                        // Round robin from the last issued: it goes to the back.
+                        sc.active.rotate_left(i + 1);
+                    }
+                    sc.rescan();
                 }
                 None => self.count_stalls(s, now, now + 1),
             }
@@ -932,6 +1087,12 @@ impl Sm {
                 sc.entries.retain(|e| e.slot != slot);
                 for (i, e) in sc.entries.iter().enumerate() {
                     self.warps[e.slot as usize].pos = i as u32;
+                }
+                if sc.cap > 0 {
+                    // A finished warp not yet dropped by a pool update frees its slot.
+                    sc.active.retain(|&w| w != slot);
+                    sc.waiting.retain(|&w| w != slot);
+                    sc.rescan();
                 }
             }
             f(r.tag, r.complete_at);
