@@ -166,7 +166,9 @@ config_enum! {
         Lrr = "lrr",
         /// Greedy then oldest.
         Gto = "gto",
-        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside.
+        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside;
+        /// a warp waiting on a global/local memory result yields its slot to the oldest
+        /// pending warp that is not.
         TwoLevel = "two_level",
     }
 }
@@ -317,8 +319,8 @@ section! {
         /// Warp scheduling policy of every scheduler. Presets: the simulator config's
         /// `-gpgpu_scheduler` or the paper's table.
         scheduler: SchedulerPolicy = Kind::Enum(SchedulerPolicy::NAMES), unit "-", None;
-        /// Size of the active pool of each scheduler under `two_level` (ignored otherwise).
-        /// Presets: GPGPU-Sim's `two_level_active:6` example.
+        /// Size of the active pool of each scheduler under `two_level` (ignored otherwise;
+        /// 0 is taken as 1). Presets: GPGPU-Sim's `two_level_active:6` example.
         two_level_active_warps: u32 = Kind::U32, unit "warps per scheduler", Some("6");
         /// Register-file banks per SM, split evenly among the schedulers; two operands of an
         /// instruction in one bank take two cycles to read. Presets: the simulator config's

@@ -8,7 +8,10 @@ use tessera_partitions::sm::{
     run_cta_batch, run_cta_batch_with, KernelPrep, MemIssue, MemPort, MemToken, PlaceholderMem, Sm,
     SmError, SmOptions, SmSpec, SmStats,
 };
-use tessera_traces::{DecodedCta, KernelMeta, OpClass, TraceFile, WarpInst};
+use tessera_traces::{
+    Addrs, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, OpClass, OpcodeInfo, StaticInst,
+    TraceFile, WarpInst,
+};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
@@ -649,4 +652,244 @@ fn a_cta_waits_for_its_pending_replies() {
     let again = sm.take_stats(at, at + 5);
     assert_eq!(again.warp_insts, 0);
     assert_eq!(again.stall_no_warp, 5 * again.schedulers as u64);
+}
+
+/// One instruction of a hand-made warp: class, destination and source registers.
+type Op = (OpClass, &'static [u16], &'static [u16]);
+
+/// A one-CTA kernel whose warp `i` runs `warps[i]` (one static slot per instruction).
+fn synthetic(warps: &[&[Op]]) -> (KernelMeta, DecodedCta) {
+    let mut opcodes: Vec<OpcodeInfo> = Vec::new();
+    let mut statics = Vec::new();
+    let mut cta = DecodedCta::default();
+    for (w, ops) in warps.iter().enumerate() {
+        let start = cta.insts.len();
+        for &(class, dsts, srcs) in ops.iter() {
+            let opcode = opcodes.len() as u16;
+            opcodes.push(OpcodeInfo {
+                name: class.name().to_uppercase(),
+                class,
+                width_bytes: 4,
+                dst_regs: 1,
+                scope: Default::default(),
+                atomic: Default::default(),
+                unknown: false,
+            });
+            let pc = 16 * statics.len() as u32;
+            statics.push(StaticInst {
+                pc,
+                opcode,
+                dsts: dsts.to_vec(),
+                srcs: srcs.to_vec(),
+                mem_width: if class.is_memory() { 4 } else { 0 },
+                imm: None,
+                line: None,
+            });
+            cta.insts.push(WarpInst {
+                pc,
+                mask: u32::MAX,
+                slot: statics.len() as u32 - 1,
+                class,
+                addr_mode: 0,
+                addrs: Addrs::None,
+            });
+        }
+        cta.warps.push(DecodedWarp {
+            warp_id: w as u32,
+            insts: start..cta.insts.len(),
+        });
+    }
+    let k = KernelMeta {
+        name: "synthetic".into(),
+        id: 1,
+        grid: [1, 1, 1],
+        block: [32 * warps.len() as u32, 1, 1],
+        shmem_bytes: 0,
+        nregs: 8,
+        binary_version: 80,
+        stream: 0,
+        shmem_base: 0,
+        local_base: 0,
+        nvbit_version: String::new(),
+        tracer_version: 5,
+        lineinfo: false,
+        device: 0,
+        header_text: String::new(),
+        source: String::new(),
+        opcodes,
+        statics,
+        counts: KernelCounts::default(),
+        first_chunk: 0,
+        n_chunks: 0,
+        annotations: Vec::new(),
+        records_operands: false,
+        generator: "hand-made".into(),
+    };
+    (k, cta)
+}
+
+/// One scheduler, every class latency 1 / interval 1 except global loads (latency 10)
+/// and local loads (latency 3), `policy` with an active pool of `active`.
+fn tiny_spec(policy: &str, active: u32) -> SmSpec {
+    let active = active.to_string();
+    let mut spec = SmSpec::from_config(&a100(&[
+        ("core.scheduler", policy),
+        ("core.two_level_active_warps", &active),
+    ]));
+    spec.schedulers = 1;
+    for class in OpClass::ALL {
+        spec.timing[class as usize] = tessera_partitions::sm::UnitTiming {
+            latency_cycles: match class {
+                OpClass::LoadGlobal => 10,
+                OpClass::LoadLocal => 3,
+                _ => 1,
+            },
+            initiation_cycles: 1,
+        };
+    }
+    spec
+}
+
+/// `(cycle, warp, instruction index)` of every issue.
+fn schedule(s: &SmStats) -> Vec<(u64, u32, u32)> {
+    s.issue_log
+        .iter()
+        .map(|e| (e.cycle, e.warp, e.inst))
+        .collect()
+}
+
+/// Runs a hand-made kernel under every driver (idle skipping, ticking, and the
+/// pending-reply driver both ways) and checks they agree; returns the skipping run.
+fn run_all(spec: &SmSpec, k: &KernelMeta, cta: &DecodedCta) -> SmStats {
+    let ctas = [cta.clone()];
+    let skip = run_cta_batch_with(spec, k, &ctas, &logged()).unwrap();
+    let tick = run_cta_batch_with(
+        spec,
+        k,
+        &ctas,
+        &SmOptions {
+            tick_every_cycle: true,
+            record_log: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(skip, tick);
+    let (done, _) = drive(spec, k, &ctas, &mut DoneMem, false);
+    for tick in [false, true] {
+        let (s, _) = drive(spec, k, &ctas, &mut ReplyMem::default(), tick);
+        assert_eq!(s, done, "tick={tick}");
+    }
+    assert_eq!(
+        skip.issue_slots_used + skip.stalls(),
+        skip.cycles * skip.schedulers as u64
+    );
+    skip
+}
+
+const LDG: Op = (OpClass::LoadGlobal, &[0], &[]);
+const LDL: Op = (OpClass::LoadLocal, &[0], &[]);
+const USE: Op = (OpClass::Fp32, &[1], &[0]);
+const EXIT: Op = (OpClass::Exit, &[], &[]);
+
+/// `two_level` against a schedule worked out by hand from its rule (see `sm`'s module
+/// documentation): one scheduler, active pool of 2, global loads of latency 10, every
+/// other class 1. Warps 0-2 run `LDG R0; FADD R1 <- R0; EXIT`, warp 3
+/// `FADD R1 <- R2; FADD R3 <- R1; EXIT` (no load).
+///
+/// | cycle | pool update (active, then pending)            | issue          |
+/// |-------|-----------------------------------------------|----------------|
+/// | 0     | promote w0 w1: [w0 w1] / [w2 w3]              | w0 LDG         |
+/// | 1     | w0 waits on its load: [w1 w2] / [w3 w0]       | w1 LDG         |
+/// | 2     | [w2 w3] / [w0 w1]                             | w2 LDG         |
+/// | 3     | w2 out, nothing pending is free: [w3] / [w0 w1 w2] | w3 FADD   |
+/// | 4     | w3 waits only on a short result: stays        | w3 FADD        |
+/// | 5     |                                               | w3 EXIT        |
+/// | 6-9   | w3 dropped: [] / [w0 w1 w2]                   | - (scoreboard) |
+/// | 10    | w0's load written: [w0] / [w1 w2]             | w0 FADD        |
+/// | 11    | [w0 w1] / [w2] (w1's load written at 11)      | w0 EXIT        |
+/// | 12    | w0 dropped: [w1 w2] / []                      | w1 FADD        |
+/// | 13    | round robin from the last issued: [w2 w1]     | w2 FADD        |
+/// | 14    | [w1 w2]                                       | w1 EXIT        |
+/// | 15    | w1 dropped: [w2]                              | w2 EXIT        |
+///
+/// 16 cycles (the EXIT at 15 completes at 16), 12 issues, 4 scoreboard stalls. GTO
+/// differs from cycle 13 on (it keeps w1: FADD then EXIT).
+#[test]
+fn two_level_follows_a_hand_worked_schedule() {
+    let no_load: &[Op] = &[
+        (OpClass::Fp32, &[1], &[2]),
+        (OpClass::Fp32, &[3], &[1]),
+        EXIT,
+    ];
+    let (k, cta) = synthetic(&[
+        &[LDG, USE, EXIT],
+        &[LDG, USE, EXIT],
+        &[LDG, USE, EXIT],
+        no_load,
+    ]);
+    let s = run_all(&tiny_spec("two_level", 2), &k, &cta);
+    let want = vec![
+        (0, 0, 0),
+        (1, 1, 0),
+        (2, 2, 0),
+        (3, 3, 0),
+        (4, 3, 1),
+        (5, 3, 2),
+        (10, 0, 1),
+        (11, 0, 2),
+        (12, 1, 1),
+        (13, 2, 1),
+        (14, 1, 2),
+        (15, 2, 2),
+    ];
+    assert_eq!(schedule(&s), want);
+    assert_eq!(s.cycles, 16);
+    assert_eq!(s.stall_scoreboard, 4);
+    assert_eq!(s.stalls(), 4);
+    let gto = run_all(&tiny_spec("gto", 2), &k, &cta);
+    assert_eq!(&schedule(&gto)[..9], &want[..9]);
+    assert_eq!(&schedule(&gto)[9..], &[(13, 1, 2), (14, 2, 1), (15, 2, 2)]);
+}
+
+/// A free slot goes to the oldest pending warp that is not waiting on a long-latency
+/// result, not to the front of the pending pool: active pool of 1; w0 and w2 load from
+/// global memory (latency 10), w1 from local memory (latency 3); each then uses the
+/// result and exits.
+///
+/// | cycle | pool update (active / pending)                 | issue          |
+/// |-------|------------------------------------------------|----------------|
+/// | 0     | [w0] / [w1 w2]                                 | w0 LDG         |
+/// | 1     | [w1] / [w2 w0]                                 | w1 LDL         |
+/// | 2     | [w2] / [w0 w1]                                 | w2 LDG         |
+/// | 3     | [] / [w0 w1 w2]: all wait on loads             | - (scoreboard) |
+/// | 4     | w1's load written (w0, in front, still waits): [w1] / [w0 w2] | w1 FADD |
+/// | 5     |                                                | w1 EXIT        |
+/// | 6-9   | [] / [w0 w2]                                   | - (scoreboard) |
+/// | 10    | [w0] / [w2]                                    | w0 FADD        |
+/// | 11    | (w2 still waits until 12)                      | w0 EXIT        |
+/// | 12    | [w2] / []                                      | w2 FADD        |
+/// | 13    |                                                | w2 EXIT        |
+///
+/// 14 cycles, 9 issues, 5 scoreboard stalls.
+#[test]
+fn two_level_promotes_the_oldest_unblocked_pending_warp() {
+    let (k, cta) = synthetic(&[&[LDG, USE, EXIT], &[LDL, USE, EXIT], &[LDG, USE, EXIT]]);
+    let s = run_all(&tiny_spec("two_level", 1), &k, &cta);
+    assert_eq!(
+        schedule(&s),
+        vec![
+            (0, 0, 0),
+            (1, 1, 0),
+            (2, 2, 0),
+            (4, 1, 1),
+            (5, 1, 2),
+            (10, 0, 1),
+            (11, 0, 2),
+            (12, 2, 1),
+            (13, 2, 2),
+        ]
+    );
+    assert_eq!(s.cycles, 14);
+    assert_eq!(s.stall_scoreboard, 5);
+    assert_eq!(s.stalls(), 5);
 }

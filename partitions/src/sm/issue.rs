@@ -92,25 +92,36 @@ impl MemPort for PlaceholderMem {
 /// A register whose write is a pending memory reply: not ready at any cycle.
 const NEVER: u64 = u64::MAX;
 
-/// Registers a scoreboard tracks per warp (R0..R254; R255 is RZ).
-const REGS: usize = 256;
+/// Whether a result of `class` is a long-latency one for `two_level` (GPGPU-Sim's
+/// `longopregs`: results of global, local, constant and texture memory; shared memory's
+/// are short).
+fn is_long(class: OpClass) -> bool {
+    class.is_memory()
+        && !matches!(
+            class,
+            OpClass::LoadShared | OpClass::StoreShared | OpClass::AtomicShared
+        )
+}
 
 /// Per static instruction: the registers its issue waits on (sources and destinations,
 /// RZ excluded, deduplicated) and the registers it writes.
 struct SlotRegs {
-    wait: Vec<u16>,
-    dsts: Vec<u16>,
+    wait: Box<[u16]>,
+    dsts: Box<[u16]>,
 }
 
 /// What the issue stage needs of one kernel, prepared once per kernel and shared by its
 /// SMs.
 pub struct KernelPrep {
     slots: Vec<SlotRegs>,
+    /// One past the highest register any instruction names: the scoreboard's size per
+    /// warp (so a warp's reset and its cache footprint follow the kernel, not R0..R255).
+    regs: usize,
 }
 
 impl KernelPrep {
     pub fn new(kernel: &KernelMeta) -> KernelPrep {
-        let slots = kernel
+        let slots: Vec<SlotRegs> = kernel
             .statics
             .iter()
             .map(|st| {
@@ -119,21 +130,31 @@ impl KernelPrep {
                 let mut wait: Vec<u16> = st.src_regs().chain(dsts.iter().copied()).collect();
                 wait.sort_unstable();
                 wait.dedup();
-                SlotRegs { wait, dsts }
+                SlotRegs {
+                    wait: wait.into(),
+                    dsts: dsts.into(),
+                }
             })
             .collect();
-        KernelPrep { slots }
+        let regs = slots
+            .iter()
+            .flat_map(|s| s.wait.iter())
+            .map(|&r| r as usize + 1)
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        KernelPrep { slots, regs }
     }
 }
 
-/// One warp's state (plain data).
-#[derive(Default)]
+/// One warp's state (plain data; its scoreboard lives in `Sm::reg_ready`).
+#[derive(Clone)]
 struct WarpState {
     /// Index of its CTA in `Sm::ctas`.
     cta: u32,
     sched: u32,
-    /// Dispatch order on this SM (oldest first, for GTO and the LRR rotation).
-    age: u64,
+    /// Its index in its scheduler's `entries`.
+    pos: u32,
     /// Index of its first instruction in `DecodedCta::insts` and one past its last.
     start: usize,
     end: usize,
@@ -143,23 +164,206 @@ struct WarpState {
     at_barrier: bool,
     /// First cycle it may issue after a barrier release.
     release_at: u64,
-    /// Cycle from which each register has no pending write.
-    reg_ready: Vec<u64>,
     /// Cache of the next instruction: the latest `reg_ready` of the registers it waits
-    /// on, and its class (valid while not done; refreshed whenever `next` moves, the only
-    /// time either can change, since only the warp's own issues write its registers).
+    /// on ([`NEVER`] while one waits for a memory reply), and its class (valid while not
+    /// done; refreshed whenever `next` moves or a reply arrives, the only times either
+    /// can change, since only the warp's own issues write its registers).
     reg_at: u64,
-    class: Option<OpClass>,
+    class: OpClass,
+    /// Like `reg_at`, over the registers whose pending write is long-latency
+    /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
+    /// on memory.
+    long_at: u64,
 }
 
-/// One sub-core scheduler's state.
+impl Default for WarpState {
+    fn default() -> Self {
+        WarpState {
+            cta: 0,
+            sched: 0,
+            pos: 0,
+            start: 0,
+            end: 0,
+            next: 0,
+            done: true,
+            at_barrier: false,
+            release_at: 0,
+            reg_at: 0,
+            class: OpClass::Nop,
+            long_at: 0,
+        }
+    }
+}
+
+impl WarpState {
+    /// The cycle it leaves the barrier phase of a stall (`NEVER` when finished or at an
+    /// incomplete barrier).
+    #[inline]
+    fn e1(&self) -> u64 {
+        if self.done || self.at_barrier {
+            NEVER
+        } else {
+            self.release_at
+        }
+    }
+
+    /// The cycle from which only its unit can hold it (barrier released, registers
+    /// written); `NEVER` as [`WarpState::e1`] or while a register awaits a reply.
+    #[inline]
+    fn e2(&self) -> u64 {
+        if self.done || self.at_barrier {
+            NEVER
+        } else {
+            self.release_at.max(self.reg_at)
+        }
+    }
+
+    /// The first cycle from which `two_level` may hold it in the active pool: not
+    /// finished, not at a barrier, not waiting on a long-latency result (`NEVER` when
+    /// that takes a barrier release or a reply).
+    #[inline]
+    fn unblock(&self) -> u64 {
+        if self.done || self.at_barrier {
+            NEVER
+        } else {
+            self.release_at.max(self.long_at)
+        }
+    }
+}
+
+/// A scheduler's copy of what its policy and stall accounting read of one warp, kept in
+/// a dense array in age order so that its scans touch nothing else.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// Dispatch order on this SM (oldest first, for GTO and the LRR rotation).
+    age: u64,
+    /// [`WarpState::e1`] and [`WarpState::e2`].
+    e1: u64,
+    e2: u64,
+    /// [`WarpState::unblock`].
+    unblock: u64,
+    /// Warp slot.
+    slot: u32,
+    /// Class of its next instruction (meaningful while `e2 != NEVER`).
+    class: OpClass,
+    /// In the active pool (`two_level`; always true otherwise).
+    active: bool,
+}
+
+/// One sub-core scheduler's state, with caches of its warps' times that are exact at
+/// every public call: a change that can only make a warp's times earlier (a barrier
+/// release, a memory reply, a new warp) lowers them; one that can make them later (an
+/// issue, which also moves a unit's free time) rescans the scheduler's warps.
 struct SchedState {
-    /// `(age, warp slot)` of its resident warps, oldest first.
-    warps: Vec<(u64, u32)>,
+    /// Its resident warps, oldest first.
+    entries: Vec<Entry>,
     /// Age of the last warp it issued.
     last: Option<u64>,
     /// Cycle from which each class's unit accepts a new instruction.
     unit_free: [u64; OpClass::COUNT],
+    /// Unfinished warps.
+    unfinished: u32,
+    /// Earliest cycle one of its (active) warps may issue ([`NEVER`]: none without a
+    /// reply or a barrier release).
+    issue_at: u64,
+    /// The earlier of `issue_at` and, under `two_level`, the first cycle at which the
+    /// pool update would change the pools: when the scheduler must be stepped.
+    next_issue: u64,
+    /// Minimum of [`WarpState::e1`] over its warps, and of [`WarpState::e2`] over its
+    /// (active) warps.
+    min_e1: u64,
+    min_e2: u64,
+    /// `two_level` only (the rule is in the module documentation of `sm`): the active
+    /// pool's capacity (0 for the other
+    /// policies), its warp slots in priority order, the pending pool's in FIFO order,
+    /// and the last cycle whose pool update ran.
+    cap: usize,
+    active: Vec<u32>,
+    waiting: Vec<u32>,
+    pool_at: u64,
+}
+
+impl SchedState {
+    fn new(cap: usize) -> Self {
+        SchedState {
+            entries: Vec::new(),
+            last: None,
+            unit_free: [0; OpClass::COUNT],
+            unfinished: 0,
+            issue_at: NEVER,
+            next_issue: NEVER,
+            min_e1: NEVER,
+            min_e2: NEVER,
+            cap,
+            active: Vec::new(),
+            waiting: Vec::new(),
+            pool_at: 0,
+        }
+    }
+
+    /// The first cycle warp `e` of this scheduler may issue ([`NEVER`]: not without a
+    /// barrier release or a reply, or finished).
+    #[inline]
+    fn earliest(&self, e: &Entry) -> u64 {
+        if e.e2 == NEVER {
+            NEVER
+        } else {
+            e.e2.max(self.unit_free[e.class as usize])
+        }
+    }
+
+    /// Copies warp `ws`'s times into its entry and folds them into the caches (exact
+    /// when they only got earlier, except that under `two_level` an earlier time can
+    /// also cancel a pending demotion: there a [`SchedState::rescan`] must follow, as
+    /// after any change that can make a time later).
+    #[inline]
+    fn lower(&mut self, ws: &WarpState) {
+        let e = Entry {
+            e1: ws.e1(),
+            e2: ws.e2(),
+            unblock: ws.unblock(),
+            class: ws.class,
+            ..self.entries[ws.pos as usize]
+        };
+        self.entries[ws.pos as usize] = e;
+        self.min_e1 = self.min_e1.min(e.e1);
+        if e.active {
+            self.min_e2 = self.min_e2.min(e.e2);
+            self.issue_at = self.issue_at.min(self.earliest(&e));
+        } else if self.active.len() < self.cap {
+            // A pending warp fills a free slot from the cycle it unblocks.
+            self.next_issue = self.next_issue.min(e.unblock);
+        }
+        self.next_issue = self.next_issue.min(self.issue_at);
+    }
+
+    /// Recomputes the caches from the entries.
+    fn rescan(&mut self) {
+        let (mut e1, mut e2, mut next, mut promote) = (NEVER, NEVER, NEVER, NEVER);
+        // Under two_level, an active warp blocked at the cycle after the last update is
+        // demoted then (it can only have become blocked by issuing in that update's cycle).
+        let check = self.pool_at + 1;
+        let mut due = NEVER;
+        for e in &self.entries {
+            e1 = e1.min(e.e1);
+            if e.active {
+                e2 = e2.min(e.e2);
+                next = next.min(self.earliest(e));
+                if self.cap > 0 && e.unblock > check {
+                    due = check;
+                }
+            } else {
+                promote = promote.min(e.unblock);
+            }
+        }
+        if self.active.len() < self.cap {
+            due = due.min(promote);
+        }
+        self.min_e1 = e1;
+        self.min_e2 = e2;
+        self.issue_at = next;
+        self.next_issue = next.min(due);
+    }
 }
 
 /// One resident CTA.
@@ -179,6 +383,13 @@ struct Resident {
     pending: u32,
 }
 
+impl Resident {
+    /// Every warp finished and every reply received (it completes at `complete_at`).
+    fn finished(&self) -> bool {
+        self.alive == 0 && self.pending == 0
+    }
+}
+
 /// One entry of the table of in-flight memory instructions (index = [`MemToken`]).
 #[derive(Clone, Copy)]
 struct InFlight {
@@ -188,26 +399,31 @@ struct InFlight {
     live: bool,
 }
 
-/// Why one warp cannot issue at a given cycle.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Block {
-    Done,
-    Barrier,
-    Scoreboard,
-    Unit,
-    Ready,
-}
-
 /// One SM running CTAs of one kernel at a time ([`Sm::set_kernel`]; it persists across
 /// kernels); CTAs arrive ([`Sm::add_cta`]) and leave ([`Sm::complete_ctas`]) while it
 /// runs. Time is in core cycles; [`Sm::now`] is the first cycle not yet accounted.
+///
+/// Every per-event question is answered from per-scheduler caches (see [`SchedState`])
+/// in time proportional to the schedulers, not the warps: the next issue cycle, the stall
+/// reason of an idle interval, the CTAs ready to complete.
 pub struct Sm {
     spec: Arc<SmSpec>,
     prep: Option<Arc<KernelPrep>>,
     warps: Vec<WarpState>,
     used: Vec<bool>,
+    /// Warp slots in use.
+    n_used: u32,
+    /// Scoreboards: for warp slot `w`, `reg_ready[w * stride + r]` is the cycle from which
+    /// register `r` has no pending write ([`NEVER`] while it awaits a memory reply).
+    reg_ready: Vec<u64>,
+    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]).
+    reg_long: Vec<bool>,
+    stride: usize,
     scheds: Vec<SchedState>,
     ctas: Vec<Option<Resident>>,
+    /// Resident CTAs, and those of them that are [`Resident::finished`].
+    n_resident: usize,
+    n_finished: usize,
     next_age: u64,
     live: u32,
     now: u64,
@@ -227,19 +443,23 @@ impl Sm {
     /// `record` fills the logs of [`SmStats`].
     pub fn new(spec: Arc<SmSpec>, now: u64, record: bool) -> Self {
         let n_sched = spec.schedulers.max(1);
+        let cap = match spec.policy {
+            SchedulerPolicy::TwoLevel => spec.two_level_active_warps.max(1) as usize,
+            SchedulerPolicy::Lrr | SchedulerPolicy::Gto => 0,
+        };
         Sm {
             spec,
             prep: None,
             warps: Vec::new(),
             used: Vec::new(),
-            scheds: (0..n_sched)
-                .map(|_| SchedState {
-                    warps: Vec::new(),
-                    last: None,
-                    unit_free: [0; OpClass::COUNT],
-                })
-                .collect(),
+            n_used: 0,
+            reg_ready: Vec::new(),
+            reg_long: Vec::new(),
+            stride: 1,
+            scheds: (0..n_sched).map(|_| SchedState::new(cap)).collect(),
             ctas: Vec::new(),
+            n_resident: 0,
+            n_finished: 0,
             next_age: 0,
             live: 0,
             now,
@@ -257,27 +477,33 @@ impl Sm {
 
     /// Runs the CTAs of the kernel `prep` from now on. Refused while a CTA is resident.
     pub fn set_kernel(&mut self, prep: Arc<KernelPrep>) -> Result<(), SmError> {
-        match self.resident() {
-            0 => {
-                self.prep = Some(prep);
-                Ok(())
-            }
-            resident => Err(SmError::Busy { resident }),
+        if self.n_resident > 0 {
+            return Err(SmError::Busy {
+                resident: self.n_resident,
+            });
         }
+        // No warp is resident: the scoreboards take the new kernel's size.
+        self.stride = prep.regs;
+        self.reg_ready.clear();
+        self.reg_ready.resize(self.used.len() * self.stride, 0);
+        self.reg_long.clear();
+        self.reg_long.resize(self.used.len() * self.stride, false);
+        self.prep = Some(prep);
+        Ok(())
     }
 
     /// Moves an SM with no resident CTA to cycle `t` without accounting the cycles in
     /// between (the gap between two kernels, which belongs to neither's counters).
     /// Refused while a CTA is resident; a `t` in the past is ignored.
     pub fn skip_to(&mut self, t: u64) -> Result<(), SmError> {
-        match self.resident() {
-            0 => {
-                self.now = self.now.max(t);
-                self.complete_at = self.complete_at.max(self.now);
-                Ok(())
-            }
-            resident => Err(SmError::Busy { resident }),
+        if self.n_resident > 0 {
+            return Err(SmError::Busy {
+                resident: self.n_resident,
+            });
         }
+        self.now = self.now.max(t);
+        self.complete_at = self.complete_at.max(self.now);
+        Ok(())
     }
 
     /// Memory instructions issued with [`MemIssue::Pending`] and not yet replied.
@@ -304,15 +530,31 @@ impl Sm {
         let Some(prep) = self.prep.as_ref() else {
             return;
         };
-        for &r in &prep.slots[slot].dsts {
-            self.warps[w].reg_ready[r as usize] = cycle;
+        let base = w * self.stride;
+        for &r in prep.slots[slot].dsts.iter() {
+            self.reg_ready[base + r as usize] = cycle;
         }
         self.complete_at = self.complete_at.max(cycle);
         if let Some(rc) = self.ctas[self.warps[w].cta as usize].as_mut() {
             rc.pending -= 1;
             rc.complete_at = rc.complete_at.max(cycle);
+            if rc.finished() {
+                self.n_finished += 1;
+            }
         }
+        // Its registers only got earlier.
         self.refresh(w);
+        self.touch(w);
+    }
+
+    /// Folds warp `w`'s times, which only got earlier, into its scheduler's caches.
+    fn touch(&mut self, w: usize) {
+        let ws = &self.warps[w];
+        let sc = &mut self.scheds[ws.sched as usize];
+        sc.lower(ws);
+        if sc.cap > 0 {
+            sc.rescan();
+        }
     }
 
     /// The first cycle not yet accounted.
@@ -322,12 +564,12 @@ impl Sm {
 
     /// Resident CTAs.
     pub fn resident(&self) -> usize {
-        self.ctas.iter().filter(|c| c.is_some()).count()
+        self.n_resident
     }
 
     /// Free warp slots.
     pub fn free_warp_slots(&self) -> u32 {
-        self.spec.warp_slots - self.used.iter().filter(|&&u| u).count() as u32
+        self.spec.warp_slots.saturating_sub(self.n_used)
     }
 
     /// The counters since the last [`Sm::take_stats`] (`cycles` is set by it).
@@ -357,8 +599,7 @@ impl Sm {
         }
         if cta.warps.len() as u64 > self.free_warp_slots() as u64 {
             return Err(SmError::TooManyWarps {
-                warps: (cta.warps.len() as u32 + self.spec.warp_slots - self.free_warp_slots())
-                    as u64,
+                warps: cta.warps.len() as u64 + self.n_used as u64,
                 slots: self.spec.warp_slots,
             });
         }
@@ -373,31 +614,58 @@ impl Sm {
             if search == self.used.len() {
                 self.used.push(false);
                 self.warps.push(WarpState::default());
+                self.reg_ready.resize(self.used.len() * self.stride, 0);
+                self.reg_long.resize(self.used.len() * self.stride, false);
             }
             let slot = search as u32;
             self.used[search] = true;
+            self.n_used += 1;
             let sched = slot % n_sched;
             let age = self.next_age;
             self.next_age += 1;
-            self.scheds[sched as usize].warps.push((age, slot));
             let done = w.insts.is_empty();
             if !done {
                 alive += 1;
             }
-            let ws = &mut self.warps[search];
-            ws.cta = ci as u32;
-            ws.sched = sched;
-            ws.age = age;
-            ws.start = w.insts.start;
-            ws.end = w.insts.end;
-            ws.next = w.insts.start;
-            ws.done = done;
-            ws.at_barrier = false;
-            ws.release_at = 0;
-            ws.reg_ready.clear();
-            ws.reg_ready.resize(REGS, 0);
-            ws.reg_at = 0;
-            ws.class = (!done).then(|| cta.insts[w.insts.start].class);
+            let sc = &mut self.scheds[sched as usize];
+            let ws = WarpState {
+                cta: ci as u32,
+                sched,
+                pos: sc.entries.len() as u32,
+                start: w.insts.start,
+                end: w.insts.end,
+                next: w.insts.start,
+                done,
+                at_barrier: false,
+                release_at: 0,
+                reg_at: 0,
+                long_at: 0,
+                class: if done {
+                    OpClass::Nop
+                } else {
+                    cta.insts[w.insts.start].class
+                },
+            };
+            // Earlier writes to these registers were all before now (their CTA completed).
+            let base = search * self.stride;
+            self.reg_ready[base..base + self.stride].fill(0);
+            self.reg_long[base..base + self.stride].fill(false);
+            sc.entries.push(Entry {
+                age,
+                e1: NEVER,
+                e2: NEVER,
+                unblock: NEVER,
+                slot,
+                class: ws.class,
+                // Under two_level a warp starts in the pending pool.
+                active: sc.cap == 0,
+            });
+            if sc.cap > 0 && !done {
+                sc.waiting.push(slot);
+            }
+            sc.unfinished += u32::from(!done);
+            sc.lower(&ws);
+            self.warps[search] = ws;
             slots.push(slot);
         }
         self.live += alive;
@@ -411,6 +679,10 @@ impl Sm {
             complete_at: self.now,
             pending: 0,
         };
+        if r.finished() {
+            self.n_finished += 1;
+        }
+        self.n_resident += 1;
         if ci == self.ctas.len() {
             self.ctas.push(Some(r));
         } else {
@@ -420,163 +692,108 @@ impl Sm {
     }
 
     #[inline]
-    fn inst(&self, w: usize) -> &WarpInst {
+    fn inst(&self, w: usize) -> Option<&WarpInst> {
         let ws = &self.warps[w];
-        &self.ctas[ws.cta as usize]
-            .as_ref()
-            .expect("resident")
-            .cta
-            .insts[ws.next]
-    }
-
-    /// The latest of the cycles at which warp `w`'s registers are free and at which its
-    /// unit is free (ignoring barriers).
-    #[inline]
-    fn reg_and_unit(&self, w: usize) -> (u64, u64) {
-        let ws = &self.warps[w];
-        let class = ws.class.expect("an unfinished warp");
-        (
-            ws.reg_at,
-            self.scheds[ws.sched as usize].unit_free[class as usize],
-        )
+        self.ctas[ws.cta as usize].as_ref()?.cta.insts.get(ws.next)
     }
 
     /// Refreshes warp `w`'s cache of its next instruction.
     fn refresh(&mut self, w: usize) {
-        let ws = &self.warps[w];
-        if ws.done {
-            self.warps[w].class = None;
+        if self.warps[w].done {
             return;
         }
-        let inst = *self.inst(w);
-        let Some(prep) = self.prep.as_ref() else {
+        let (Some(inst), Some(prep)) = (self.inst(w), self.prep.as_ref()) else {
             return;
         };
-        let reg_at = prep.slots[inst.slot as usize]
-            .wait
-            .iter()
-            .map(|&r| ws.reg_ready[r as usize])
-            .max()
-            .unwrap_or(0);
+        let class = inst.class;
+        let base = w * self.stride;
+        let regs = &self.reg_ready[base..base + self.stride];
+        let long = &self.reg_long[base..base + self.stride];
+        let (mut reg_at, mut long_at) = (0, 0);
+        for &r in prep.slots[inst.slot as usize].wait.iter() {
+            let t = regs[r as usize];
+            reg_at = reg_at.max(t);
+            if long[r as usize] {
+                long_at = long_at.max(t);
+            }
+        }
         let ws = &mut self.warps[w];
         ws.reg_at = reg_at;
-        ws.class = Some(inst.class);
-    }
-
-    /// The first cycle at which warp `w` could issue if nothing else happens; `None` when
-    /// it is finished or waits at an incomplete barrier.
-    fn earliest(&self, w: usize) -> Option<u64> {
-        let ws = &self.warps[w];
-        if ws.done || ws.at_barrier {
-            return None;
-        }
-        let (r, u) = self.reg_and_unit(w);
-        Some(ws.release_at.max(r).max(u))
-    }
-
-    fn block_at(&self, w: usize, c: u64) -> Block {
-        let ws = &self.warps[w];
-        if ws.done {
-            return Block::Done;
-        }
-        if ws.at_barrier || c < ws.release_at {
-            return Block::Barrier;
-        }
-        let (r, u) = self.reg_and_unit(w);
-        if c < r {
-            Block::Scoreboard
-        } else if c < u {
-            Block::Unit
-        } else {
-            Block::Ready
-        }
+        ws.long_at = long_at;
+        ws.class = class;
     }
 
     /// Counts the stall reason of scheduler `s` for every cycle of `[a, b)`, during which
-    /// it issues nothing and no state changes.
+    /// no warp of it can issue and nothing changes.
+    ///
+    /// Why the cached minima suffice: an unfinished warp that cannot issue at `c` is, in
+    /// order, at a barrier (`c < e1`, or waiting at one: `e1 = NEVER`), on the scoreboard
+    /// (`e1 <= c < e2`), or held by its unit (`e2 <= c`, which in a stall interval means
+    /// `c < unit free`). Its reason only moves up the precedence unit > scoreboard >
+    /// barrier as `c` grows, so the scheduler's reason is `unit` from `min e2` on,
+    /// `scoreboard` from `min e1` on, `barrier` before, and `no_warp` without an
+    /// unfinished warp: exactly the per-warp classification, in O(1).
     fn count_stalls(&mut self, s: usize, a: u64, b: u64) {
         if a >= b {
             return;
         }
-        // The reasons change only at the cycles where a warp's register, unit or barrier
-        // release time falls: split [a, b) there and classify each segment at its start.
-        let mut points = vec![a, b];
-        for &(_, w) in &self.scheds[s].warps {
-            let w = w as usize;
-            if self.warps[w].done || self.warps[w].at_barrier {
-                continue;
-            }
-            let (r, u) = self.reg_and_unit(w);
-            for p in [self.warps[w].release_at, r, u] {
-                if p > a && p < b {
-                    points.push(p);
-                }
-            }
+        let sc = &self.scheds[s];
+        let st = &mut self.stats;
+        if sc.unfinished == 0 {
+            st.stall_no_warp += b - a;
+            return;
         }
-        points.sort_unstable();
-        points.dedup();
-        for seg in points.windows(2) {
-            let (c, len) = (seg[0], seg[1] - seg[0]);
-            let (mut unit, mut sb, mut bar) = (false, false, false);
-            for &(_, w) in &self.scheds[s].warps {
-                match self.block_at(w as usize, c) {
-                    Block::Unit => unit = true,
-                    Block::Scoreboard => sb = true,
-                    Block::Barrier => bar = true,
-                    Block::Done => {}
-                    Block::Ready => unreachable!("a ready warp in a stall interval"),
-                }
-            }
-            let st = &mut self.stats;
-            if unit {
-                st.stall_unit_busy += len;
-            } else if sb {
-                st.stall_scoreboard += len;
-            } else if bar {
-                st.stall_barrier += len;
-            } else {
-                st.stall_no_warp += len;
-            }
-        }
+        let u = sc.min_e2.clamp(a, b);
+        let sb = sc.min_e1.clamp(a, b).min(u);
+        st.stall_unit_busy += b - u;
+        st.stall_scoreboard += u - sb;
+        st.stall_barrier += sb - a;
     }
 
     /// The position in scheduler `s`'s list of the warp it issues at `now`, per policy.
     fn pick(&self, s: usize, now: u64) -> Option<usize> {
         let sch = &self.scheds[s];
-        let n = sch.warps.len();
-        let ready = |pos: usize| {
-            self.earliest(sch.warps[pos].1 as usize)
-                .is_some_and(|t| t <= now)
-        };
+        let ents = &sch.entries;
+        let ready = |e: &Entry| sch.earliest(e) <= now;
         match self.spec.policy {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).
                 let start = sch
                     .last
-                    .map_or(0, |age| sch.warps.partition_point(|&(a, _)| a <= age));
-                (0..n).map(|k| (start + k) % n).find(|&p| ready(p))
+                    .map_or(0, |age| ents.partition_point(|e| e.age <= age));
+                ents[start..]
+                    .iter()
+                    .position(ready)
+                    .map(|p| start + p)
+                    .or_else(|| ents[..start].iter().position(ready))
             }
-            // TODO: two_level (an active pool of `two_level_active_warps`, round robin
-            // inside) is scheduled as GTO for now.
-            SchedulerPolicy::Gto | SchedulerPolicy::TwoLevel => {
+            // The first ready warp of the active pool, in its rotated order.
+            SchedulerPolicy::TwoLevel => sch
+                .active
+                .iter()
+                .map(|&w| self.warps[w as usize].pos as usize)
+                .find(|&p| ready(&ents[p])),
+            SchedulerPolicy::Gto => {
                 if let Some(age) = sch.last {
-                    if let Ok(p) = sch.warps.binary_search_by_key(&age, |&(a, _)| a) {
-                        if ready(p) {
+                    if let Ok(p) = ents.binary_search_by_key(&age, |e| e.age) {
+                        if ready(&ents[p]) {
                             return Some(p);
                         }
                     }
                 }
-                (0..n).find(|&p| ready(p))
+                ents.iter().position(ready)
             }
         }
     }
 
     fn issue(&mut self, s: usize, pos: usize, now: u64, mem: &mut impl MemPort) {
-        let (age, w) = self.scheds[s].warps[pos];
-        let w = w as usize;
+        let Entry { age, slot, .. } = self.scheds[s].entries[pos];
+        let w = slot as usize;
         self.scheds[s].last = Some(age);
-        let inst = *self.inst(w);
+        let Some(&inst) = self.inst(w) else {
+            return;
+        };
         let t = self.spec.timing_of(inst.class);
         let st = &mut self.stats;
         st.warp_insts += 1;
@@ -586,17 +803,20 @@ impl Sm {
         if inst.class == OpClass::Exit {
             st.exited_lanes += inst.mask.count_ones() as u64;
         }
-        let cta = self.warps[w].cta;
+        let cta = self.warps[w].cta as usize;
         if self.record {
             st.issue_log.push(IssueEvent {
                 cycle: now,
                 warp: w as u32,
-                cta,
+                cta: cta as u32,
                 inst: (self.warps[w].next - self.warps[w].start) as u32,
                 class: inst.class,
             });
         }
         self.scheds[s].unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
+        let Some(rc) = self.ctas[cta].as_mut() else {
+            return;
+        };
         let mut pending = false;
         let done_at = if inst.class.is_memory() {
             let token = match self.free.pop() {
@@ -610,8 +830,7 @@ impl Sm {
                     self.inflight.len() as u32 - 1
                 }
             };
-            let r = self.ctas[cta as usize].as_ref().expect("resident");
-            match mem.access(now, &r.cta, &inst, MemToken(token), t.latency_cycles) {
+            match mem.access(now, &rc.cta, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
                     self.free.push(token);
                     at.max(now + 1)
@@ -630,27 +849,31 @@ impl Sm {
         } else {
             now + t.latency_cycles as u64
         };
-        if !pending {
-            self.complete_at = self.complete_at.max(done_at);
-        }
-        if let Some(prep) = self.prep.as_ref() {
-            for &r in &prep.slots[inst.slot as usize].dsts {
-                self.warps[w].reg_ready[r as usize] = done_at;
-            }
-        }
-        let rc = self.ctas[cta as usize].as_mut().expect("resident");
         if pending {
             rc.pending += 1;
             rc.complete_at = rc.complete_at.max(now + 1);
         } else {
+            self.complete_at = self.complete_at.max(done_at);
             rc.complete_at = rc.complete_at.max(done_at).max(now + 1);
+        }
+        if let Some(prep) = self.prep.as_ref() {
+            let base = w * self.stride;
+            let long = is_long(inst.class);
+            for &r in prep.slots[inst.slot as usize].dsts.iter() {
+                self.reg_ready[base + r as usize] = done_at;
+                self.reg_long[base + r as usize] = long;
+            }
         }
         let ws = &mut self.warps[w];
         ws.next += 1;
         if ws.next == ws.end {
             ws.done = true;
             self.live -= 1;
+            self.scheds[s].unfinished -= 1;
             rc.alive -= 1;
+            if rc.finished() {
+                self.n_finished += 1;
+            }
             self.try_release(cta, now);
         } else if inst.class == OpClass::Barrier {
             ws.at_barrier = true;
@@ -658,12 +881,17 @@ impl Sm {
             self.try_release(cta, now);
         }
         self.refresh(w);
+        // Its times may have got later: the caller rescans; this copies them.
+        let ws = &self.warps[w];
+        self.scheds[s].lower(ws);
     }
 
     /// Releases CTA `cta`'s barrier when every unfinished warp has arrived: they all may
     /// issue again from the next cycle.
-    fn try_release(&mut self, cta: u32, now: u64) {
-        let cs = self.ctas[cta as usize].as_mut().expect("resident");
+    fn try_release(&mut self, cta: usize, now: u64) {
+        let Some(cs) = self.ctas[cta].as_mut() else {
+            return;
+        };
         if cs.arrived.is_empty() || cs.arrived.len() as u32 != cs.alive {
             return;
         }
@@ -674,11 +902,14 @@ impl Sm {
             let ws = &mut self.warps[w as usize];
             ws.at_barrier = false;
             ws.release_at = now + 1;
+            // From waiting to `now + 1`: earlier (the issuing scheduler is rescanned
+            // anyway).
+            self.touch(w as usize);
         }
         self.stats.barriers += 1;
         if self.record {
             self.stats.barrier_log.push(BarrierEvent {
-                cta,
+                cta: cta as u32,
                 seq,
                 arrivals,
                 release_cycle: now + 1,
@@ -711,14 +942,13 @@ impl Sm {
     /// before something arrives (all finished, all waiting for memory replies) or ever
     /// again (a deadlock: see [`Sm::check_deadlock`]).
     fn next_issue(&self) -> Option<u64> {
-        if self.live == 0 {
-            return None;
-        }
-        (0..self.warps.len())
-            .filter(|&w| self.used[w])
-            .filter_map(|w| self.earliest(w))
-            .filter(|&t| t != NEVER)
+        let t = self
+            .scheds
+            .iter()
+            .map(|s| s.next_issue)
             .min()
+            .unwrap_or(NEVER);
+        (t != NEVER).then_some(t)
     }
 
     /// The next cycle (at least [`Sm::now`]) at which this SM has something to do: a warp
@@ -727,13 +957,16 @@ impl Sm {
     /// on pending memory replies give no time.
     pub fn next_event(&self) -> Option<u64> {
         let issue = self.next_issue();
-        let done = self
-            .ctas
-            .iter()
-            .flatten()
-            .filter(|c| c.alive == 0 && c.pending == 0)
-            .map(|c| c.complete_at)
-            .min();
+        let done = if self.n_finished == 0 {
+            None
+        } else {
+            self.ctas
+                .iter()
+                .flatten()
+                .filter(|c| c.finished())
+                .map(|c| c.complete_at)
+                .min()
+        };
         match (issue, done) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -761,13 +994,67 @@ impl Sm {
         }
     }
 
+    /// The `two_level` pool update of scheduler `s` at cycle `c` (steps 1 and 2 of the
+    /// rule in the module documentation of `sm`): demote
+    /// the active warps blocked at `c`, then fill free slots from the pending pool.
+    fn update_pools(&mut self, s: usize, c: u64) {
+        let sc = &mut self.scheds[s];
+        let warps = &self.warps;
+        let (entries, waiting) = (&mut sc.entries, &mut sc.waiting);
+        sc.active.retain(|&w| {
+            let ws = &warps[w as usize];
+            let e = &mut entries[ws.pos as usize];
+            if e.unblock <= c {
+                return true;
+            }
+            e.active = false;
+            if !ws.done {
+                waiting.push(w);
+            }
+            false
+        });
+        while sc.active.len() < sc.cap {
+            let Some(i) = sc
+                .waiting
+                .iter()
+                .position(|&w| sc.entries[warps[w as usize].pos as usize].unblock <= c)
+            else {
+                break;
+            };
+            let w = sc.waiting.remove(i);
+            sc.entries[warps[w as usize].pos as usize].active = true;
+            sc.active.push(w);
+        }
+        sc.pool_at = c;
+        sc.rescan();
+    }
+
     /// Runs cycle [`Sm::now`]: each scheduler issues at most one instruction (memory
     /// instructions go to `mem`) or counts a stall; then moves to the next cycle.
     pub fn step(&mut self, mem: &mut impl MemPort) {
         let now = self.now;
         for s in 0..self.scheds.len() {
-            match self.pick(s, now) {
-                Some(pos) => self.issue(s, pos, now, mem),
+            // An issue elsewhere this cycle cannot make one of this scheduler's warps ready
+            // now (a barrier releases for the next cycle), so its cache decides.
+            if self.scheds[s].cap > 0 && self.scheds[s].next_issue <= now {
+                self.update_pools(s, now);
+            }
+            let picked = if self.scheds[s].issue_at <= now {
+                self.pick(s, now)
+            } else {
+                None
+            };
+            match picked {
+                Some(pos) => {
+                    let slot = self.scheds[s].entries[pos].slot;
+                    self.issue(s, pos, now, mem);
+                    let sc = &mut self.scheds[s];
+                    if let Some(i) = sc.active.iter().position(|&w| w == slot) {
+                        // Round robin from the last issued: it goes to the back.
+                        sc.active.rotate_left(i + 1);
+                    }
+                    sc.rescan();
+                }
                 None => self.count_stalls(s, now, now + 1),
             }
         }
@@ -778,17 +1065,35 @@ impl Sm {
     /// by cycle `t` (`complete_at <= t`, no memory reply pending), freeing their warp
     /// slots; calls `f(tag, completion cycle)` for each, in CTA-index order.
     pub fn complete_ctas(&mut self, t: u64, mut f: impl FnMut(u64, u64)) {
+        if self.n_finished == 0 {
+            return;
+        }
         for ci in 0..self.ctas.len() {
-            let done = matches!(&self.ctas[ci],
-                Some(c) if c.alive == 0 && c.pending == 0 && c.complete_at <= t);
+            let done = matches!(&self.ctas[ci], Some(c) if c.finished() && c.complete_at <= t);
             if !done {
                 continue;
             }
-            let r = self.ctas[ci].take().expect("resident");
+            let Some(r) = self.ctas[ci].take() else {
+                continue;
+            };
+            self.n_resident -= 1;
+            self.n_finished -= 1;
             for &slot in &r.slots {
                 self.used[slot as usize] = false;
+                self.n_used -= 1;
+                // Its warps are done: the scheduler's caches do not change.
                 let s = self.warps[slot as usize].sched as usize;
-                self.scheds[s].warps.retain(|&(_, w)| w != slot);
+                let sc = &mut self.scheds[s];
+                sc.entries.retain(|e| e.slot != slot);
+                for (i, e) in sc.entries.iter().enumerate() {
+                    self.warps[e.slot as usize].pos = i as u32;
+                }
+                if sc.cap > 0 {
+                    // A finished warp not yet dropped by a pool update frees its slot.
+                    sc.active.retain(|&w| w != slot);
+                    sc.waiting.retain(|&w| w != slot);
+                    sc.rescan();
+                }
             }
             f(r.tag, r.complete_at);
         }

@@ -10,8 +10,8 @@
 //!   sub-core scheduler `i % schedulers` (the GPGPU-Sim / Accel-Sim convention);
 //! - each scheduler issues at most one warp instruction per core cycle, from a ready warp
 //!   chosen by the policy: `lrr` round robin starting after the last issued warp; `gto`
-//!   the last issued warp while it is ready, else the oldest ready one; `two_level` is
-//!   scheduled as `gto` for now (TODO);
+//!   the last issued warp while it is ready, else the oldest ready one; `two_level` as
+//!   below;
 //! - a warp is ready when its next instruction's source and destination registers
 //!   (`StaticInst::src_regs`, `dst_regs`; RZ never blocks) have no pending write and the
 //!   scheduler's unit of the instruction's class accepts it (one unit per class per
@@ -26,6 +26,28 @@
 //! - `BAR.SYNC` (class `barrier`): the warp waits until every unfinished warp of its CTA
 //!   has arrived; all leave together the next cycle. `EXIT` retires lanes; a warp whose
 //!   stream ends is done.
+//!
+//! `two_level` (GPGPU-Sim's `two_level_active` with loose round robin inside, the pool
+//! refilled with the oldest warp that can use it): each scheduler has an *active pool* of
+//! at most `N = max(1, core.two_level_active_warps)` warps, an ordered list, and a
+//! *pending pool*, a FIFO; warps of a new CTA join the back of the pending pool in
+//! dispatch order. A warp is *blocked* at cycle `c` when it has finished, waits at a CTA
+//! barrier (or `c` is before its release cycle), or its next instruction reads or writes
+//! a register whose pending write is *long-latency* and not yet written at `c` (the
+//! result of a memory instruction other than shared memory's: GPGPU-Sim's `longopregs`;
+//! a result awaiting [`Sm::mem_reply`] counts as not written). At the start of every
+//! cycle `c`, each scheduler
+//! 1. *demotes*: every active warp blocked at `c`, in active order, leaves the active pool;
+//!    unfinished ones go to the back of the pending pool;
+//! 2. *promotes*: while the active pool has fewer than `N` warps, the first warp of the
+//!    pending pool (FIFO order) that is not blocked at `c` moves to the back of the
+//!    active pool (a blocked one keeps its place);
+//! 3. *issues* the first ready warp of the active pool, in its order, and rotates the
+//!    pool so that the warps after it come first and it comes last.
+//!
+//! Only active warps may issue. In a cycle without an issue the stall reason (below,
+//! [`SmStats`]) is taken over every warp except pending warps that are not blocked (they
+//! wait only for a slot of the full active pool, whose warps give the reason).
 //!
 //! [`Sm`] is steppable and persists across kernels ([`Sm::set_kernel`] when empty,
 //! [`Sm::take_stats`] per kernel): CTAs arrive ([`Sm::add_cta`]) and complete

@@ -30,8 +30,8 @@ pub struct SmSpec {
     pub schedulers: u32,
     /// Warp scheduling policy (`core.scheduler`).
     pub policy: SchedulerPolicy,
-    /// Active pool size under `two_level` (`core.two_level_active_warps`). Not used yet:
-    /// `two_level` is scheduled as GTO (see [`SchedulerPolicy`] handling in `issue.rs`).
+    /// Active pool size under `two_level` (`core.two_level_active_warps`, at least 1;
+    /// the rule is in the [`crate::sm`] module documentation).
     pub two_level_active_warps: u32,
     /// Resident warp slots (`core.max_warps_per_sm`): a batch with more warps is refused.
     pub warp_slots: u32,

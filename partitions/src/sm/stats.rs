@@ -17,6 +17,9 @@ use tessera_traces::OpClass;
 ///    cycle between the barrier's release and the warps' next issue);
 /// 4. `stall_no_warp`: the scheduler had no unfinished warp (none assigned, or all done
 ///    and the SM still draining other schedulers' warps or in-flight results).
+///
+/// Under `two_level`, a pending-pool warp that is not blocked (it waits only for a slot of
+/// the full active pool) counts for none of these.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SmStats {
     /// Core cycles from the first issue slot (cycle 0) until every warp has finished and
