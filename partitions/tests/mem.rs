@@ -21,6 +21,7 @@ fn load(lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
         space: Space::Global,
         width_bytes: width,
         lanes,
+        contiguous: None,
     }
 }
 
@@ -239,6 +240,7 @@ fn shared_memory_bank_conflicts() {
         space: Space::Shared,
         width_bytes: 4,
         lanes,
+        contiguous: None,
     };
     let t = m.access(0, 3, &req(&s4));
     assert_eq!(t, cfg.shared_mem.latency_cycles as u64 * core);
@@ -262,6 +264,7 @@ fn atomic_and_store_latency_composition() {
         space: Space::Global,
         width_bytes: 4,
         lanes: &lanes,
+        contiguous: None,
     };
     let t = m.access(0, 0, &req);
     assert_eq!(
@@ -321,6 +324,7 @@ fn mixed_run(cfg: &GpuConfig) -> (Vec<Picos>, MemStats) {
             space,
             width_bytes: [4, 8, 16][(x >> 10) as usize % 3],
             lanes: &lanes,
+            contiguous: None,
         };
         times.push(m.access(i * 700, (x % 108) as u32, &req));
         if i % 5000 == 4999 {

@@ -16,11 +16,13 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use tessera_interconnect::{BoxError, Message, Outbox, Partition, Payload, PortId};
-use tessera_traces::{ChunkDecoder, KernelMeta, TraceFile, WarpInst};
+use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 
 use super::cp::CommandProcessor;
 use super::{classify, cycle_at, GpuError};
-use crate::mem::{Issued, LdStUnit, MemChannel, MemRequest, Net, Packet, Unit, UnitIds};
+use crate::mem::{
+    Access, Issued, LdStUnit, MemChannel, MemRequest, Net, Packet, Space, Unit, UnitIds,
+};
 use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
 use crate::Picos;
 
@@ -178,21 +180,52 @@ impl MemPort for SmPort<'_> {
         token: MemToken,
         _placeholder_latency: u32,
     ) -> MemIssue {
-        let lanes = &mut *self.lanes;
-        lanes.clear();
-        cta.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
-        // An instruction with no active lane moves no data.
-        let Some(&(_, first)) = lanes.first() else {
-            return MemIssue::Done(cycle + 1);
-        };
-        let (access, space) = classify(inst.class, self.kernel, first);
         let st = &self.kernel.statics[inst.slot as usize];
         let width = self.kernel.opcodes[st.opcode as usize].width_bytes as u32;
+        let lanes = &mut *self.lanes;
+        lanes.clear();
+        // Stride mode with the stride equal to the width: one byte range, no lanes needed
+        // (except for shared memory, whose bank conflicts need them).
+        let mut contiguous = None;
+        let first = match inst.addrs {
+            Addrs::Stride { base, stride } if inst.mask != 0 && stride as i64 == width as i64 => {
+                contiguous = Some((base, inst.mask.count_ones() as u64 * width as u64));
+                base
+            }
+            _ => 0,
+        };
+        let (access, space) = classify(inst.class, self.kernel, first);
+        if contiguous.is_none() || space == Space::Shared || access == Access::Atomic {
+            cta.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
+            // An instruction with no active lane moves no data.
+            let Some(&(_, first)) = lanes.first() else {
+                return MemIssue::Done(cycle + 1);
+            };
+            // Generic addresses are resolved by the first active lane.
+            let (access, space) = classify(inst.class, self.kernel, first);
+            return self.issue(cycle, token, access, space, width, None);
+        }
+        self.issue(cycle, token, access, space, width, contiguous)
+    }
+}
+
+impl SmPort<'_> {
+    fn issue(
+        &mut self,
+        cycle: u64,
+        token: MemToken,
+        access: Access,
+        space: Space,
+        width: u32,
+        contiguous: Option<(u64, u64)>,
+    ) -> MemIssue {
+        let lanes = &*self.lanes;
         let req = MemRequest {
             access,
             space,
             width_bytes: width,
             lanes,
+            contiguous,
         };
         match self
             .ldst

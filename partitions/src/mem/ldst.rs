@@ -165,11 +165,20 @@ impl LdStUnit {
         }
         self.stats.global_requests += 1;
         let hit_ps = self.spec.l1_hit_ps;
-        if req.lanes.is_empty() {
-            return Issued::Done(now + hit_ps);
-        }
         let mut lines = std::mem::take(&mut self.lines);
-        coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
+        match req.contiguous {
+            Some((addr, len)) if req.access != Access::Atomic && len > 0 => {
+                lines.clear();
+                add_range(&self.spec.l1_geom, addr, len, &mut lines);
+            }
+            _ => {
+                if req.lanes.is_empty() {
+                    self.lines = lines;
+                    return Issued::Done(now + hit_ps);
+                }
+                coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
+            }
+        }
         let use_l1 = req.space == Space::Local || self.spec.l1_enabled;
         let mut w = InstWait {
             outstanding: 0,
@@ -337,7 +346,8 @@ impl LdStUnit {
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
-        if let Some(i) = self.l1.find(set, la.line_addr) {
+        let way = self.l1.find(set, la.line_addr);
+        if let Some(i) = way {
             self.l1.touch(i);
             let present = la.sectors & self.l1.valid(i);
             missing &= !present;
@@ -383,13 +393,26 @@ impl LdStUnit {
                 op: Op::Read,
                 fill_l1: true,
             };
-            self.start_miss(now, t, miss, net);
+            self.start_miss_at(now, t, miss, Some(way), net);
         }
     }
 
     /// Asks L2 for `miss` at `t`: merged into the MSHR of its line when a load of that
     /// line is in flight, else in a new MSHR, else queued until one frees.
     fn start_miss(&mut self, now: Picos, t: Picos, miss: Miss, net: &mut dyn Net) {
+        self.start_miss_at(now, t, miss, None, net);
+    }
+
+    /// [`Self::start_miss`] with, when known, the L1 way of the miss's line
+    /// (`Some(None)`: known absent), saving a search of the set.
+    fn start_miss_at(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        miss: Miss,
+        way: Option<Option<usize>>,
+        net: &mut dyn Net,
+    ) {
         let merge = miss.op == Op::Read && miss.fill_l1;
         if merge {
             if let Some(&m) = self.by_line.get(&miss.line) {
@@ -397,7 +420,7 @@ impl LdStUnit {
                 x.waiters.push(miss.token);
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
-                self.l1_mark_pending(now, t, miss.line, miss.sectors, net);
+                self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
                 if new != 0 {
                     self.stats.l1d_miss_requests += 1;
                     let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
@@ -430,7 +453,7 @@ impl LdStUnit {
         }
         if merge {
             self.by_line.insert(miss.line, m);
-            self.l1_mark_pending(now, t, miss.line, miss.sectors, net);
+            self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
         }
         self.stats.l1d_miss_requests += 1;
         let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
@@ -444,10 +467,18 @@ impl LdStUnit {
         t: Picos,
         line: u64,
         sectors: u64,
+        way: Option<Option<usize>>,
         net: &mut dyn Net,
     ) {
         let set = line / self.spec.l1_geom.line_bytes;
-        let (i, ev) = self.l1.find_or_allocate(set, line);
+        let (i, ev) = match way {
+            Some(Some(i)) => {
+                self.l1.touch(i);
+                (i, None)
+            }
+            Some(None) => self.l1.allocate(set, line),
+            None => self.l1.find_or_allocate(set, line),
+        };
         if let Some(ev) = ev {
             self.l1_writeback(now, t, ev, net);
         }

@@ -138,8 +138,13 @@ pub struct MemRequest<'a> {
     pub space: Space,
     /// Bytes per lane.
     pub width_bytes: u32,
-    /// `(lane, address)` of each active lane, in lane order.
+    /// `(lane, address)` of each active lane, in lane order (may be left empty when
+    /// `contiguous` is given for a global, local or constant load or store).
     pub lanes: &'a [(u32, u64)],
+    /// `(address, bytes)` when the active lanes' bytes are known to form this one range
+    /// (the k-th active lane at `address + k * width_bytes`, the trace's stride mode):
+    /// coalesced as one range, without looking at `lanes`.
+    pub contiguous: Option<(u64, u64)>,
 }
 
 macro_rules! mem_stats {

@@ -82,7 +82,8 @@ impl BwPort {
                 } else {
                     self.busy.push_back((c, c + d));
                 }
-                return self.to_ps(c);
+                // `c` is `t` exactly: no division.
+                return t;
             }
             Some(_) => {}
         }
