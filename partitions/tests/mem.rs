@@ -413,6 +413,7 @@ fn l2_write_back_on_eviction() {
             space: Space::Global,
             width_bytes: 4,
             lanes: &lanes,
+            contiguous: None,
         };
         t = m.access(t, (i % 108) as u32, &req).min(t + 1000);
     }
