@@ -60,9 +60,18 @@
 //! which one can), with results identical to stepping every cycle
 //! ([`SmOptions::tick_every_cycle`]), stall counters included.
 //!
-//! Not yet modelled (issue 4): instruction fetch and the I-cache, operand collection and
-//! register-bank conflicts, the LD/ST unit, shared memory, L1D and everything beyond,
-//! fences.
+//! Operand collection (`core.operand_collection`): an issued instruction holds one of its
+//! scheduler's collector units until its distinct source registers are read; each of the
+//! scheduler's register banks (bank = register, plus the warp slot with
+//! `core.reg_bank_use_warp_id`, modulo the banks per scheduler) serves one read per cycle,
+//! reads requested from the cycle after issue in register order. Extra cycles of the last
+//! read delay the instruction's result (the class latency is the conflict-free one); a
+//! scheduler with no free collector cannot issue (counted as `stall_unit_busy`). Details
+//! and what is left out: `Sm::collect` in `issue.rs`.
+//!
+//! Not yet modelled (issue 4): instruction fetch and the I-cache, register writeback port
+//! conflicts, the LD/ST unit, shared memory, L1D and everything beyond (the memory system
+//! behind [`MemPort`]), fences.
 
 mod issue;
 mod spec;

@@ -46,6 +46,16 @@ pub struct SmSpec {
     /// sets it to `l1d.hit_latency_cycles` so that loads are not free; no result that
     /// depends on memory timing should be read from this model yet.
     pub mem_placeholder_latency_cycles: u32,
+    /// Register banks per scheduler (`core.register_banks / core.schedulers_per_sm`), each
+    /// serving one operand read per cycle; 0: operand collection not modelled
+    /// (`core.operand_collection: false`).
+    pub reg_banks_per_sched: u32,
+    /// Bank of register `r` of warp slot `w`: `(r + w) % reg_banks_per_sched` when set
+    /// (`core.reg_bank_use_warp_id`), else `r % reg_banks_per_sched`.
+    pub reg_bank_use_warp_id: bool,
+    /// Operand-collector units per scheduler (`core.operand_collectors /
+    /// core.schedulers_per_sm`); 0: unlimited.
+    pub collectors_per_sched: u32,
 }
 
 impl SmSpec {
@@ -85,8 +95,19 @@ impl SmSpec {
                 }
             };
         }
+        let n_sched = c.schedulers_per_sm.max(1);
+        let per_sched = |n: u32| {
+            if c.operand_collection {
+                (n / n_sched).max(1)
+            } else {
+                0
+            }
+        };
         SmSpec {
-            schedulers: c.schedulers_per_sm.max(1),
+            reg_banks_per_sched: per_sched(c.register_banks),
+            reg_bank_use_warp_id: c.reg_bank_use_warp_id,
+            collectors_per_sched: per_sched(c.operand_collectors),
+            schedulers: n_sched,
             policy: c.scheduler,
             two_level_active_warps: c.two_level_active_warps,
             warp_slots: c.max_warps_per_sm,
