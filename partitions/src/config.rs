@@ -411,6 +411,10 @@ section! {
         /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
         /// delivers a hit the next cycle; no study measures it).
         hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        /// Cycles from fetch to instruction available on a miss (the line comes from L2;
+        /// a fixed latency, not a request to the memory system yet). Presets: the L2-hit
+        /// latency a load sees minus the L1 hit, or the preset's NoC and L2 latencies.
+        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
     }
 }
 

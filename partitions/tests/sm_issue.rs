@@ -143,7 +143,8 @@ fn check_schedule(spec: &SmSpec, k: &KernelMeta, ctas: &[DecodedCta], s: &SmStat
 ///        plus 3 cycles per loop iteration and a 75-cycle prologue/epilogue.
 #[test]
 fn fma_chain_runs_at_the_fp32_latency() {
-    let cfg = a100(&[]);
+    // The issue stage alone: instruction fetch is timed by its own test.
+    let cfg = a100(&[("core.icache.enabled", "false")]);
     let spec = SmSpec::from_config(&cfg);
     let lat = cfg.core.op_latency.fp32.latency_cycles as u64;
     assert_eq!(lat, 4);
@@ -236,7 +237,8 @@ fn ffma_window(s: &SmStats) -> (u64, u64, u64) {
 /// issue rate"). With the fp32 interval set to 1 (`--set`), the peak is one instruction
 /// per scheduler per cycle and the plain issue rate issued / (window x schedulers) must
 /// reach 0.9 too; that variant checks the scheduler alone (`core.operand_collection:
-/// false`): at one issue per cycle the probe's register allocation (stream registers
+/// false`, `core.icache.enabled: false`; the cold I-cache misses of the loop fall inside
+/// the short window): at one issue per cycle the probe's register allocation (stream registers
 /// sharing banks, 8 per scheduler) makes bank conflicts hold the 2 collectors per
 /// scheduler longer than a cycle each, which is the operand collector's limit, not the
 /// scheduler's.
@@ -252,6 +254,7 @@ fn fma_streams_reach_peak_issue_rate() {
             vec![
                 ("core.op_latency.fp32.initiation_cycles", "1"),
                 ("core.operand_collection", "false"),
+                ("core.icache.enabled", "false"),
             ],
             "a100 fp32 ii=1",
         ),
@@ -664,13 +667,29 @@ fn a_cta_waits_for_its_pending_replies() {
 /// One instruction of a hand-made warp: class, destination and source registers.
 type Op = (OpClass, &'static [u16], &'static [u16]);
 
-/// A one-CTA kernel whose warp `i` runs `warps[i]` (one static slot per instruction).
+/// A one-CTA kernel whose warp `i` runs `warps[i]` (one static slot, at PC 16 x slot,
+/// per instruction).
 fn synthetic(warps: &[&[Op]]) -> (KernelMeta, DecodedCta) {
+    synthetic_code(warps, false)
+}
+
+/// [`synthetic`], or with `shared_code` every warp running the static instructions (the
+/// PCs) of warp 0's program.
+fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta) {
     let mut opcodes: Vec<OpcodeInfo> = Vec::new();
     let mut statics = Vec::new();
     let mut cta = DecodedCta::default();
     for (w, ops) in warps.iter().enumerate() {
         let start = cta.insts.len();
+        if shared_code && w > 0 {
+            let first: Vec<WarpInst> = cta.insts[..warps[0].len()].to_vec();
+            cta.insts.extend(first);
+            cta.warps.push(DecodedWarp {
+                warp_id: w as u32,
+                insts: start..cta.insts.len(),
+            });
+            continue;
+        }
         for &(class, dsts, srcs) in ops.iter() {
             let opcode = opcodes.len() as u16;
             opcodes.push(OpcodeInfo {
@@ -736,7 +755,8 @@ fn synthetic(warps: &[&[Op]]) -> (KernelMeta, DecodedCta) {
 }
 
 /// One scheduler, every class latency 1 / interval 1 except global loads (latency 10)
-/// and local loads (latency 3), `policy` with an active pool of `active`.
+/// and local loads (latency 3), `policy` with an active pool of `active`; a perfect
+/// I-cache (fetch is timed by its own test).
 fn tiny_spec(policy: &str, active: u32) -> SmSpec {
     let active = active.to_string();
     let mut spec = SmSpec::from_config(&a100(&[
@@ -744,6 +764,7 @@ fn tiny_spec(policy: &str, active: u32) -> SmSpec {
         ("core.two_level_active_warps", &active),
     ]));
     spec.schedulers = 1;
+    spec.icache = None;
     for class in OpClass::ALL {
         spec.timing[class as usize] = tessera_partitions::sm::UnitTiming {
             latency_cycles: match class {
@@ -987,4 +1008,64 @@ fn bank_conflicts_across_instructions_and_the_warp_offset() {
             "use_warp_id {use_warp_id}"
         );
     }
+}
+
+/// Instruction fetch by hand: one scheduler (lrr), an I-cache of one 32-byte line (2
+/// instructions), hit 1 cycle, miss 5; two warps run the same code
+/// `IADD (PC 0); IADD (PC 16); EXIT (PC 32)`, every latency 1.
+///
+/// | cycle | what happens                                                            |
+/// |-------|-------------------------------------------------------------------------|
+/// | 0     | CTA arrives: w0 fetches PC 0, miss (line A filled at 5); w1 fetches PC 0, a hit on the line being filled: also at 5 |
+/// | 0-4   | both wait for their instruction: `scoreboard`                           |
+/// | 5     | w0 IADD; fetches PC 16: hit, at 6                                       |
+/// | 6     | w1 IADD (round robin); fetches PC 16: hit, at 7                         |
+/// | 7     | w0 IADD; fetches PC 32: miss, line B evicts A, at 12                    |
+/// | 8     | w1 IADD; fetches PC 32: hit on B being filled, at 12                    |
+/// | 9-11  | `scoreboard`                                                            |
+/// | 12    | w0 EXIT                                                                 |
+/// | 13    | w1 EXIT, completes at 14                                                |
+///
+/// 14 cycles, 6 issues, 8 scoreboard stalls; 6 fetches, 2 misses. With the I-cache
+/// disabled the same warps issue at 0, 1, 2, 3, 4, 5.
+#[test]
+fn icache_fetch_follows_a_hand_count() {
+    let prog: &[Op] = &[(OpClass::Int, &[], &[]), (OpClass::Int, &[], &[]), EXIT];
+    let (k, cta) = synthetic_code(&[prog, prog], true);
+    let mut spec = tiny_spec("lrr", 6);
+    let s = run_all(&spec, &k, &cta);
+    assert_eq!(
+        schedule(&s),
+        vec![
+            (0, 0, 0),
+            (1, 1, 0),
+            (2, 0, 1),
+            (3, 1, 1),
+            (4, 0, 2),
+            (5, 1, 2)
+        ]
+    );
+    assert_eq!((s.icache_accesses, s.icache_misses), (0, 0));
+    spec.icache = Some(tessera_partitions::sm::IcacheSpec {
+        sets: 1,
+        assoc: 1,
+        line_bytes: 32,
+        hit_latency_cycles: 1,
+        miss_latency_cycles: 5,
+    });
+    let s = run_all(&spec, &k, &cta);
+    assert_eq!(
+        schedule(&s),
+        vec![
+            (5, 0, 0),
+            (6, 1, 0),
+            (7, 0, 1),
+            (8, 1, 1),
+            (12, 0, 2),
+            (13, 1, 2)
+        ]
+    );
+    assert_eq!(s.cycles, 14);
+    assert_eq!((s.stall_scoreboard, s.stalls()), (8, 8));
+    assert_eq!((s.icache_accesses, s.icache_misses), (6, 2));
 }

@@ -1,6 +1,7 @@
 //! The mutable state of one SM's issue stage ([`Sm`]), steppable cycle by cycle inside a
 //! GPU-wide event loop, and the batch driver [`run_cta_batch_with`] built on it.
 
+use super::icache::Icache;
 use super::spec::SmSpec;
 use super::stats::{BarrierEvent, IssueEvent, SmStats};
 use crate::config::SchedulerPolicy;
@@ -119,6 +120,10 @@ pub struct KernelPrep {
     /// One past the highest register any instruction names: the scoreboard's size per
     /// warp (so a warp's reset and its cache footprint follow the kernel, not R0..R255).
     regs: usize,
+    /// Address of the kernel's code for the I-cache: a hash of its name in the high
+    /// half (PCs are offsets in the kernel's code), so that every launch of one kernel
+    /// shares lines and different kernels do not.
+    code_base: u64,
 }
 
 impl KernelPrep {
@@ -149,7 +154,15 @@ impl KernelPrep {
             .max()
             .unwrap_or(0)
             .max(1);
-        KernelPrep { slots, regs }
+        // FNV-1a: stable across runs and platforms, unlike the std hasher.
+        let hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        KernelPrep {
+            slots,
+            regs,
+            code_base: (hash & 0xffff_ffff) << 32,
+        }
     }
 }
 
@@ -180,6 +193,8 @@ struct WarpState {
     /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
     /// on memory.
     long_at: u64,
+    /// Cycle from which its next instruction is fetched (0 without the I-cache).
+    fetch_at: u64,
 }
 
 impl Default for WarpState {
@@ -197,6 +212,7 @@ impl Default for WarpState {
             reg_at: 0,
             class: OpClass::Nop,
             long_at: 0,
+            fetch_at: 0,
         }
     }
 }
@@ -220,7 +236,7 @@ impl WarpState {
         if self.done || self.at_barrier {
             NEVER
         } else {
-            self.release_at.max(self.reg_at)
+            self.release_at.max(self.reg_at).max(self.fetch_at)
         }
     }
 
@@ -463,6 +479,7 @@ pub struct Sm {
     free: Vec<u32>,
     /// Entries of `inflight` that are live.
     pending: u32,
+    icache: Option<Icache>,
 }
 
 impl Sm {
@@ -478,6 +495,7 @@ impl Sm {
             spec.reg_banks_per_sched as usize,
             spec.collectors_per_sched as usize,
         );
+        let icache = spec.icache.map(Icache::new);
         Sm {
             spec,
             prep: None,
@@ -505,6 +523,7 @@ impl Sm {
             inflight: Vec::new(),
             free: Vec::new(),
             pending: 0,
+            icache,
         }
     }
 
@@ -673,6 +692,7 @@ impl Sm {
                 release_at: 0,
                 reg_at: 0,
                 long_at: 0,
+                fetch_at: 0,
                 class: if done {
                     OpClass::Nop
                 } else {
@@ -697,8 +717,21 @@ impl Sm {
                 sc.waiting.push(slot);
             }
             sc.unfinished += u32::from(!done);
-            sc.lower(&ws);
             self.warps[search] = ws;
+            let ws = &mut self.warps[search];
+            if !done {
+                // Its first instruction is fetched on arrival.
+                let pc = cta.insts[w.insts.start].pc;
+                fetch(
+                    &mut self.icache,
+                    &self.prep,
+                    &mut self.stats,
+                    ws,
+                    pc,
+                    self.now,
+                );
+            }
+            self.scheds[sched as usize].lower(ws);
             slots.push(slot);
         }
         self.live += alive;
@@ -907,6 +940,10 @@ impl Sm {
         }
         let ws = &mut self.warps[w];
         ws.next += 1;
+        if ws.next < ws.end {
+            let pc = rc.cta.insts[ws.next].pc;
+            fetch(&mut self.icache, &self.prep, &mut self.stats, ws, pc, now);
+        }
         if ws.next == ws.end {
             ws.done = true;
             self.live -= 1;
@@ -1200,6 +1237,25 @@ impl Sm {
     pub fn finish(mut self, start: u64, end: u64) -> SmStats {
         self.take_stats(start, end)
     }
+}
+
+/// Fetches warp `ws`'s next instruction, at `pc`, at cycle `c` through the I-cache
+/// (nothing without one); a free function so that it borrows only what it touches.
+fn fetch(
+    icache: &mut Option<Icache>,
+    prep: &Option<Arc<KernelPrep>>,
+    stats: &mut SmStats,
+    ws: &mut WarpState,
+    pc: u32,
+    c: u64,
+) {
+    let (Some(ic), Some(prep)) = (icache.as_mut(), prep.as_ref()) else {
+        return;
+    };
+    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c);
+    ws.fetch_at = at;
+    stats.icache_accesses += 1;
+    stats.icache_misses += u64::from(!hit);
 }
 
 /// Runs `ctas` (CTAs of `kernel`, all resident at once) on one SM to completion and

@@ -21,6 +21,18 @@ impl From<&OpTiming> for UnitTiming {
     }
 }
 
+/// The instruction cache of one SM (`core.icache`, when enabled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcacheSpec {
+    /// Sets (`size_bytes / (assoc * line_bytes)`, a power of two after validation).
+    pub sets: u32,
+    pub assoc: u32,
+    pub line_bytes: u32,
+    /// Cycles from fetch to instruction available, on a hit and on a miss.
+    pub hit_latency_cycles: u32,
+    pub miss_latency_cycles: u32,
+}
+
 /// What the issue model of one SM needs to know, read from `core.*` (DESIGN.md section 5,
 /// "SM core"). Plain data; never changes during a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +68,9 @@ pub struct SmSpec {
     /// Operand-collector units per scheduler (`core.operand_collectors /
     /// core.schedulers_per_sm`); 0: unlimited.
     pub collectors_per_sched: u32,
+    /// Instruction fetch through the I-cache; `None`: a perfect one, fetch costs nothing
+    /// (`core.icache.enabled: false`).
+    pub icache: Option<IcacheSpec>,
 }
 
 impl SmSpec {
@@ -103,7 +118,20 @@ impl SmSpec {
                 0
             }
         };
+        let ic = &c.icache;
+        let icache = ic.enabled.then(|| {
+            let line = ic.line_bytes.max(1);
+            let assoc = ic.assoc.max(1);
+            IcacheSpec {
+                sets: (ic.size_bytes / (assoc * line)).max(1),
+                assoc,
+                line_bytes: line,
+                hit_latency_cycles: ic.hit_latency_cycles,
+                miss_latency_cycles: ic.miss_latency_cycles,
+            }
+        });
         SmSpec {
+            icache,
             reg_banks_per_sched: per_sched(c.register_banks),
             reg_bank_use_warp_id: c.reg_bank_use_warp_id,
             collectors_per_sched: per_sched(c.operand_collectors),

@@ -13,7 +13,7 @@ use tessera_traces::OpClass;
 ///    functional unit of its next instruction's class was inside its initiation interval,
 ///    or every operand collector of the scheduler was busy;
 /// 2. `stall_scoreboard`: otherwise, some warp's next instruction read or wrote a register
-///    with a pending write;
+///    with a pending write, or was not fetched yet (I-cache);
 /// 3. `stall_barrier`: otherwise, some warp was waiting at a CTA barrier (or in the one
 ///    cycle between the barrier's release and the warps' next issue);
 /// 4. `stall_no_warp`: the scheduler had no unfinished warp (none assigned, or all done
@@ -57,6 +57,10 @@ pub struct SmStats {
     /// Cycles by which bank conflicts delayed instructions (per instruction, its last
     /// operand read's delay), summed.
     pub bank_conflict_cycles: u64,
+    /// Instruction fetches through the I-cache (one per warp instruction; 0 when
+    /// `core.icache.enabled` is false), and those that missed (lines filled).
+    pub icache_accesses: u64,
+    pub icache_misses: u64,
     /// Per-barrier log, filled only with [`super::SmOptions::record_log`].
     pub barrier_log: Vec<BarrierEvent>,
     /// Per-issue log, filled only with [`super::SmOptions::record_log`].
