@@ -543,6 +543,7 @@ fn drive(
     for (i, c) in ctas.iter().enumerate() {
         sm.add_cta(c.clone(), i as u64).unwrap();
     }
+    sm.check_caches().unwrap();
     let mut done = Vec::new();
     loop {
         let t = match (sm.next_event(), port.next_reply()) {
@@ -555,11 +556,14 @@ fn drive(
         let t = if tick { sm.now() } else { t.max(sm.now()) };
         sm.advance_to(t);
         port.deliver(&mut sm, t);
+        sm.check_caches().unwrap();
         sm.complete_ctas(t, |tag, at| done.push((tag, at)));
+        sm.check_caches().unwrap();
         if sm.resident() == 0 {
             break;
         }
         sm.step(port);
+        sm.check_caches().unwrap();
         sm.check_deadlock().unwrap();
     }
     assert_eq!(sm.pending_replies(), 0);
