@@ -329,6 +329,19 @@ section! {
         /// Operand-collector units per SM (instructions gathering operands at once), split
         /// evenly among the schedulers. Presets: the simulator config's collector units.
         operand_collectors: u32 = Kind::U32, unit "collectors", None;
+        /// Model operand collection: an issued instruction holds one of its scheduler's
+        /// `operand_collectors / schedulers_per_sm` collector units until its source
+        /// operands are read, each of its scheduler's `register_banks / schedulers_per_sm`
+        /// banks serving one read per core cycle; a conflict delays the instruction (its
+        /// unit and result) by the extra cycles. `false`: every operand is read at once
+        /// and collectors are unlimited. Presets: `true` (GPGPU-Sim/Accel-Sim model the
+        /// operand collector).
+        operand_collection: bool = Kind::Bool, unit "-", Some("true");
+        /// Offset a warp's register-to-bank mapping by its warp slot (bank =
+        /// `(register + warp slot) % banks per scheduler`; without it, `register % banks
+        /// per scheduler`). Presets: the simulator config's `-gpgpu_reg_bank_use_warp_id`
+        /// (GPGPU-Sim's default, off).
+        reg_bank_use_warp_id: bool = Kind::Bool, unit "-", Some("false");
         /// Latency and initiation interval of each non-memory opcode class (the classes of
         /// `tessera_traces::OpClass`). Memory classes take their latency from the memory
         /// hierarchy; `barrier`, `fence` and `exit` from what they wait for.
@@ -401,6 +414,10 @@ section! {
         /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
         /// delivers a hit the next cycle; no study measures it).
         hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        /// Cycles from fetch to instruction available on a miss (the line comes from L2;
+        /// a fixed latency, not a request to the memory system yet). Presets: the L2-hit
+        /// latency a load sees minus the L1 hit, or the preset's NoC and L2 latencies.
+        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
     }
 }
 

@@ -296,6 +296,10 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
             "core.icache.hit_latency_cycles",
             ic.hit_latency_cycles as u64,
         )?;
+        v.nonzero(
+            "core.icache.miss_latency_cycles",
+            ic.miss_latency_cycles as u64,
+        )?;
     }
 
     // L1D.

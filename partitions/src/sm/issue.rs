@@ -1,6 +1,7 @@
 //! The mutable state of one SM's issue stage ([`Sm`]), steppable cycle by cycle inside a
 //! GPU-wide event loop, and the batch driver [`run_cta_batch_with`] built on it.
 
+use super::icache::Icache;
 use super::spec::SmSpec;
 use super::stats::{BarrierEvent, IssueEvent, SmStats};
 use crate::config::SchedulerPolicy;
@@ -104,9 +105,11 @@ fn is_long(class: OpClass) -> bool {
 }
 
 /// Per static instruction: the registers its issue waits on (sources and destinations,
-/// RZ excluded, deduplicated) and the registers it writes.
+/// RZ excluded, deduplicated), the registers it reads (RZ excluded, deduplicated, in
+/// register order: the order of its operand reads) and the registers it writes.
 struct SlotRegs {
     wait: Box<[u16]>,
+    srcs: Box<[u16]>,
     dsts: Box<[u16]>,
 }
 
@@ -117,6 +120,10 @@ pub struct KernelPrep {
     /// One past the highest register any instruction names: the scoreboard's size per
     /// warp (so a warp's reset and its cache footprint follow the kernel, not R0..R255).
     regs: usize,
+    /// Address of the kernel's code for the I-cache: a hash of its name in the high
+    /// half (PCs are offsets in the kernel's code), so that every launch of one kernel
+    /// shares lines and different kernels do not.
+    code_base: u64,
 }
 
 impl KernelPrep {
@@ -130,8 +137,12 @@ impl KernelPrep {
                 let mut wait: Vec<u16> = st.src_regs().chain(dsts.iter().copied()).collect();
                 wait.sort_unstable();
                 wait.dedup();
+                let mut srcs: Vec<u16> = st.src_regs().collect();
+                srcs.sort_unstable();
+                srcs.dedup();
                 SlotRegs {
                     wait: wait.into(),
+                    srcs: srcs.into(),
                     dsts: dsts.into(),
                 }
             })
@@ -143,7 +154,15 @@ impl KernelPrep {
             .max()
             .unwrap_or(0)
             .max(1);
-        KernelPrep { slots, regs }
+        // FNV-1a: stable across runs and platforms, unlike the std hasher.
+        let hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        KernelPrep {
+            slots,
+            regs,
+            code_base: (hash & 0xffff_ffff) << 32,
+        }
     }
 }
 
@@ -174,6 +193,8 @@ struct WarpState {
     /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
     /// on memory.
     long_at: u64,
+    /// Cycle from which its next instruction is fetched (0 without the I-cache).
+    fetch_at: u64,
 }
 
 impl Default for WarpState {
@@ -191,6 +212,7 @@ impl Default for WarpState {
             reg_at: 0,
             class: OpClass::Nop,
             long_at: 0,
+            fetch_at: 0,
         }
     }
 }
@@ -214,7 +236,7 @@ impl WarpState {
         if self.done || self.at_barrier {
             NEVER
         } else {
-            self.release_at.max(self.reg_at)
+            self.release_at.max(self.reg_at).max(self.fetch_at)
         }
     }
 
@@ -281,10 +303,18 @@ struct SchedState {
     active: Vec<u32>,
     waiting: Vec<u32>,
     pool_at: u64,
+    /// `two_level`: when the next pool update would change the pools ([`NEVER`]: none).
+    due: u64,
+    /// Operand collection (empty when not modelled): the first cycle each of its
+    /// register banks can serve a read, and each of its collector units is free; the
+    /// earliest of the latter (0 with unlimited collectors).
+    banks: Vec<u64>,
+    colls: Vec<u64>,
+    coll_at: u64,
 }
 
 impl SchedState {
-    fn new(cap: usize) -> Self {
+    fn new(cap: usize, banks: usize, colls: usize) -> Self {
         SchedState {
             entries: Vec::new(),
             last: None,
@@ -298,7 +328,17 @@ impl SchedState {
             active: Vec::new(),
             waiting: Vec::new(),
             pool_at: 0,
+            due: NEVER,
+            banks: vec![0; banks],
+            colls: vec![0; colls],
+            coll_at: 0,
         }
+    }
+
+    /// `next_issue` from its parts: an issue needs a warp and a free collector.
+    #[inline]
+    fn settle(&mut self) {
+        self.next_issue = self.issue_at.max(self.coll_at).min(self.due);
     }
 
     /// The first cycle warp `e` of this scheduler may issue ([`NEVER`]: not without a
@@ -332,9 +372,9 @@ impl SchedState {
             self.issue_at = self.issue_at.min(self.earliest(&e));
         } else if self.active.len() < self.cap {
             // A pending warp fills a free slot from the cycle it unblocks.
-            self.next_issue = self.next_issue.min(e.unblock);
+            self.due = self.due.min(e.unblock);
         }
-        self.next_issue = self.next_issue.min(self.issue_at);
+        self.settle();
     }
 
     /// Recomputes the caches from the entries.
@@ -362,7 +402,8 @@ impl SchedState {
         self.min_e1 = e1;
         self.min_e2 = e2;
         self.issue_at = next;
-        self.next_issue = next.min(due);
+        self.due = due;
+        self.settle();
     }
 }
 
@@ -396,6 +437,8 @@ struct InFlight {
     warp: u32,
     /// Static slot of the instruction (its destination registers).
     slot: u32,
+    /// Operand-collection delay of the instruction, added to the reply's cycle.
+    delay: u64,
     live: bool,
 }
 
@@ -436,6 +479,7 @@ pub struct Sm {
     free: Vec<u32>,
     /// Entries of `inflight` that are live.
     pending: u32,
+    icache: Option<Icache>,
 }
 
 impl Sm {
@@ -447,6 +491,11 @@ impl Sm {
             SchedulerPolicy::TwoLevel => spec.two_level_active_warps.max(1) as usize,
             SchedulerPolicy::Lrr | SchedulerPolicy::Gto => 0,
         };
+        let (banks, colls) = (
+            spec.reg_banks_per_sched as usize,
+            spec.collectors_per_sched as usize,
+        );
+        let icache = spec.icache.map(Icache::new);
         Sm {
             spec,
             prep: None,
@@ -456,7 +505,9 @@ impl Sm {
             reg_ready: Vec::new(),
             reg_long: Vec::new(),
             stride: 1,
-            scheds: (0..n_sched).map(|_| SchedState::new(cap)).collect(),
+            scheds: (0..n_sched)
+                .map(|_| SchedState::new(cap, banks, colls))
+                .collect(),
             ctas: Vec::new(),
             n_resident: 0,
             n_finished: 0,
@@ -472,6 +523,7 @@ impl Sm {
             inflight: Vec::new(),
             free: Vec::new(),
             pending: 0,
+            icache,
         }
     }
 
@@ -506,6 +558,51 @@ impl Sm {
         Ok(())
     }
 
+    /// Test hook: checks that every scheduler's cached times equal what a rescan of its
+    /// warps gives (the caches are maintained incrementally; a stale one would still
+    /// give identical results with and without idle skipping, so that test cannot
+    /// catch it). Returns what differs.
+    #[doc(hidden)]
+    pub fn check_caches(&self) -> Result<(), String> {
+        for (s, sc) in self.scheds.iter().enumerate() {
+            for e in &sc.entries {
+                let ws = &self.warps[e.slot as usize];
+                let want = (ws.e1(), ws.e2(), ws.unblock());
+                if (e.e1, e.e2, e.unblock) != want || (e.e2 != NEVER && e.class != ws.class) {
+                    return Err(format!("scheduler {s}: stale entry of warp {}", e.slot));
+                }
+            }
+            let mut fresh = SchedState {
+                entries: sc.entries.clone(),
+                active: sc.active.clone(),
+                waiting: Vec::new(),
+                banks: Vec::new(),
+                colls: Vec::new(),
+                ..SchedState::new(sc.cap, 0, 0)
+            };
+            fresh.unit_free = sc.unit_free;
+            fresh.pool_at = sc.pool_at;
+            fresh.coll_at = sc.coll_at;
+            fresh.rescan();
+            let got = (sc.min_e1, sc.min_e2, sc.issue_at, sc.due, sc.next_issue);
+            let want = (
+                fresh.min_e1,
+                fresh.min_e2,
+                fresh.issue_at,
+                fresh.due,
+                fresh.next_issue,
+            );
+            if got != want {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: cached (e1, e2, issue, due, next) {got:?}, \
+                     rescan {want:?}",
+                    self.now
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Memory instructions issued with [`MemIssue::Pending`] and not yet replied.
     pub fn pending_replies(&self) -> u32 {
         self.pending
@@ -522,7 +619,7 @@ impl Sm {
             return;
         };
         debug_assert!(cycle >= self.now, "mem_reply in the past");
-        let cycle = cycle.max(self.now);
+        let cycle = cycle.max(self.now) + f.delay;
         f.live = false;
         let (w, slot) = (f.warp as usize, f.slot as usize);
         self.free.push(token.0);
@@ -640,6 +737,7 @@ impl Sm {
                 release_at: 0,
                 reg_at: 0,
                 long_at: 0,
+                fetch_at: 0,
                 class: if done {
                     OpClass::Nop
                 } else {
@@ -664,8 +762,21 @@ impl Sm {
                 sc.waiting.push(slot);
             }
             sc.unfinished += u32::from(!done);
-            sc.lower(&ws);
             self.warps[search] = ws;
+            let ws = &mut self.warps[search];
+            if !done {
+                // Its first instruction is fetched on arrival.
+                let pc = cta.insts[w.insts.start].pc;
+                fetch(
+                    &mut self.icache,
+                    &self.prep,
+                    &mut self.stats,
+                    ws,
+                    pc,
+                    self.now,
+                );
+            }
+            self.scheds[sched as usize].lower(ws);
             slots.push(slot);
         }
         self.live += alive;
@@ -813,6 +924,10 @@ impl Sm {
                 class: inst.class,
             });
         }
+        // Operand reads before dispatch: bank conflicts delay the result. The unit's
+        // interval still counts from issue: collectors dispatch in any order (GPGPU-Sim),
+        // so a later instruction whose operands are ready can take the unit meanwhile.
+        let x = self.collect(s, w, inst.slot as usize, now);
         self.scheds[s].unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
         let Some(rc) = self.ctas[cta].as_mut() else {
             return;
@@ -825,6 +940,7 @@ impl Sm {
                     self.inflight.push(InFlight {
                         warp: 0,
                         slot: 0,
+                        delay: 0,
                         live: false,
                     });
                     self.inflight.len() as u32 - 1
@@ -833,12 +949,15 @@ impl Sm {
             match mem.access(now, &rc.cta, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
                     self.free.push(token);
-                    at.max(now + 1)
+                    // The memory system sees accesses in issue order (the GPU advances
+                    // SMs in global time), so the operand delay comes after it.
+                    at.max(now + 1) + x
                 }
                 MemIssue::Pending => {
                     self.inflight[token as usize] = InFlight {
                         warp: w as u32,
                         slot: inst.slot,
+                        delay: x,
                         live: true,
                     };
                     self.pending += 1;
@@ -847,7 +966,7 @@ impl Sm {
                 }
             }
         } else {
-            now + t.latency_cycles as u64
+            now + x + t.latency_cycles as u64
         };
         if pending {
             rc.pending += 1;
@@ -866,6 +985,10 @@ impl Sm {
         }
         let ws = &mut self.warps[w];
         ws.next += 1;
+        if ws.next < ws.end {
+            let pc = rc.cta.insts[ws.next].pc;
+            fetch(&mut self.icache, &self.prep, &mut self.stats, ws, pc, now);
+        }
         if ws.next == ws.end {
             ws.done = true;
             self.live -= 1;
@@ -884,6 +1007,47 @@ impl Sm {
         // Its times may have got later: the caller rescans; this copies them.
         let ws = &self.warps[w];
         self.scheds[s].lower(ws);
+    }
+
+    /// Reads the source operands of warp `w`'s instruction `slot`, issued at `c` on
+    /// scheduler `s`, and takes a collector unit until they are read; returns the delay
+    /// bank conflicts add to its result (0 without operand collection).
+    ///
+    /// The reads are requested from `c + 1` in register order; each takes the first cycle
+    /// from then at which its bank is free and holds the bank that cycle (one read per
+    /// bank per cycle, across instructions). Without conflicts every read is at `c + 1`
+    /// (already part of the class latency, which is measured conflict-free); the delay is
+    /// how much later the last read is. The collector is held until the cycle after the
+    /// last read (dispatch). Writeback port conflicts are not modelled.
+    fn collect(&mut self, s: usize, w: usize, slot: usize, c: u64) -> u64 {
+        let sc = &mut self.scheds[s];
+        let n = sc.banks.len();
+        let shift = if self.spec.reg_bank_use_warp_id { w } else { 0 };
+        let first = c + 1;
+        let mut last = first;
+        let srcs = match self.prep.as_ref() {
+            Some(prep) if n > 0 => &prep.slots[slot].srcs[..],
+            _ => &[],
+        };
+        for &r in srcs {
+            let b = (r as usize + shift) % n;
+            let t = sc.banks[b].max(first);
+            sc.banks[b] = t + 1;
+            last = last.max(t);
+            self.stats.operand_reads += 1;
+            if t > first {
+                self.stats.bank_conflicts += 1;
+            }
+        }
+        let x = last - first;
+        self.stats.bank_conflict_cycles += x;
+        if !sc.colls.is_empty() {
+            // The first of the free collectors (the gate guarantees one at `c`).
+            let i = sc.colls.iter().position(|&f| f <= c).unwrap_or_default();
+            sc.colls[i] = last + 1;
+            sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
+        }
+        x
     }
 
     /// Releases CTA `cta`'s barrier when every unfinished warp has arrived: they all may
@@ -1039,7 +1203,8 @@ impl Sm {
             if self.scheds[s].cap > 0 && self.scheds[s].next_issue <= now {
                 self.update_pools(s, now);
             }
-            let picked = if self.scheds[s].issue_at <= now {
+            let sc = &self.scheds[s];
+            let picked = if sc.issue_at.max(sc.coll_at) <= now {
                 self.pick(s, now)
             } else {
                 None
@@ -1117,6 +1282,25 @@ impl Sm {
     pub fn finish(mut self, start: u64, end: u64) -> SmStats {
         self.take_stats(start, end)
     }
+}
+
+/// Fetches warp `ws`'s next instruction, at `pc`, at cycle `c` through the I-cache
+/// (nothing without one); a free function so that it borrows only what it touches.
+fn fetch(
+    icache: &mut Option<Icache>,
+    prep: &Option<Arc<KernelPrep>>,
+    stats: &mut SmStats,
+    ws: &mut WarpState,
+    pc: u32,
+    c: u64,
+) {
+    let (Some(ic), Some(prep)) = (icache.as_mut(), prep.as_ref()) else {
+        return;
+    };
+    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c);
+    ws.fetch_at = at;
+    stats.icache_accesses += 1;
+    stats.icache_misses += u64::from(!hit);
 }
 
 /// Runs `ctas` (CTAs of `kernel`, all resident at once) on one SM to completion and

@@ -60,10 +60,28 @@
 //! which one can), with results identical to stepping every cycle
 //! ([`SmOptions::tick_every_cycle`]), stall counters included.
 //!
-//! Not yet modelled (issue 4): instruction fetch and the I-cache, operand collection and
-//! register-bank conflicts, the LD/ST unit, shared memory, L1D and everything beyond,
-//! fences.
+//! Operand collection (`core.operand_collection`): an issued instruction holds one of its
+//! scheduler's collector units until its distinct source registers are read; each of the
+//! scheduler's register banks (bank = register, plus the warp slot with
+//! `core.reg_bank_use_warp_id`, modulo the banks per scheduler) serves one read per cycle,
+//! reads requested from the cycle after issue in register order. Extra cycles of the last
+//! read delay the instruction's result (the class latency is the conflict-free one); a
+//! scheduler with no free collector cannot issue (counted as `stall_unit_busy`). Details
+//! and what is left out: `Sm::collect` in `issue.rs`.
+//!
+//! Instruction fetch (`core.icache`, switchable): a warp's next instruction is fetched
+//! when it issues the previous one (its first when its CTA arrives), through an
+//! LRU set-associative I-cache of the SM addressed by a per-kernel code base (from the
+//! kernel's name, so relaunches share lines) plus the PC; it is available after
+//! `hit_latency_cycles`, or `miss_latency_cycles` when its line is not there (the line is
+//! filled then; a fetch of a line still being filled waits for it and counts as a hit).
+//! Waiting for an instruction counts as `stall_scoreboard`. Disabled: fetch is free.
+//!
+//! Not yet modelled (issue 4): I-cache misses as requests to the memory system, fetch
+//! bandwidth and instruction buffers, register writeback port conflicts, the LD/ST unit, shared memory, L1D and everything beyond (the memory system
+//! behind [`MemPort`]), fences.
 
+mod icache;
 mod issue;
 mod spec;
 mod stats;
@@ -72,5 +90,5 @@ pub use issue::{
     run_cta_batch, run_cta_batch_with, KernelPrep, MemIssue, MemPort, MemToken, PlaceholderMem, Sm,
     SmError, SmOptions,
 };
-pub use spec::{SmSpec, UnitTiming};
+pub use spec::{IcacheSpec, SmSpec, UnitTiming};
 pub use stats::{BarrierEvent, IssueEvent, SmStats};

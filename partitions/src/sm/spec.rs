@@ -21,6 +21,18 @@ impl From<&OpTiming> for UnitTiming {
     }
 }
 
+/// The instruction cache of one SM (`core.icache`, when enabled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcacheSpec {
+    /// Sets (`size_bytes / (assoc * line_bytes)`, a power of two after validation).
+    pub sets: u32,
+    pub assoc: u32,
+    pub line_bytes: u32,
+    /// Cycles from fetch to instruction available, on a hit and on a miss.
+    pub hit_latency_cycles: u32,
+    pub miss_latency_cycles: u32,
+}
+
 /// What the issue model of one SM needs to know, read from `core.*` (DESIGN.md section 5,
 /// "SM core"). Plain data; never changes during a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +58,19 @@ pub struct SmSpec {
     /// sets it to `l1d.hit_latency_cycles` so that loads are not free; no result that
     /// depends on memory timing should be read from this model yet.
     pub mem_placeholder_latency_cycles: u32,
+    /// Register banks per scheduler (`core.register_banks / core.schedulers_per_sm`), each
+    /// serving one operand read per cycle; 0: operand collection not modelled
+    /// (`core.operand_collection: false`).
+    pub reg_banks_per_sched: u32,
+    /// Bank of register `r` of warp slot `w`: `(r + w) % reg_banks_per_sched` when set
+    /// (`core.reg_bank_use_warp_id`), else `r % reg_banks_per_sched`.
+    pub reg_bank_use_warp_id: bool,
+    /// Operand-collector units per scheduler (`core.operand_collectors /
+    /// core.schedulers_per_sm`); 0: unlimited.
+    pub collectors_per_sched: u32,
+    /// Instruction fetch through the I-cache; `None`: a perfect one, fetch costs nothing
+    /// (`core.icache.enabled: false`).
+    pub icache: Option<IcacheSpec>,
 }
 
 impl SmSpec {
@@ -85,8 +110,32 @@ impl SmSpec {
                 }
             };
         }
+        let n_sched = c.schedulers_per_sm.max(1);
+        let per_sched = |n: u32| {
+            if c.operand_collection {
+                (n / n_sched).max(1)
+            } else {
+                0
+            }
+        };
+        let ic = &c.icache;
+        let icache = ic.enabled.then(|| {
+            let line = ic.line_bytes.max(1);
+            let assoc = ic.assoc.max(1);
+            IcacheSpec {
+                sets: (ic.size_bytes / (assoc * line)).max(1),
+                assoc,
+                line_bytes: line,
+                hit_latency_cycles: ic.hit_latency_cycles,
+                miss_latency_cycles: ic.miss_latency_cycles,
+            }
+        });
         SmSpec {
-            schedulers: c.schedulers_per_sm.max(1),
+            icache,
+            reg_banks_per_sched: per_sched(c.register_banks),
+            reg_bank_use_warp_id: c.reg_bank_use_warp_id,
+            collectors_per_sched: per_sched(c.operand_collectors),
+            schedulers: n_sched,
             policy: c.scheduler,
             two_level_active_warps: c.two_level_active_warps,
             warp_slots: c.max_warps_per_sm,

@@ -10,9 +10,10 @@ use tessera_traces::OpClass;
 /// == cycles * schedulers` (checked by the tests). The reason of a cycle in which a
 /// scheduler did not issue is the first that applies, in this order:
 /// 1. `stall_unit_busy`: some warp of the scheduler had its registers ready but the
-///    functional unit of its next instruction's class was inside its initiation interval;
+///    functional unit of its next instruction's class was inside its initiation interval,
+///    or every operand collector of the scheduler was busy;
 /// 2. `stall_scoreboard`: otherwise, some warp's next instruction read or wrote a register
-///    with a pending write;
+///    with a pending write, or was not fetched yet (I-cache);
 /// 3. `stall_barrier`: otherwise, some warp was waiting at a CTA barrier (or in the one
 ///    cycle between the barrier's release and the warps' next issue);
 /// 4. `stall_no_warp`: the scheduler had no unfinished warp (none assigned, or all done
@@ -47,6 +48,19 @@ pub struct SmStats {
     pub barriers: u64,
     /// Lanes retired by `EXIT` instructions.
     pub exited_lanes: u64,
+    /// Operand reads from the register banks (distinct source registers of the issued
+    /// instructions; 0 without `core.operand_collection`).
+    pub operand_reads: u64,
+    /// Operand reads that found their bank busy (read by an earlier read of the same
+    /// instruction or of an earlier one) and waited at least a cycle.
+    pub bank_conflicts: u64,
+    /// Cycles by which bank conflicts delayed instructions (per instruction, its last
+    /// operand read's delay), summed.
+    pub bank_conflict_cycles: u64,
+    /// Instruction fetches through the I-cache (one per warp instruction; 0 when
+    /// `core.icache.enabled` is false), and those that missed (lines filled).
+    pub icache_accesses: u64,
+    pub icache_misses: u64,
     /// Per-barrier log, filled only with [`super::SmOptions::record_log`].
     pub barrier_log: Vec<BarrierEvent>,
     /// Per-issue log, filled only with [`super::SmOptions::record_log`].

@@ -1,0 +1,60 @@
+//! The instruction cache of one SM: set-associative, LRU, fills after a fixed miss
+//! latency (see the module documentation of `sm`).
+
+use super::spec::IcacheSpec;
+
+/// One line: its line address plus one (0 = invalid), when it was last used (a counter
+/// of accesses, so LRU order is exact and deterministic) and when its fill completes.
+#[derive(Clone, Copy, Default)]
+struct Line {
+    tag: u64,
+    used: u64,
+    ready_at: u64,
+}
+
+/// Mutable state of an SM's I-cache.
+pub(super) struct Icache {
+    spec: IcacheSpec,
+    lines: Vec<Line>,
+    clock: u64,
+}
+
+impl Icache {
+    pub fn new(spec: IcacheSpec) -> Self {
+        Icache {
+            spec,
+            lines: vec![Line::default(); spec.sets as usize * spec.assoc as usize],
+            clock: 0,
+        }
+    }
+
+    /// Fetches the instruction at byte address `addr` at cycle `c`; returns the cycle it
+    /// is available and whether it hit. A miss evicts the least recently used way of the
+    /// set (an invalid one first) and fills it after the miss latency.
+    pub fn fetch(&mut self, addr: u64, c: u64) -> (u64, bool) {
+        let s = &self.spec;
+        let line = addr / s.line_bytes as u64;
+        let set = (line % s.sets as u64) as usize;
+        let ways = &mut self.lines[set * s.assoc as usize..(set + 1) * s.assoc as usize];
+        self.clock += 1;
+        let tag = line + 1;
+        if let Some(l) = ways.iter_mut().find(|l| l.tag == tag) {
+            l.used = self.clock;
+            return (l.ready_at.max(c + s.hit_latency_cycles as u64), true);
+        }
+        // Invalid lines have `used == 0`, so the minimum takes them first.
+        let mut victim = 0;
+        for (i, l) in ways.iter().enumerate() {
+            if l.used < ways[victim].used {
+                victim = i;
+            }
+        }
+        let ready_at = c + s.miss_latency_cycles as u64;
+        ways[victim] = Line {
+            tag,
+            used: self.clock,
+            ready_at,
+        };
+        (ready_at, false)
+    }
+}
