@@ -9,8 +9,9 @@ use serde::ser::SerializeMap;
 use serde::Serialize;
 use tessera_traces::OpClass;
 
-/// Version of the stats JSON layout; raised when a key changes meaning or moves.
-pub const STATS_VERSION: u32 = 1;
+/// Version of the stats JSON layout; raised when a key changes meaning or moves (2: stalls
+/// over the whole run, per-chiplet I-cache and operand-collector counters).
+pub const STATS_VERSION: u32 = 2;
 
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -110,6 +111,14 @@ pub struct ChipletStats {
     pub ctas: u64,
     pub barriers: u64,
     pub exited_lanes: u64,
+    /// Instruction fetches that looked up the I-cache, and those that missed.
+    pub icache_accesses: u64,
+    pub icache_misses: u64,
+    /// Source-register reads by the operand collectors, reads that found their bank busy,
+    /// and the cycles those conflicts added.
+    pub operand_reads: u64,
+    pub bank_conflicts: u64,
+    pub bank_conflict_cycles: u64,
     /// Warp instructions per opcode class (non-zero classes, in class order).
     pub class_warp_insts: ClassCounts,
     pub stalls: StallStats,

@@ -234,6 +234,11 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
         t.thread_insts += st.thread_insts;
         t.barriers += st.barriers;
         t.exited_lanes += st.exited_lanes;
+        t.icache_accesses += st.icache_accesses;
+        t.icache_misses += st.icache_misses;
+        t.operand_reads += st.operand_reads;
+        t.bank_conflicts += st.bank_conflicts;
+        t.bank_conflict_cycles += st.bank_conflict_cycles;
         for (a, b) in t
             .class_warp_insts
             .iter_mut()
@@ -283,6 +288,11 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
             ctas,
             barriers: t.barriers,
             exited_lanes: t.exited_lanes,
+            icache_accesses: t.icache_accesses,
+            icache_misses: t.icache_misses,
+            operand_reads: t.operand_reads,
+            bank_conflicts: t.bank_conflicts,
+            bank_conflict_cycles: t.bank_conflict_cycles,
             class_warp_insts: ClassCounts(t.class_warp_insts),
             stalls,
             memory,
