@@ -172,16 +172,16 @@ impl MemChannel {
             c.touch(i);
             let present = sectors & c.valid(i);
             missing &= !present;
-            for s in 0..64 {
-                if present & (1 << s) != 0 {
-                    let r = c.ready(i, s);
-                    if r > hit_at {
-                        self.stats.l2_misses += 1;
-                        self.stats.l2_pending_hits += 1;
-                        resp = resp.max(r);
-                    } else {
-                        self.stats.l2_hits += 1;
-                    }
+            let mut m = present;
+            while m != 0 {
+                let r = c.ready(i, m.trailing_zeros());
+                m &= m - 1;
+                if r > hit_at {
+                    self.stats.l2_misses += 1;
+                    self.stats.l2_pending_hits += 1;
+                    resp = resp.max(r);
+                } else {
+                    self.stats.l2_hits += 1;
                 }
             }
         }

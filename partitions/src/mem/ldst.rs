@@ -352,16 +352,13 @@ impl LdStUnit {
             let present = la.sectors & self.l1.valid(i);
             missing &= !present;
             let pending = present & self.l1.pending_mask(i);
-            for s in 0..64 {
-                if present & (1 << s) == 0 {
-                    continue;
-                }
-                if pending & (1 << s) != 0 {
-                    self.stats.l1d_misses += 1;
-                    self.stats.l1d_pending_hits += 1;
-                    continue;
-                }
-                let r = self.l1.ready(i, s);
+            let n_pending = popcount(pending);
+            self.stats.l1d_misses += n_pending;
+            self.stats.l1d_pending_hits += n_pending;
+            let mut m = present & !pending;
+            while m != 0 {
+                let r = self.l1.ready(i, m.trailing_zeros());
+                m &= m - 1;
                 if r <= hit_at {
                     self.stats.l1d_hits += 1;
                 } else {
