@@ -114,6 +114,8 @@ pub(super) struct SmUnit {
     pub(super) per_kernel: Vec<(u64, u64)>,
     /// Its counters when it started its current kernel.
     base: (u64, u64),
+    /// [`Sm::next_event`] when it was last asked (valid until a packet arrives).
+    next_own: Option<u64>,
 }
 
 impl SmUnit {
@@ -271,6 +273,7 @@ impl<'t> GpuPartition<'t> {
                         kernel: None,
                         per_kernel: Vec::new(),
                         base: (0, 0),
+                        next_own: None,
                     });
                     Slot::Sm(sms.len() - 1)
                 }
@@ -400,7 +403,9 @@ impl<'t> GpuPartition<'t> {
             sm: sm_index,
             err: e,
         };
+        let mut got_packet = false;
         while let Some((at, _src, pkt)) = wires.pop_arrived(u, t) {
+            got_packet = true;
             match pkt {
                 Packet::Reply { sectors, tag, .. } => {
                     done.clear();
@@ -441,7 +446,14 @@ impl<'t> GpuPartition<'t> {
                 }
             }
         }
-        if let Some(c) = unit.sm.next_event() {
+        // The SM's own next event, as computed when it was last scheduled, unless a packet
+        // has changed it since.
+        let due = if got_packet {
+            unit.sm.next_event()
+        } else {
+            unit.next_own
+        };
+        if let Some(c) = due {
             if c.saturating_mul(period) <= t {
                 unit.sm.advance_to(c);
                 completed.clear();
@@ -468,14 +480,17 @@ impl<'t> GpuPartition<'t> {
                     };
                     unit.sm.step(&mut port);
                 }
-                if unit.sm.pending_replies() == 0 {
-                    unit.sm
-                        .check_deadlock()
-                        .map_err(|e| sm_err(unit.kernel, e))?;
-                }
             }
         }
-        let own = unit.sm.next_event().map(|c| c.saturating_mul(period));
+        unit.next_own = unit.sm.next_event();
+        if unit.next_own.is_none() && unit.sm.pending_replies() == 0 {
+            // Nothing left to do and nothing in flight: fine when every warp has finished,
+            // a deadlock (warps at a barrier that cannot complete) otherwise.
+            unit.sm
+                .check_deadlock()
+                .map_err(|e| sm_err(unit.kernel, e))?;
+        }
+        let own = unit.next_own.map(|c| c.saturating_mul(period));
         let next = match (own, wires.inbox_head(u)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
