@@ -165,6 +165,11 @@ impl SectorCache {
         }
     }
 
+    /// The line address way `i` holds (`u64::MAX` when invalid).
+    pub(crate) fn tag(&self, i: usize) -> u64 {
+        self.tags[i]
+    }
+
     pub(crate) fn valid(&self, i: usize) -> u64 {
         self.valid[i]
     }

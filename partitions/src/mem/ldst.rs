@@ -43,6 +43,9 @@ struct Mshr {
     fill_l1: bool,
     /// When its data is usable (the latest reply so far).
     ready: Picos,
+    /// The L1 way its line was allocated in (checked against the tag before use: the line
+    /// may have been evicted since).
+    l1_way: usize,
 }
 
 /// A miss waiting for an MSHR.
@@ -262,7 +265,13 @@ impl LdStUnit {
                 self.by_line.remove(&line);
             }
             let set = line / self.spec.l1_geom.line_bytes;
-            if let Some(i) = self.l1.find(set, line) {
+            let hint = self.mshrs[m].l1_way;
+            let way = if hint < usize::MAX && self.l1.tag(hint) == line {
+                Some(hint)
+            } else {
+                self.l1.find(set, line)
+            };
+            if let Some(i) = way {
                 let p = self.l1.pending_mask(i) & self.mshrs[m].sectors;
                 self.l1.fill(i, p, ready);
             }
@@ -417,7 +426,8 @@ impl LdStUnit {
                 x.waiters.push(miss.token);
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
-                self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+                let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+                self.mshrs[m as usize].l1_way = w;
                 if new != 0 {
                     self.stats.l1d_miss_requests += 1;
                     let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
@@ -445,19 +455,22 @@ impl LdStUnit {
             x.sectors = miss.sectors;
             x.fill_l1 = merge;
             x.ready = 0;
+            x.l1_way = usize::MAX;
             x.waiters.clear();
             x.waiters.push(miss.token);
         }
         if merge {
             self.by_line.insert(miss.line, m);
-            self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+            let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+            self.mshrs[m as usize].l1_way = w;
         }
         self.stats.l1d_miss_requests += 1;
         let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
         self.mshrs[m as usize].replies = k;
     }
 
-    /// Allocates `sectors` of L1 line `line` as pending (their fill is in flight).
+    /// Allocates `sectors` of L1 line `line` as pending (their fill is in flight); returns
+    /// its way.
     fn l1_mark_pending(
         &mut self,
         now: Picos,
@@ -466,7 +479,7 @@ impl LdStUnit {
         sectors: u64,
         way: Option<Option<usize>>,
         net: &mut dyn Net,
-    ) {
+    ) -> usize {
         let set = line / self.spec.l1_geom.line_bytes;
         let (i, ev) = match way {
             Some(Some(i)) => {
@@ -481,6 +494,7 @@ impl LdStUnit {
         }
         let p = sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
         self.l1.fill(i, p, PENDING);
+        i
     }
 
     /// Sends the L2 requests for `sectors` of L1 line `line` at `t`; returns how many.
