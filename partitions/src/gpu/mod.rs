@@ -22,6 +22,7 @@
 
 mod cp;
 mod partition;
+mod wake;
 
 use std::sync::Arc;
 

@@ -19,6 +19,7 @@ use tessera_interconnect::{BoxError, Message, Outbox, Partition, Payload, PortId
 use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 
 use super::cp::CommandProcessor;
+use super::wake::WakeQueue;
 use super::{classify, cycle_at, GpuError};
 use crate::mem::{
     Access, Issued, LdStUnit, MemChannel, MemRequest, Net, Packet, Space, Unit, UnitIds,
@@ -37,9 +38,7 @@ pub(super) struct Wires {
     hosted: Vec<bool>,
     /// By unit id.
     inbox: Vec<BinaryHeap<Reverse<Arrival>>>,
-    wake: BinaryHeap<Reverse<(Picos, u32)>>,
-    /// By unit id: the time it is queued in `wake` for (stale entries are skipped).
-    scheduled: Vec<Option<Picos>>,
+    wake: WakeQueue,
     /// By unit id: the next sequence number of its packets.
     seq: Vec<u64>,
     out: Vec<Message>,
@@ -47,21 +46,7 @@ pub(super) struct Wires {
 
 impl Wires {
     fn schedule(&mut self, unit: u32, at: Picos) {
-        let s = &mut self.scheduled[unit as usize];
-        if s.is_none_or(|x| at < x) {
-            *s = Some(at);
-            self.wake.push(Reverse((at, unit)));
-        }
-    }
-
-    /// Pops wake-ups that a later reschedule made stale off the top of the queue.
-    fn drop_stale(&mut self) {
-        while let Some(&Reverse((t, u))) = self.wake.peek() {
-            if self.scheduled[u as usize] == Some(t) {
-                break;
-            }
-            self.wake.pop();
-        }
+        self.wake.schedule(unit, at);
     }
 
     fn inbox_head(&self, unit: u32) -> Option<Picos> {
@@ -297,8 +282,7 @@ impl<'t> GpuPartition<'t> {
                 ids,
                 hosted: slot.iter().map(|s| *s != Slot::Remote).collect(),
                 inbox: (0..n).map(|_| BinaryHeap::new()).collect(),
-                wake: BinaryHeap::new(),
-                scheduled: vec![None; n],
+                wake: WakeQueue::new(n),
                 seq: vec![0; n],
                 out: Vec::new(),
             },
@@ -504,20 +488,15 @@ impl<'t> GpuPartition<'t> {
 
 impl Partition for GpuPartition<'_> {
     fn next_event_time(&self) -> Option<Picos> {
-        // The top is live: `run_until` and `deliver` drop stale wake-ups from it.
-        self.wires.wake.peek().map(|Reverse((t, _))| *t)
+        self.wires.wake.peek().map(|(t, _)| t)
     }
 
     fn run_until(&mut self, end: Picos, out: &mut Outbox) -> Result<(), BoxError> {
-        while let Some(&Reverse((t, u))) = self.wires.wake.peek() {
+        while let Some((t, u)) = self.wires.wake.peek() {
             if t >= end {
                 break;
             }
             self.wires.wake.pop();
-            if self.wires.scheduled[u as usize] != Some(t) {
-                continue;
-            }
-            self.wires.scheduled[u as usize] = None;
             self.now = t;
             self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
         }
@@ -525,7 +504,6 @@ impl Partition for GpuPartition<'_> {
         for m in self.wires.out.drain(..) {
             out.push(m);
         }
-        self.wires.drop_stale();
         Ok(())
     }
 
@@ -553,7 +531,6 @@ impl Partition for GpuPartition<'_> {
             self.wires.inbox[dst as usize].push(Reverse((m.arrive_at, m.src_port.0, m.src_seq, w)));
             self.wires.schedule(dst, m.arrive_at);
         }
-        self.wires.drop_stale();
         Ok(())
     }
 
