@@ -132,7 +132,7 @@ mod tests {
             q.schedule(u, t);
             let w: &mut Option<u64> = &mut want[u as usize];
             *w = Some(w.map_or(t, |v| v.min(t)));
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 let best = want
                     .iter()
                     .enumerate()
