@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::sm::{run_cta_batch, KernelPrep, PlaceholderMem, Sm, SmSpec};
-use tessera_traces::{DecodedCta, KernelMeta, TraceFile};
+use tessera_traces::{CtaStream, DecodedCta, KernelMeta, SlotInfo, TraceFile};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
@@ -48,7 +48,7 @@ fn probe(workload: &str, params: &[(&str, &str)]) -> (KernelMeta, Vec<DecodedCta
 }
 
 /// Streams `ctas` through one SM with `resident` CTAs at a time; returns warp insts.
-fn stream(spec: &Arc<SmSpec>, k: &KernelMeta, ctas: &[DecodedCta], resident: usize) -> u64 {
+fn stream(spec: &Arc<SmSpec>, k: &KernelMeta, ctas: &[CtaStream], resident: usize) -> u64 {
     let mut sm = Sm::new(spec.clone(), 0, false);
     sm.set_kernel(Arc::new(KernelPrep::new(k)))
         .expect("empty SM");
@@ -88,6 +88,12 @@ fn bench(c: &mut Criterion) {
     });
 
     let (k, ctas) = probe("vectoradd", &[("n", "131072")]);
+    // Kept encoded, as the GPU dispatches them (each dispatch copies one).
+    let table: Arc<[SlotInfo]> = SlotInfo::table(&k).into();
+    let ctas: Vec<CtaStream> = ctas
+        .iter()
+        .map(|c| CtaStream::from_decoded(c, table.clone()).expect("CTA encodes"))
+        .collect();
     let spec = Arc::new(spec);
     g.throughput(Throughput::Elements(k.counts.warp_insts));
     g.bench_function("vectoradd_stream", |b| {

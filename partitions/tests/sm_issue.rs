@@ -9,8 +9,8 @@ use tessera_partitions::sm::{
     SmError, SmOptions, SmSpec, SmStats,
 };
 use tessera_traces::{
-    Addrs, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, OpClass, OpcodeInfo, StaticInst,
-    TraceFile, WarpInst,
+    Addrs, CtaStream, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, LaneAddrSource, OpClass,
+    OpcodeInfo, SlotInfo, StaticInst, TraceFile, WarpInst,
 };
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
@@ -40,6 +40,11 @@ fn probe(workload: &str, params: &[(&str, &str)]) -> (KernelMeta, Vec<DecodedCta
         .map(|c| dec.kernel_cta(0, c).unwrap().clone())
         .collect();
     (k, ctas)
+}
+
+/// `cta` of kernel `k` kept encoded, as the SM holds it.
+fn stream(k: &KernelMeta, cta: &DecodedCta) -> CtaStream {
+    CtaStream::from_decoded(cta, SlotInfo::table(k).into()).unwrap()
 }
 
 fn logged() -> SmOptions {
@@ -463,7 +468,7 @@ impl MemPort for DoneMem {
     fn access(
         &mut self,
         cycle: u64,
-        _: &DecodedCta,
+        _: LaneAddrSource<'_>,
         inst: &WarpInst,
         _: MemToken,
         lat: u32,
@@ -483,7 +488,7 @@ impl MemPort for ReplyMem {
     fn access(
         &mut self,
         cycle: u64,
-        _: &DecodedCta,
+        _: LaneAddrSource<'_>,
         inst: &WarpInst,
         token: MemToken,
         lat: u32,
@@ -541,7 +546,7 @@ fn drive(
     let mut sm = Sm::new(Arc::new(spec.clone()), 0, true);
     sm.set_kernel(Arc::new(KernelPrep::new(k))).unwrap();
     for (i, c) in ctas.iter().enumerate() {
-        sm.add_cta(c.clone(), i as u64).unwrap();
+        sm.add_cta(stream(k, c), i as u64).unwrap();
     }
     sm.check_caches().unwrap();
     let mut done = Vec::new();
@@ -627,7 +632,7 @@ fn a_cta_waits_for_its_pending_replies() {
     let mut sm = Sm::new(Arc::new(spec), 0, false);
     let prep = Arc::new(KernelPrep::new(&k));
     sm.set_kernel(prep.clone()).unwrap();
-    sm.add_cta(ctas[0].clone(), 7).unwrap();
+    sm.add_cta(stream(&k, &ctas[0]), 7).unwrap();
     let mut port = ReplyMem::default();
     while let Some(t) = sm.next_event() {
         sm.advance_to(t);
@@ -715,13 +720,22 @@ fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta
                 imm: None,
                 line: None,
             });
+            // Memory instructions carry addresses (unused by these tests' ports), as
+            // decoded ones do.
             cta.insts.push(WarpInst {
                 pc,
                 mask: u32::MAX,
                 slot: statics.len() as u32 - 1,
                 class,
-                addr_mode: 0,
-                addrs: Addrs::None,
+                addr_mode: tessera_traces::codec::ADDR_STRIDE,
+                addrs: if class.is_memory() {
+                    Addrs::Stride {
+                        base: 0x1000,
+                        stride: 4,
+                    }
+                } else {
+                    Addrs::None
+                },
             });
         }
         cta.warps.push(DecodedWarp {

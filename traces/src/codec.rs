@@ -283,33 +283,14 @@ impl DecodedCta {
     /// order: the fast form of [`DecodedCta::lane_addrs`] (the address kind is matched
     /// once per instruction, not per lane).
     #[inline]
-    pub fn for_each_lane_addr(&self, inst: &WarpInst, mut f: impl FnMut(u32, u64)) {
-        let mut m = inst.mask;
-        match inst.addrs {
-            Addrs::None => {}
-            Addrs::Stride { base, stride } => {
-                let step = stride as i64 as u64;
-                let mut a = base;
-                while m != 0 {
-                    f(m.trailing_zeros(), a);
-                    m &= m - 1;
-                    a = a.wrapping_add(step);
-                }
-            }
-            Addrs::List { start, len } => {
-                let list = self
-                    .addrs
-                    .get(start as usize..(start + len) as usize)
-                    .unwrap_or(&[]);
-                for &a in list {
-                    if m == 0 {
-                        break;
-                    }
-                    f(m.trailing_zeros(), a);
-                    m &= m - 1;
-                }
-            }
-        }
+    pub fn for_each_lane_addr(&self, inst: &WarpInst, f: impl FnMut(u32, u64)) {
+        self.lane_source().for_each_lane_addr(inst, f)
+    }
+
+    /// Where its instructions' list-mode addresses are.
+    #[inline]
+    pub fn lane_source(&self) -> LaneAddrSource<'_> {
+        LaneAddrSource(&self.addrs)
     }
 
     /// Per active lane `(lane, address)` of a memory instruction, in lane order.
@@ -328,6 +309,46 @@ impl DecodedCta {
             k: 0,
             addrs: inst.addrs,
             list,
+        }
+    }
+}
+
+/// The list-mode addresses that the [`Addrs::List`] of some instructions index (those of
+/// a [`DecodedCta`], or of a [`crate::stream::WarpCursor`]'s buffer): with the instruction,
+/// all that is needed to enumerate its lane addresses.
+#[derive(Clone, Copy, Debug)]
+pub struct LaneAddrSource<'a>(pub &'a [u64]);
+
+impl LaneAddrSource<'_> {
+    /// Calls `f(lane, address)` for every active lane of memory instruction `inst`, in
+    /// lane order (the address kind is matched once per instruction, not per lane).
+    #[inline]
+    pub fn for_each_lane_addr(&self, inst: &WarpInst, mut f: impl FnMut(u32, u64)) {
+        let mut m = inst.mask;
+        match inst.addrs {
+            Addrs::None => {}
+            Addrs::Stride { base, stride } => {
+                let step = stride as i64 as u64;
+                let mut a = base;
+                while m != 0 {
+                    f(m.trailing_zeros(), a);
+                    m &= m - 1;
+                    a = a.wrapping_add(step);
+                }
+            }
+            Addrs::List { start, len } => {
+                let list = self
+                    .0
+                    .get(start as usize..(start + len) as usize)
+                    .unwrap_or(&[]);
+                for &a in list {
+                    if m == 0 {
+                        break;
+                    }
+                    f(m.trailing_zeros(), a);
+                    m &= m - 1;
+                }
+            }
         }
     }
 }
@@ -388,9 +409,15 @@ impl BaseState {
         zigzag(code as i64)
     }
 
+    /// Whether a base was decoded (or encoded) into it.
+    #[inline]
+    pub(crate) fn seen(&self) -> bool {
+        self.seen
+    }
+
     /// The base coded by `v`: version 2 (`dod`) delta of delta, version 1 delta.
     #[inline]
-    fn decode(&mut self, v: u64, dod: bool) -> u64 {
+    pub(crate) fn decode(&mut self, v: u64, dod: bool) -> u64 {
         let code = unzigzag(v) as u64;
         let d = if dod && self.seen {
             self.delta.wrapping_add(code)
@@ -420,6 +447,28 @@ pub struct SlotInfo {
     /// Operands recorded per active lane (0 unless the kernel records operands and this
     /// is an atomic or reduction: 1, or 2 for compare-and-swap).
     pub operands: u8,
+}
+
+impl SlotInfo {
+    /// The decoder's view of every static instruction of `k`, in slot order.
+    pub fn table(k: &crate::KernelMeta) -> Vec<SlotInfo> {
+        k.statics
+            .iter()
+            .map(|s| {
+                // An index naming a missing opcode is rejected when the index is opened.
+                let info = k.opcodes.get(s.opcode as usize);
+                SlotInfo {
+                    pc: s.pc,
+                    class: info.map_or(OpClass::Other, |o| o.class),
+                    has_mem: s.mem_width > 0,
+                    operands: match info {
+                        Some(o) if k.records_operands => operands_per_lane(o),
+                        _ => 0,
+                    },
+                }
+            })
+            .collect()
+    }
 }
 
 /// Operands per active lane an atomic or reduction records: 2 for compare-and-swap
@@ -458,7 +507,7 @@ pub fn mask_code(prev: u32, mask: u32) -> u64 {
 
 /// Inverse of [`mask_code`] (`v2`), or of version 1's plain XOR.
 #[inline]
-fn apply_mask_code(prev: u32, v: u64, v2: bool) -> CResult<u32> {
+pub(crate) fn apply_mask_code(prev: u32, v: u64, v2: bool) -> CResult<u32> {
     let x = |d: u64| {
         u32::try_from(d)
             .map(|d| prev ^ d)
@@ -802,10 +851,9 @@ fn decode_warps(
                 if slots[inst.slot as usize].has_mem {
                     (inst.addr_mode, inst.addrs) = decode_addrs(
                         &mut ac,
-                        inst.slot as usize,
+                        &mut last_base[inst.slot as usize],
                         inst.mask,
                         dod,
-                        last_base,
                         &mut out.addrs,
                     )?;
                 }
@@ -843,19 +891,20 @@ fn decode_warps(
     Ok(())
 }
 
-#[inline]
-fn decode_addrs(
+/// Decodes the addresses of one memory instruction whose static instruction's base state
+/// is `state`, appending list-mode addresses to `addrs`.
+#[inline(always)]
+pub(crate) fn decode_addrs(
     ac: &mut Cursor<'_>,
-    slot: usize,
+    state: &mut BaseState,
     mask: u32,
     dod: bool,
-    last_base: &mut [BaseState],
     addrs: &mut Vec<u64>,
 ) -> CResult<(u8, Addrs)> {
     let mode = ac.byte()?;
     match mode {
         ADDR_STRIDE => {
-            let base = last_base[slot].decode(ac.varint()?, dod);
+            let base = state.decode(ac.varint()?, dod);
             let stride = i32::try_from(unzigzag(ac.varint()?))
                 .map_err(|_| CodecError("stride does not fit 32 bits"))?;
             Ok((mode, Addrs::Stride { base, stride }))
@@ -865,7 +914,7 @@ fn decode_addrs(
             let start = addrs.len() as u32;
             if len > 0 {
                 addrs.reserve(len as usize);
-                let mut a = last_base[slot].decode(ac.varint()?, dod);
+                let mut a = state.decode(ac.varint()?, dod);
                 addrs.push(a);
                 for _ in 1..len {
                     a = a.wrapping_add(unzigzag(ac.varint()?) as u64);

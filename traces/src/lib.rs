@@ -10,6 +10,8 @@
 //! - [`codec`]: the columnar CTA encoding inside a chunk, and the decoded form the timing
 //!   model reads ([`WarpInst`], [`DecodedCta`]).
 //! - [`writer`]: the streaming [`TraceWriter`] (memory independent of trace length).
+//! - [`stream`]: CTAs kept encoded, each warp decoded incrementally ([`CtaStream`],
+//!   [`WarpCursor`]): what the timing model holds for resident CTAs.
 //! - [`reader`]: the mmap [`TraceFile`] and per-worker [`ChunkDecoder`].
 //! - [`opcode`]: opcode classes and per-opcode facts.
 //!
@@ -43,10 +45,13 @@ pub mod opcode;
 pub mod reader;
 pub mod schema;
 pub mod schema_v1;
+pub mod stream;
 pub mod verify;
 pub mod writer;
 
-pub use codec::{AddrRecord, Addrs, ClusterInfo, DecodedCta, DecodedWarp, WarpInst};
+pub use codec::{
+    AddrRecord, Addrs, ClusterInfo, DecodedCta, DecodedWarp, LaneAddrSource, SlotInfo, WarpInst,
+};
 pub use error::{Result, TraceError};
 pub use format::FORMAT_VERSION;
 pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
@@ -55,6 +60,7 @@ pub use schema::{
     Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, Index, KernelCounts,
     KernelMeta, StaticInst,
 };
+pub use stream::{CtaStream, StreamScratch, WarpCursor};
 pub use verify::{verify, verify_structure, VerifyReport};
 pub use writer::{RawInst, TraceWriter, WriterOptions};
 

@@ -7,20 +7,23 @@
 //! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
 //! end keeps only what the workers are decoding resident.
 
-use crate::codec::{decode_cta, operands_per_lane, split_chunk, DecodedCta, SlotInfo};
+use crate::codec::{decode_cta, split_chunk, DecodedCta, SlotInfo};
 use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
 use crate::schema::*;
+use crate::stream::{CtaStream, StreamScratch};
 use memmap2::Mmap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// An open `.tst` file.
 pub struct TraceFile {
     path: PathBuf,
     map: Mmap,
     index: Index,
-    slots: Vec<Vec<SlotInfo>>,
+    /// Per kernel, shared with the [`CtaStream`]s made from it.
+    slots: Vec<Arc<[SlotInfo]>>,
     version: u32,
 }
 
@@ -115,24 +118,7 @@ impl TraceFile {
         let slots = index
             .kernels
             .iter()
-            .map(|k| {
-                k.statics
-                    .iter()
-                    .map(|s| {
-                        let info = &k.opcodes[s.opcode as usize];
-                        SlotInfo {
-                            pc: s.pc,
-                            class: info.class,
-                            has_mem: s.mem_width > 0,
-                            operands: if k.records_operands {
-                                operands_per_lane(info)
-                            } else {
-                                0
-                            },
-                        }
-                    })
-                    .collect()
-            })
+            .map(|k| Arc::from(SlotInfo::table(k)))
             .collect();
         Ok(TraceFile {
             path: path.to_path_buf(),
@@ -174,6 +160,11 @@ impl TraceFile {
         &self.slots[k]
     }
 
+    /// [`TraceFile::slot_infos`], shared.
+    pub fn slot_table(&self, k: usize) -> Arc<[SlotInfo]> {
+        self.slots[k].clone()
+    }
+
     /// Chunk indices of kernel `k`.
     pub fn kernel_chunks(&self, k: usize) -> std::ops::Range<usize> {
         let m = &self.index.kernels[k];
@@ -212,6 +203,7 @@ impl TraceFile {
             loaded: None,
             ctas: Vec::new(),
             cta: DecodedCta::default(),
+            stream: StreamScratch::default(),
             release_pages: true,
         }
     }
@@ -281,6 +273,7 @@ pub struct ChunkDecoder<'f> {
     loaded: Option<usize>,
     ctas: Vec<(usize, usize)>,
     cta: DecodedCta,
+    stream: StreamScratch,
     release_pages: bool,
     /// Created on first use, then reused for every chunk.
     zstd: Option<zstd::bulk::Decompressor<'static>>,
@@ -377,6 +370,29 @@ impl<'f> ChunkDecoder<'f> {
         self.load(chunk)?;
         let first = self.file.index.chunks[chunk].first_cta;
         self.cta((cta - first) as usize)
+    }
+
+    /// CTA `cta` (listing order) of kernel `k` kept encoded, its warps to be decoded
+    /// incrementally ([`CtaStream`]); the whole record is checked now, so a corrupt one is
+    /// an error here, as with [`ChunkDecoder::kernel_cta`].
+    pub fn kernel_cta_stream(&mut self, k: usize, cta: u32) -> Result<CtaStream> {
+        let chunk = self
+            .file
+            .chunk_of_cta(k, cta)
+            .ok_or_else(|| TraceError::Corrupt {
+                path: self.file.path.clone(),
+                detail: format!("kernel {k} has no CTA {cta}"),
+            })?;
+        self.load(chunk)?;
+        let i = (cta - self.file.index.chunks[chunk].first_cta) as usize;
+        let (off, len) = self.ctas[i];
+        CtaStream::new_in(
+            &self.raw[off..off + len],
+            self.file.slots[k].clone(),
+            self.file.version,
+            &mut self.stream,
+        )
+        .map_err(|e| self.file.chunk_error(chunk, &format!("CTA {i}: {}", e.0)))
     }
 
     /// Calls `f` on every CTA of chunk `chunk`, in order.

@@ -238,6 +238,10 @@ proptest! {
             prop_assert_eq!(meta.counts.thread_insts, threads);
             for (ci, cta) in ctas.iter().enumerate() {
                 let d = dec.kernel_cta(k, ci as u32).unwrap().clone();
+                // Kept encoded and streamed warp by warp, it decodes to the same.
+                let st = dec.kernel_cta_stream(k, ci as u32).unwrap();
+                prop_assert_eq!(&st.decode().unwrap(), &d);
+                prop_assert_eq!(&CtaStream::from_decoded(&d, t.slot_table(k)).unwrap().decode().unwrap(), &d);
                 prop_assert_eq!(d.id, cta.id);
                 prop_assert_eq!(d.cluster, cta.cluster);
                 prop_assert_eq!(d.warps.len(), cta.warps.len());

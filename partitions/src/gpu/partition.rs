@@ -162,7 +162,7 @@ impl MemPort for SmPort<'_> {
     fn access(
         &mut self,
         cycle: u64,
-        cta: &tessera_traces::DecodedCta,
+        addrs: tessera_traces::LaneAddrSource<'_>,
         inst: &WarpInst,
         token: MemToken,
         _placeholder_latency: u32,
@@ -183,7 +183,7 @@ impl MemPort for SmPort<'_> {
         };
         let (access, space) = classify(inst.class, self.kernel, first);
         if contiguous.is_none() || space == Space::Shared || access == Access::Atomic {
-            cta.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
+            addrs.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
             // An instruction with no active lane moves no data.
             let Some(&(_, first)) = lanes.first() else {
                 return MemIssue::Done(cycle + 1);
@@ -417,7 +417,8 @@ impl<'t> GpuPartition<'t> {
                         unit.ldst.new_kernel(at, wires);
                         unit.kernel = Some(kernel);
                     }
-                    let c = dec.kernel_cta(kernel as usize, cta)?.clone();
+                    // Kept encoded while resident (memory follows the simulated state).
+                    let c = dec.kernel_cta_stream(kernel as usize, cta)?;
                     unit.sm
                         .add_cta(c, cta as u64)
                         .map_err(|e| sm_err(Some(kernel), e))?;

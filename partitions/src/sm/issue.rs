@@ -6,7 +6,9 @@ use super::spec::SmSpec;
 use super::stats::{BarrierEvent, IssueEvent, SmStats};
 use crate::config::SchedulerPolicy;
 use std::sync::Arc;
-use tessera_traces::{DecodedCta, KernelMeta, OpClass, WarpInst};
+use tessera_traces::{
+    CtaStream, DecodedCta, KernelMeta, LaneAddrSource, OpClass, SlotInfo, WarpCursor, WarpInst,
+};
 
 /// How [`run_cta_batch_with`] runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +41,10 @@ pub enum SmError {
     /// [`Sm::add_cta`] before any [`Sm::set_kernel`].
     #[error("no kernel set on the SM")]
     NoKernel,
+    /// A CTA given to the batch driver does not encode (its instructions disagree with the
+    /// kernel's static table).
+    #[error("CTA {cta}: {detail}")]
+    Trace { cta: u32, detail: &'static str },
 }
 
 /// What a [`MemPort`] says about a memory instruction it accepted.
@@ -58,7 +64,8 @@ pub struct MemToken(pub u32);
 
 /// Where memory-class instructions go.
 pub trait MemPort {
-    /// Memory instruction `inst` of `cta` issues at core cycle `cycle`: either the cycle
+    /// Memory instruction `inst` issues at core cycle `cycle` (`addrs` holds the lane
+    /// addresses its [`tessera_traces::Addrs::List`] indexes): either the cycle
     /// from which its destination registers are written is known now
     /// ([`MemIssue::Done`]), or it comes later through [`Sm::mem_reply`]`(token, ..)`
     /// ([`MemIssue::Pending`]). `placeholder_latency` is the class's latency of
@@ -66,7 +73,7 @@ pub trait MemPort {
     fn access(
         &mut self,
         cycle: u64,
-        cta: &DecodedCta,
+        addrs: LaneAddrSource<'_>,
         inst: &WarpInst,
         token: MemToken,
         placeholder_latency: u32,
@@ -81,7 +88,7 @@ impl MemPort for PlaceholderMem {
     fn access(
         &mut self,
         cycle: u64,
-        _: &DecodedCta,
+        _: LaneAddrSource<'_>,
         _: &WarpInst,
         _: MemToken,
         latency: u32,
@@ -174,10 +181,9 @@ struct WarpState {
     sched: u32,
     /// Its index in its scheduler's `entries`.
     pos: u32,
-    /// Index of its first instruction in `DecodedCta::insts` and one past its last.
-    start: usize,
+    /// Its instruction count, and the index of its next instruction (the one at its
+    /// cursor, `Sm::cursors`).
     end: usize,
-    /// Index of its next instruction.
     next: usize,
     done: bool,
     at_barrier: bool,
@@ -203,7 +209,6 @@ impl Default for WarpState {
             cta: 0,
             sched: 0,
             pos: 0,
-            start: 0,
             end: 0,
             next: 0,
             done: true,
@@ -409,7 +414,8 @@ impl SchedState {
 
 /// One resident CTA.
 struct Resident {
-    cta: DecodedCta,
+    /// Kept encoded: its warps are decoded as they run (`Sm::cursors`).
+    cta: CtaStream,
     /// The caller's name for it (listing index for the GPU, batch index for the batch).
     tag: u64,
     /// Its warp slots.
@@ -453,6 +459,8 @@ pub struct Sm {
     spec: Arc<SmSpec>,
     prep: Option<Arc<KernelPrep>>,
     warps: Vec<WarpState>,
+    /// Per warp slot, the decoder of its warp's instructions (a few at a time).
+    cursors: Vec<WarpCursor>,
     used: Vec<bool>,
     /// Warp slots in use.
     n_used: u32,
@@ -500,6 +508,7 @@ impl Sm {
             spec,
             prep: None,
             warps: Vec::new(),
+            cursors: Vec::new(),
             used: Vec::new(),
             n_used: 0,
             reg_ready: Vec::new(),
@@ -676,41 +685,39 @@ impl Sm {
 
     /// Makes `cta` resident from cycle [`Sm::now`]: its warps take the lowest free warp
     /// slots (slot `i` belongs to scheduler `i % schedulers`). Returns its index.
-    pub fn add_cta(&mut self, cta: DecodedCta, tag: u64) -> Result<u32, SmError> {
+    pub fn add_cta(&mut self, mut cta: CtaStream, tag: u64) -> Result<u32, SmError> {
         let prep = self.prep.as_ref().ok_or(SmError::NoKernel)?;
         let ci = self
             .ctas
             .iter()
             .position(|c| c.is_none())
             .unwrap_or(self.ctas.len());
-        if let Some(i) = cta
-            .insts
-            .iter()
-            .find(|i| i.slot as usize >= prep.slots.len())
-        {
+        if let Some(slot) = cta.max_slot().filter(|&s| s as usize >= prep.slots.len()) {
             return Err(SmError::BadSlot {
                 cta: ci as u32,
-                slot: i.slot,
+                slot,
                 n: prep.slots.len(),
             });
         }
-        if cta.warps.len() as u64 > self.free_warp_slots() as u64 {
+        let n_warps = cta.n_warps();
+        if n_warps as u64 > self.free_warp_slots() as u64 {
             return Err(SmError::TooManyWarps {
-                warps: cta.warps.len() as u64 + self.n_used as u64,
+                warps: n_warps as u64 + self.n_used as u64,
                 slots: self.spec.warp_slots,
             });
         }
         let n_sched = self.scheds.len() as u32;
-        let mut slots = Vec::with_capacity(cta.warps.len());
+        let mut slots = Vec::with_capacity(n_warps);
         let mut alive = 0;
         let mut search = 0usize;
-        for w in &cta.warps {
+        for w in 0..n_warps {
             while search < self.used.len() && self.used[search] {
                 search += 1;
             }
             if search == self.used.len() {
                 self.used.push(false);
                 self.warps.push(WarpState::default());
+                self.cursors.push(WarpCursor::new(false));
                 self.reg_ready.resize(self.used.len() * self.stride, 0);
                 self.reg_long.resize(self.used.len() * self.stride, false);
             }
@@ -720,7 +727,14 @@ impl Sm {
             let sched = slot % n_sched;
             let age = self.next_age;
             self.next_age += 1;
-            let done = w.insts.is_empty();
+            let cur = &mut self.cursors[search];
+            // The stream was checked whole when made: starting cannot fail on it.
+            cur.start(&cta, w).map_err(|e| SmError::Trace {
+                cta: ci as u32,
+                detail: e.0,
+            })?;
+            let first = cur.peek().map(|i| (i.pc, i.class));
+            let done = first.is_none();
             if !done {
                 alive += 1;
             }
@@ -729,20 +743,15 @@ impl Sm {
                 cta: ci as u32,
                 sched,
                 pos: sc.entries.len() as u32,
-                start: w.insts.start,
-                end: w.insts.end,
-                next: w.insts.start,
+                end: cta.warp_len(w).unwrap_or(0) as usize,
+                next: 0,
                 done,
                 at_barrier: false,
                 release_at: 0,
                 reg_at: 0,
                 long_at: 0,
                 fetch_at: 0,
-                class: if done {
-                    OpClass::Nop
-                } else {
-                    cta.insts[w.insts.start].class
-                },
+                class: first.map_or(OpClass::Nop, |(_, class)| class),
             };
             // Earlier writes to these registers were all before now (their CTA completed).
             let base = search * self.stride;
@@ -764,9 +773,8 @@ impl Sm {
             sc.unfinished += u32::from(!done);
             self.warps[search] = ws;
             let ws = &mut self.warps[search];
-            if !done {
+            if let Some((pc, _)) = first {
                 // Its first instruction is fetched on arrival.
-                let pc = cta.insts[w.insts.start].pc;
                 fetch(
                     &mut self.icache,
                     &self.prep,
@@ -780,6 +788,8 @@ impl Sm {
             slots.push(slot);
         }
         self.live += alive;
+        // Every warp started: only the record and small tables stay resident.
+        cta.release_heads();
         let r = Resident {
             cta,
             tag,
@@ -804,8 +814,7 @@ impl Sm {
 
     #[inline]
     fn inst(&self, w: usize) -> Option<&WarpInst> {
-        let ws = &self.warps[w];
-        self.ctas[ws.cta as usize].as_ref()?.cta.insts.get(ws.next)
+        self.cursors[w].peek()
     }
 
     /// Refreshes warp `w`'s cache of its next instruction.
@@ -920,7 +929,7 @@ impl Sm {
                 cycle: now,
                 warp: w as u32,
                 cta: cta as u32,
-                inst: (self.warps[w].next - self.warps[w].start) as u32,
+                inst: self.warps[w].next as u32,
                 class: inst.class,
             });
         }
@@ -946,7 +955,8 @@ impl Sm {
                     self.inflight.len() as u32 - 1
                 }
             };
-            match mem.access(now, &rc.cta, &inst, MemToken(token), t.latency_cycles) {
+            let addrs = self.cursors[w].lane_source();
+            match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
                     self.free.push(token);
                     // The memory system sees accesses in issue order (the GPU advances
@@ -985,9 +995,24 @@ impl Sm {
         }
         let ws = &mut self.warps[w];
         ws.next += 1;
+        let cur = &mut self.cursors[w];
+        if cur.advance(&rc.cta).is_err() {
+            // Not on a stream checked when made (every one is): end the warp rather than
+            // run what cannot be decoded.
+            debug_assert!(false, "warp {w}: its checked stream fails to decode");
+            ws.end = ws.next;
+        }
         if ws.next < ws.end {
-            let pc = rc.cta.insts[ws.next].pc;
-            fetch(&mut self.icache, &self.prep, &mut self.stats, ws, pc, now);
+            if let Some(next) = cur.peek() {
+                fetch(
+                    &mut self.icache,
+                    &self.prep,
+                    &mut self.stats,
+                    ws,
+                    next.pc,
+                    now,
+                );
+            }
         }
         if ws.next == ws.end {
             ws.done = true;
@@ -1089,11 +1114,7 @@ impl Sm {
             .filter(|&(i, &u)| u && !self.warps[i].done)
             .map(|(i, _)| {
                 let w = &self.warps[i];
-                format!(
-                    "warp {i} (CTA {}) at instruction {}",
-                    w.cta,
-                    w.next - w.start
-                )
+                format!("warp {i} (CTA {}) at instruction {}", w.cta, w.next)
             })
             .collect();
         SmError::Deadlock {
@@ -1322,6 +1343,7 @@ pub fn run_cta_batch_with(
     opts: &SmOptions,
 ) -> Result<SmStats, SmError> {
     let n_warps: u64 = ctas.iter().map(|c| c.warps.len() as u64).sum();
+    let table: Arc<[SlotInfo]> = SlotInfo::table(kernel).into();
     if n_warps > spec.warp_slots as u64 {
         return Err(SmError::TooManyWarps {
             warps: n_warps,
@@ -1331,7 +1353,11 @@ pub fn run_cta_batch_with(
     let mut sm = Sm::new(Arc::new(spec.clone()), 0, opts.record_log);
     sm.set_kernel(Arc::new(KernelPrep::new(kernel)))?;
     for (i, c) in ctas.iter().enumerate() {
-        sm.add_cta(c.clone(), i as u64)?;
+        let stream = CtaStream::from_decoded(c, table.clone()).map_err(|e| SmError::Trace {
+            cta: i as u32,
+            detail: e.0,
+        })?;
+        sm.add_cta(stream, i as u64)?;
     }
     let mut mem = PlaceholderMem;
     while sm.live > 0 {

@@ -1,0 +1,649 @@
+//! CTAs kept in their encoded form, each warp decoded incrementally: what a timing model
+//! holds for its resident CTAs, so that memory follows the simulated state (the encoded
+//! records are 15-20x smaller than [`DecodedCta`]s) and not the trace.
+//!
+//! A [`CtaStream`] is a copy of one CTA record (see [`crate::codec`]) with, per warp, the
+//! offsets of its columns and the base-address states its address column starts from:
+//! bases are coded against the previous base of the same static instruction *in the CTA*,
+//! across warps in encoding order, so warp `w` cannot be decoded before the states warps
+//! `0..w` leave are known. [`CtaStream::new`] finds them in one pass over the record, which
+//! also checks every column as [`crate::codec::decode_cta`] does, so a corrupt record is
+//! an error when the CTA is made, never while it runs. A [`WarpCursor`] then decodes one
+//! warp a few instructions at a time into its own small buffer.
+
+use crate::codec::{
+    apply_mask_code, decode_addrs, unzigzag, AddrRecord, Addrs, BaseState, ClusterInfo, CodecError,
+    CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
+};
+use std::sync::Arc;
+
+type CResult<T> = Result<T, CodecError>;
+
+/// Instructions a [`WarpCursor`] decodes at a time: enough to amortize a refill, few
+/// enough that a warp's buffer stays small (at most 32 x 32 list-mode addresses).
+const BUF_INSTS: u32 = 32;
+
+/// Where one warp's decoding resumes after its first [`BUF_INSTS`] instructions, which
+/// [`CtaStream::new`] decodes anyway while checking the record and keeps (its head), so
+/// that starting a warp costs a copy, not a second decode.
+#[derive(Clone, Debug)]
+struct WarpHead {
+    warp_id: u32,
+    insts: u32,
+    /// Record offsets of the first entry after the head of its static, mask, address and
+    /// operand columns, each followed by the column's end.
+    cols: [usize; 8],
+    /// The static slot and mask of its last head instruction.
+    prev_slot: i64,
+    mask: u32,
+    /// Its entries of [`CtaStream::bases`].
+    bases: (usize, usize),
+    /// Its head: ranges of [`CtaStream::head`] and the other head vectors.
+    head: (usize, usize),
+    head_addrs: (usize, usize),
+    head_ops: (usize, usize),
+    head_op_index: (usize, usize),
+}
+
+/// Scratch of [`CtaStream::new_in`], reused across CTAs of any kernel.
+#[derive(Default)]
+pub struct StreamScratch {
+    /// Per static slot, its base state as the pass goes (reset after each CTA).
+    table: Vec<BaseState>,
+    /// Per static slot, the `stamp` of the last warp that recorded its base state.
+    seen: Vec<u64>,
+    stamp: u64,
+    /// The slots whose `table` entry the current CTA set.
+    touched: Vec<u32>,
+}
+
+/// One CTA record kept encoded (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct CtaStream {
+    rec: Box<[u8]>,
+    slots: Arc<[SlotInfo]>,
+    /// Format version 2 or later: mask codes, delta-of-delta bases, operand column.
+    v2: bool,
+    id: [u32; 3],
+    cluster: Option<ClusterInfo>,
+    warps: Vec<WarpHead>,
+    /// Per warp (a range of [`WarpHead::bases`]), for each static instruction with memory
+    /// it runs after its head, the base state before its first instance there.
+    bases: Box<[(u32, BaseState)]>,
+    /// The warps' heads: instructions (their [`Addrs::List`] relative to the warp's
+    /// part of `head_addrs`), operands and operand index (relative likewise).
+    head: Vec<WarpInst>,
+    head_addrs: Vec<u64>,
+    head_ops: Vec<u64>,
+    head_op_index: Vec<(u32, u32)>,
+    insts: u64,
+    max_slot: Option<u32>,
+}
+
+impl CtaStream {
+    /// Copies and checks CTA record `rec` of a file of format `version`, whose kernel's
+    /// static instructions are `slots`.
+    pub fn new(rec: &[u8], slots: Arc<[SlotInfo]>, version: u32) -> CResult<CtaStream> {
+        CtaStream::new_in(rec, slots, version, &mut StreamScratch::default())
+    }
+
+    /// [`CtaStream::new`] with reused scratch.
+    pub fn new_in(
+        rec: &[u8],
+        slots: Arc<[SlotInfo]>,
+        version: u32,
+        scratch: &mut StreamScratch,
+    ) -> CResult<CtaStream> {
+        if scratch.table.len() < slots.len() {
+            scratch.table.resize(slots.len(), BaseState::default());
+            scratch.seen.resize(slots.len(), 0);
+        }
+        let mut bases = Vec::new();
+        let r = Self::pass(rec, slots, version, scratch, &mut bases);
+        for &s in &scratch.touched {
+            scratch.table[s as usize] = BaseState::default();
+        }
+        scratch.touched.clear();
+        let mut st = r?;
+        st.bases = bases.into();
+        Ok(st)
+    }
+
+    /// The pass of [`CtaStream::new_in`] (which resets the scratch whatever it returns).
+    fn pass(
+        rec: &[u8],
+        slots: Arc<[SlotInfo]>,
+        version: u32,
+        scratch: &mut StreamScratch,
+        bases: &mut Vec<(u32, BaseState)>,
+    ) -> CResult<CtaStream> {
+        let v2 = version >= 2;
+        let mut c = Cursor::new(rec);
+        let id = [c.u32()?, c.u32()?, c.u32()?];
+        let cluster = match c.byte()? {
+            0 => None,
+            1 => Some(ClusterInfo {
+                id: [c.u32()?, c.u32()?, c.u32()?],
+                cta: [c.u32()?, c.u32()?, c.u32()?],
+                rank: c.u32()?,
+            }),
+            _ => return Err(CodecError("bad CTA flags byte")),
+        };
+        let n_warps = c.varint()?;
+        // Every warp takes at least five bytes: this bounds the allocation below.
+        if n_warps > rec.len() as u64 {
+            return Err(CodecError("warp count larger than the CTA record"));
+        }
+        let mut warps = Vec::with_capacity(n_warps as usize);
+        let mut head = Vec::new();
+        let mut head_addrs = Vec::new();
+        let mut head_ops = Vec::new();
+        let mut head_op_index = Vec::new();
+        let mut list = Vec::new();
+        let mut total = 0u64;
+        let mut max_slot: Option<u32> = None;
+        let table = &mut scratch.table[..];
+        let seen = &mut scratch.seen[..];
+        let touched = &mut scratch.touched;
+        for _ in 0..n_warps {
+            scratch.stamp += 1;
+            let stamp = scratch.stamp;
+            let warp_id = c.u32()?;
+            let n = c.varint()?;
+            let slot_len = c.varint()? as usize;
+            let mask_len = c.varint()? as usize;
+            let addr_len = c.varint()? as usize;
+            let operand_len = if v2 { c.varint()? as usize } else { 0 };
+            let s0 = c.pos();
+            let mut sc = c.take(slot_len)?;
+            let m0 = c.pos();
+            let mut mc = c.take(mask_len)?;
+            let a0 = c.pos();
+            let mut ac = c.take(addr_len)?;
+            let o0 = c.pos();
+            let mut oc = c.take(operand_len)?;
+            let end = c.pos();
+            if n > slot_len as u64 {
+                return Err(CodecError(
+                    "instruction count larger than the static column",
+                ));
+            }
+            let has_ops = !oc.is_empty();
+            let k = n.min(BUF_INSTS as u64);
+            let (h0, ha0, ho0, hi0, b0) = (
+                head.len(),
+                head_addrs.len(),
+                head_ops.len(),
+                head_op_index.len(),
+                bases.len(),
+            );
+            let mut prev_slot: i64 = -1;
+            let mut mask = u32::MAX;
+            let mut resume = None;
+            for i in 0..n {
+                if i == k {
+                    resume = Some((sc.pos(), mc.pos(), ac.pos(), oc.pos(), prev_slot, mask));
+                }
+                prev_slot = prev_slot
+                    .wrapping_add(1)
+                    .wrapping_add(unzigzag(sc.varint()?));
+                let s = prev_slot as usize;
+                let info = slots
+                    .get(s)
+                    .ok_or(CodecError("static instruction index out of range"))?;
+                max_slot = max_slot.max(Some(s as u32));
+                mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                let in_head = i < k;
+                let (mut mode, mut addrs) = (0, Addrs::None);
+                if info.has_mem {
+                    if ac.is_empty() {
+                        return Err(CodecError("memory instruction without its addresses"));
+                    }
+                    if !table[s].seen() {
+                        touched.push(s as u32);
+                    }
+                    if !in_head && seen[s] != stamp {
+                        seen[s] = stamp;
+                        bases.push((s as u32, table[s]));
+                    }
+                    let out = if in_head { &mut head_addrs } else { &mut list };
+                    (mode, addrs) = decode_addrs(&mut ac, &mut table[s], mask, v2, out)?;
+                    // Relative to the warp's head, as a cursor's buffer holds it.
+                    if let Addrs::List { start, .. } = &mut addrs {
+                        *start -= ha0 as u32;
+                    }
+                    list.clear();
+                }
+                if has_ops && info.operands > 0 && mask != 0 {
+                    if in_head {
+                        head_op_index.push((i as u32, (head_ops.len() - ho0) as u32));
+                    }
+                    for _ in 0..info.operands as u32 * mask.count_ones() {
+                        let v = oc.varint()?;
+                        if in_head {
+                            head_ops.push(unzigzag(v) as u64);
+                        }
+                    }
+                }
+                if in_head {
+                    head.push(WarpInst {
+                        pc: info.pc,
+                        mask,
+                        slot: s as u32,
+                        class: info.class,
+                        addr_mode: mode,
+                        addrs,
+                    });
+                }
+            }
+            if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
+                return Err(CodecError(
+                    "column has bytes left after the warp's last instruction",
+                ));
+            }
+            let (sp, mp, ap, op, ps, m) =
+                resume.unwrap_or((sc.pos(), mc.pos(), ac.pos(), oc.pos(), prev_slot, mask));
+            total += n;
+            warps.push(WarpHead {
+                warp_id,
+                // At most the static column's length, itself within the record.
+                insts: n as u32,
+                cols: [s0 + sp, m0, m0 + mp, a0, a0 + ap, o0, o0 + op, end],
+                prev_slot: ps,
+                mask: m,
+                bases: (b0, bases.len()),
+                head: (h0, head.len()),
+                head_addrs: (ha0, head_addrs.len()),
+                head_ops: (ho0, head_ops.len()),
+                head_op_index: (hi0, head_op_index.len()),
+            });
+        }
+        if !c.is_empty() {
+            return Err(CodecError("bytes left after the CTA's last warp"));
+        }
+        Ok(CtaStream {
+            rec: rec.into(),
+            slots,
+            v2,
+            id,
+            cluster,
+            warps,
+            bases: Box::new([]),
+            head,
+            head_addrs,
+            head_ops,
+            head_op_index,
+            insts: total,
+            max_slot,
+        })
+    }
+
+    /// A decoded CTA encoded again (at the current format version), for drivers and tests
+    /// that build or keep [`DecodedCta`]s. Its instructions must agree with `slots`, as a
+    /// decoded CTA's do: addresses exactly for the static instructions with memory.
+    pub fn from_decoded(cta: &DecodedCta, slots: Arc<[SlotInfo]>) -> CResult<CtaStream> {
+        let mut enc = CtaEncoder::new();
+        enc.begin_cta(cta.id, cta.cluster);
+        for dw in &cta.warps {
+            enc.begin_warp(dw.warp_id);
+            let insts = cta
+                .insts
+                .get(dw.insts.clone())
+                .ok_or(CodecError("warp's instructions outside the CTA"))?;
+            for (k, inst) in insts.iter().enumerate() {
+                let info = slots
+                    .get(inst.slot as usize)
+                    .ok_or(CodecError("static instruction index out of range"))?;
+                let addrs = match inst.addrs {
+                    Addrs::None if info.has_mem => {
+                        return Err(CodecError("memory instruction without its addresses"))
+                    }
+                    Addrs::None => AddrRecord::None,
+                    Addrs::Stride { base, stride } => AddrRecord::Stride { base, stride },
+                    Addrs::List { start, len } => AddrRecord::List {
+                        mode: inst.addr_mode,
+                        addrs: cta
+                            .addrs
+                            .get(start as usize..(start + len) as usize)
+                            .ok_or(CodecError("address list outside the CTA"))?,
+                    },
+                };
+                enc.push(inst.slot, inst.mask, addrs);
+                if let Some(ops) = cta.operands_of(dw.insts.start + k, info.operands) {
+                    enc.push_operands(ops);
+                }
+            }
+            enc.end_warp();
+        }
+        CtaStream::new(enc.finish_cta(), slots, crate::FORMAT_VERSION)
+    }
+
+    pub fn id(&self) -> [u32; 3] {
+        self.id
+    }
+
+    pub fn cluster(&self) -> Option<ClusterInfo> {
+        self.cluster
+    }
+
+    /// Its warps (positions in listing order are `0..n_warps()`).
+    pub fn n_warps(&self) -> usize {
+        self.warps.len()
+    }
+
+    /// The id of warp `w` (position in listing order).
+    pub fn warp_id(&self, w: usize) -> Option<u32> {
+        self.warps.get(w).map(|h| h.warp_id)
+    }
+
+    /// The instruction count of warp `w`.
+    pub fn warp_len(&self, w: usize) -> Option<u32> {
+        self.warps.get(w).map(|h| h.insts)
+    }
+
+    /// Warp instructions of the whole CTA.
+    pub fn insts(&self) -> u64 {
+        self.insts
+    }
+
+    /// The highest static slot an instruction names (`None` without instructions).
+    pub fn max_slot(&self) -> Option<u32> {
+        self.max_slot
+    }
+
+    /// The static instructions its slots index.
+    pub fn slots(&self) -> &Arc<[SlotInfo]> {
+        &self.slots
+    }
+
+    /// Frees the warps' heads once every warp has been started (a later
+    /// [`WarpCursor::start`] is an error): a resident CTA then holds its record and small
+    /// per-warp tables only.
+    pub fn release_heads(&mut self) {
+        self.head = Vec::new();
+        self.head_addrs = Vec::new();
+        self.head_ops = Vec::new();
+        self.head_op_index = Vec::new();
+    }
+
+    /// Bytes it holds (the record, its per-warp tables and heads), for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.rec.len()
+            + self.warps.capacity() * std::mem::size_of::<WarpHead>()
+            + std::mem::size_of_val(&*self.bases)
+            + self.head.capacity() * std::mem::size_of::<WarpInst>()
+            + (self.head_addrs.capacity() + self.head_ops.capacity()) * 8
+            + self.head_op_index.capacity() * 8
+    }
+
+    /// Decodes the whole CTA (as [`crate::codec::decode_cta`] of its record would).
+    pub fn decode(&self) -> CResult<DecodedCta> {
+        let mut out = DecodedCta::default();
+        out.id = self.id;
+        out.cluster = self.cluster;
+        let mut cur = WarpCursor::new(true);
+        for (w, h) in self.warps.iter().enumerate() {
+            let start = out.insts.len();
+            cur.start(self, w)?;
+            while let Some(inst) = cur.peek() {
+                let mut inst = *inst;
+                if let Addrs::List { start, len } = inst.addrs {
+                    let list = cur
+                        .addrs
+                        .get(start as usize..(start + len) as usize)
+                        .unwrap_or(&[]);
+                    inst.addrs = Addrs::List {
+                        start: out.addrs.len() as u32,
+                        len,
+                    };
+                    out.addrs.extend_from_slice(list);
+                }
+                let per_lane = self.slots.get(inst.slot as usize).map_or(0, |s| s.operands);
+                if let Some(ops) = cur.operands(per_lane) {
+                    out.operand_index
+                        .push((out.insts.len() as u32, out.operands.len() as u32));
+                    out.operands.extend_from_slice(ops);
+                }
+                out.insts.push(inst);
+                cur.advance(self)?;
+            }
+            out.warps.push(crate::DecodedWarp {
+                warp_id: h.warp_id,
+                insts: start..out.insts.len(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes one warp of a [`CtaStream`] incrementally: the instruction at the cursor
+/// ([`WarpCursor::peek`]) and the few after it are decoded in a buffer that is refilled
+/// when consumed. Reusable across warps and CTAs (its buffers are kept).
+#[derive(Clone, Debug, Default)]
+pub struct WarpCursor {
+    /// Positions in the record of the next undecoded entry of each column, and their ends.
+    slot_pos: usize,
+    slot_end: usize,
+    mask_pos: usize,
+    mask_end: usize,
+    addr_pos: usize,
+    addr_end: usize,
+    op_pos: usize,
+    op_end: usize,
+    /// Instructions not yet decoded.
+    left: u32,
+    prev_slot: i64,
+    mask: u32,
+    /// Base states of the static instructions with memory the warp runs.
+    bases: Vec<(u32, BaseState)>,
+    /// Where in `bases` the next lookup starts: loops visit their memory instructions in
+    /// the order of their first visit, so the next one is usually there.
+    hint: usize,
+    /// The buffer: decoded instructions, the list-mode addresses their [`Addrs::List`]
+    /// index, per-lane operands and `(index in insts, start in operands)`.
+    insts: Vec<WarpInst>,
+    addrs: Vec<u64>,
+    operands: Vec<u64>,
+    operand_index: Vec<(u32, u32)>,
+    /// Index in `insts` of the instruction at the cursor.
+    pos: usize,
+    with_operands: bool,
+}
+
+impl WarpCursor {
+    /// An idle cursor; `with_operands` decodes atomic operands too (the timing model does
+    /// not need them).
+    pub fn new(with_operands: bool) -> WarpCursor {
+        WarpCursor {
+            with_operands,
+            ..WarpCursor::default()
+        }
+    }
+
+    /// Moves to the first instruction of warp `w` (position in listing order) of `cta`.
+    pub fn start(&mut self, cta: &CtaStream, w: usize) -> CResult<()> {
+        let h = cta
+            .warps
+            .get(w)
+            .ok_or(CodecError("warp index past the CTA's warps"))?;
+        let [sp, se, mp, me, ap, ae, op, oe] = h.cols;
+        (self.slot_pos, self.slot_end) = (sp, se);
+        (self.mask_pos, self.mask_end) = (mp, me);
+        (self.addr_pos, self.addr_end) = (ap, ae);
+        (self.op_pos, self.op_end) = (op, oe);
+        let gone = CodecError("CTA stream's warp heads released");
+        let range = |r: (usize, usize)| r.0..r.1;
+        self.insts.clear();
+        self.insts
+            .extend_from_slice(cta.head.get(range(h.head)).ok_or(gone.clone())?);
+        self.left = h.insts - self.insts.len() as u32;
+        self.pos = 0;
+        self.prev_slot = h.prev_slot;
+        self.mask = h.mask;
+        self.addrs.clear();
+        self.addrs.extend_from_slice(
+            cta.head_addrs
+                .get(range(h.head_addrs))
+                .ok_or(gone.clone())?,
+        );
+        self.operands.clear();
+        self.operand_index.clear();
+        if self.with_operands {
+            self.operands
+                .extend_from_slice(cta.head_ops.get(range(h.head_ops)).ok_or(gone.clone())?);
+            self.operand_index
+                .extend_from_slice(cta.head_op_index.get(range(h.head_op_index)).ok_or(gone)?);
+        }
+        self.bases.clear();
+        self.bases.extend_from_slice(
+            cta.bases
+                .get(range(h.bases))
+                .ok_or(CodecError("warp's base states outside the CTA's"))?,
+        );
+        self.hint = 0;
+        if self.insts.is_empty() && self.left > 0 {
+            return self.fill(cta);
+        }
+        Ok(())
+    }
+
+    /// The instruction at the cursor (`None` at the end of the warp). Its
+    /// [`Addrs::List`] indexes [`WarpCursor::lane_source`].
+    #[inline]
+    pub fn peek(&self) -> Option<&WarpInst> {
+        self.insts.get(self.pos)
+    }
+
+    /// The list-mode addresses of the buffered instructions (valid until the next
+    /// [`WarpCursor::advance`]).
+    #[inline]
+    pub fn lane_source(&self) -> LaneAddrSource<'_> {
+        LaneAddrSource(&self.addrs)
+    }
+
+    /// The per-lane operands of the instruction at the cursor, `per_lane` per active lane
+    /// (see [`DecodedCta::operands_of`]); `None` without (or when made without
+    /// `with_operands`).
+    pub fn operands(&self, per_lane: u8) -> Option<&[u64]> {
+        let k = self
+            .operand_index
+            .binary_search_by_key(&(self.pos as u32), |&(x, _)| x)
+            .ok()?;
+        let start = self.operand_index[k].1 as usize;
+        let n = self.insts.get(self.pos)?.mask.count_ones() as usize * per_lane as usize;
+        self.operands.get(start..start + n)
+    }
+
+    /// Moves to the next instruction of the warp, decoding more of `cta` (the stream it
+    /// was started on) when the buffer is used up. An error only on a stream that is not
+    /// the one started on (every column was checked by [`CtaStream::new`]).
+    #[inline]
+    pub fn advance(&mut self, cta: &CtaStream) -> CResult<()> {
+        if self.pos < self.insts.len() {
+            self.pos += 1;
+        }
+        if self.pos == self.insts.len() && self.left > 0 {
+            self.fill(cta)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the buffer with the next instructions of the warp; column by column, as
+    /// [`crate::codec::decode_cta`], for speed.
+    #[inline(never)]
+    fn fill(&mut self, cta: &CtaStream) -> CResult<()> {
+        self.insts.clear();
+        self.addrs.clear();
+        self.operands.clear();
+        self.operand_index.clear();
+        self.pos = 0;
+        let n = self.left.min(BUF_INSTS);
+        if n == 0 {
+            return Ok(());
+        }
+        self.left -= n;
+        let slots = &*cta.slots;
+        let col = |a: usize, b: usize| {
+            cta.rec
+                .get(a..b)
+                .map(Cursor::new)
+                .ok_or(CodecError("column outside the CTA record"))
+        };
+        let mut sc = col(self.slot_pos, self.slot_end)?;
+        let mut prev = self.prev_slot;
+        for _ in 0..n {
+            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
+            let info = slots
+                .get(prev as usize)
+                .ok_or(CodecError("static instruction index out of range"))?;
+            self.insts.push(WarpInst {
+                pc: info.pc,
+                mask: 0,
+                slot: prev as u32,
+                class: info.class,
+                addr_mode: 0,
+                addrs: Addrs::None,
+            });
+        }
+        self.prev_slot = prev;
+        self.slot_pos += sc.pos();
+        let mut mc = col(self.mask_pos, self.mask_end)?;
+        let mut mask = self.mask;
+        for inst in &mut self.insts {
+            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
+            inst.mask = mask;
+        }
+        self.mask = mask;
+        self.mask_pos += mc.pos();
+        let mut ac = col(self.addr_pos, self.addr_end)?;
+        for inst in &mut self.insts {
+            // In range: checked by the first loop.
+            if slots[inst.slot as usize].has_mem {
+                let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
+                (inst.addr_mode, inst.addrs) =
+                    decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
+            }
+        }
+        self.addr_pos += ac.pos();
+        if self.with_operands && self.op_pos < self.op_end {
+            let mut oc = col(self.op_pos, self.op_end)?;
+            for (i, inst) in self.insts.iter().enumerate() {
+                let per_lane = slots[inst.slot as usize].operands as u32;
+                if per_lane == 0 || inst.mask == 0 {
+                    continue;
+                }
+                self.operand_index
+                    .push((i as u32, self.operands.len() as u32));
+                for _ in 0..per_lane * inst.mask.count_ones() {
+                    self.operands.push(unzigzag(oc.varint()?) as u64);
+                }
+            }
+            self.op_pos += oc.pos();
+        }
+        Ok(())
+    }
+}
+
+/// The base state of static instruction `slot` among a warp's.
+#[inline]
+fn find_base<'b>(
+    bases: &'b mut [(u32, BaseState)],
+    hint: &mut usize,
+    slot: u32,
+) -> CResult<&'b mut BaseState> {
+    let n = bases.len();
+    let mut i = *hint;
+    for _ in 0..n {
+        if i >= n {
+            i = 0;
+        }
+        if bases[i].0 == slot {
+            *hint = i + 1;
+            return Ok(&mut bases[i].1);
+        }
+        i += 1;
+    }
+    Err(CodecError(
+        "memory instruction the CTA's first pass did not see",
+    ))
+}
