@@ -75,7 +75,9 @@ pub fn run_threads_with<P: Partition + Send>(
     }
     let per_worker = map.split(partitions)?;
     let transports = ThreadTransport::for_workers(map);
-    let abort = transports[0].abort_handle();
+    let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
+        return Err(EngineError::NoPartitions);
+    };
     let mut engines = Vec::with_capacity(map.workers());
     for (parts, transport) in per_worker.into_iter().zip(transports) {
         engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);

@@ -168,10 +168,13 @@ impl fmt::Display for Aborted {
 
 impl std::error::Error for Aborted {}
 
-/// Spins before sleeping. Each iteration is one atomic load and a pause instruction
-/// (tens of ns), so a window whose workers are a few microseconds apart never sleeps,
-/// while a worker sharing its core with another gives the core up soon.
-const SPIN: u32 = 1 << 12;
+/// Spins before yielding. Each iteration is one or two atomic loads and a pause
+/// instruction (tens of ns), so workers a few microseconds apart meet without a syscall.
+const SPIN: u32 = 1 << 7;
+
+/// Then yields the core this many times (a syscall each, but no sleep: a worker waiting
+/// for one that shares its core lets it run), then sleeps.
+const YIELDS: u32 = 64;
 
 /// The window barrier: spin on a generation counter, then sleep; poisonable.
 #[derive(Debug)]
@@ -230,6 +233,12 @@ impl WindowBarrier {
                 return r;
             }
             std::hint::spin_loop();
+        }
+        for _ in 0..YIELDS {
+            std::thread::yield_now();
+            if let Some(r) = self.passed(gen) {
+                return r;
+            }
         }
         let mut g = self.guard();
         self.sleepers.fetch_add(1, Ordering::SeqCst);
