@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_cluster::run_gpu;
+use tessera_cluster::run_gpu_threads;
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
@@ -34,6 +34,13 @@ pub struct RunArgs {
     /// Override one config key, `section.key=value` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv)]
     set: Vec<(String, String)>,
+    /// Worker threads: the GPU's partitions are dealt to them in contiguous blocks and
+    /// simulated in parallel, with byte-identical results for any N. Only a GPU cut into
+    /// several partitions can use more than one (`--set partitioning.mode=sm_cluster --set
+    /// partitioning.sm_clusters=K`); N above the partition count is clamped to it, so with
+    /// one partition more threads cannot help.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
     /// Write the stats JSON here (as <FILE>.partial, renamed when complete).
     #[arg(long, value_name = "FILE.json")]
     stats_out: Option<PathBuf>,
@@ -81,7 +88,16 @@ pub fn run(a: RunArgs) -> Result<()> {
     let trace = TraceFile::open(&trace_path)?;
     check_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let t0 = Instant::now();
-    let (stats, _windows) = run_gpu(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    let parts = cfg.partition_count() as usize;
+    let threads = (a.threads as usize).min(parts.max(1));
+    if threads < a.threads as usize {
+        eprintln!(
+            "note: --threads {} but the GPU is {parts} partition(s): running {threads} thread(s)",
+            a.threads
+        );
+    }
+    let (stats, _windows) =
+        run_gpu_threads(&cfg, &trace, threads).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let secs = t0.elapsed().as_secs_f64();
     if let Some(out) = &a.stats_out {
         write_stats(out, &stats)?;
@@ -89,7 +105,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     summary(&cfg, &stats);
     let t = &stats.totals;
     eprintln!(
-        "simulated in {secs:.3} s: {:.2} M warp instructions/s, {:.2} M cycles/s{}",
+        "simulated in {secs:.3} s on {threads} thread(s): {:.2} M warp instructions/s, {:.2} M cycles/s{}",
         t.warp_insts as f64 / 1e6 / secs.max(1e-9),
         t.gpu_tot_sim_cycle as f64 / 1e6 / secs.max(1e-9),
         peak_rss_note()

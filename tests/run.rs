@@ -155,6 +155,59 @@ fn partitioning_never_changes_results() {
     }
 }
 
+/// DESIGN.md section 3: the thread count never changes results. gemm on titanv.yaml cut
+/// into 4 SM-cluster partitions on 1, 2 and 4 threads (and 8, clamped to 4) gives the
+/// bytes of the 1-partition run.
+#[test]
+fn threads_never_change_results() {
+    let gemm = [
+        "--workload",
+        "gemm",
+        "-p",
+        "m=128",
+        "-p",
+        "n=128",
+        "-p",
+        "k=64",
+    ];
+    let (one, _) = run_stats("titanv.yaml", &gemm);
+    for threads in ["1", "2", "4", "8"] {
+        let mut a = gemm.to_vec();
+        a.extend([
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=4",
+            "--threads",
+            threads,
+        ]);
+        let (cut, _) = run_stats("titanv.yaml", &a);
+        assert!(
+            one == cut,
+            "4 partitions on {threads} thread(s) differ from 1 partition"
+        );
+    }
+    // One partition: more threads are clamped to one, same bytes.
+    let mut a = gemm.to_vec();
+    a.extend(["--threads", "2"]);
+    assert!(run_stats("titanv.yaml", &a).0 == one);
+}
+
+#[test]
+fn zero_threads_is_a_usage_error() {
+    let o = tessera(&[
+        "run",
+        "--config",
+        config("titanv.yaml").to_str().unwrap(),
+        "--workload",
+        "gemm",
+        "--threads",
+        "0",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--threads"), "{}", stderr(&o));
+}
+
 #[test]
 fn repeated_runs_are_byte_identical() {
     let tmp = tempfile::tempdir().unwrap();

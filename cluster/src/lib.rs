@@ -3,9 +3,10 @@
 //! The parallel engine of DESIGN.md section 4: conservative windows over the modeled
 //! links, behind a transport trait. This crate knows nothing of SMs or caches: it moves
 //! timestamped [`Message`]s between objects that implement [`Partition`]. What exists now is
-//! the window protocol and the [`Sequential`] transport (one thread runs every partition in
-//! index order); the thread transport (crossbeam) and the MPI transport plug into the same
-//! [`Transport`] trait and the same [`Engine`] loop.
+//! the window protocol, the [`Sequential`] transport (one thread runs every partition in
+//! index order) and the [`ThreadTransport`] (worker threads, each owning a fixed set of
+//! partitions, in lock-step windows); the MPI transport plugs into the same [`Transport`]
+//! trait and the same [`Engine`] loop.
 //!
 //! ## Vocabulary
 //!
@@ -78,17 +79,43 @@
 //! [`Transport::reduce`]; each worker runs its own [`Engine`] over its partitions.
 //! [`Sequential`] hosts all of them and does nothing in either. Statistics kept by the
 //! models are keyed by modeled unit and read back with [`Engine::into_partitions`].
+//!
+//! [`ThreadTransport`] runs one engine per worker thread; a [`WorkerMap`] says which worker
+//! owns each partition (contiguous blocks by default, round-robin or any assignment).
+//! Per window each worker runs its partitions, `exchange` appends its outgoing mail to
+//! per-(worker, partition) slots, a barrier, each worker collects its partitions' mail,
+//! then `reduce` writes each worker's report, a barrier, each combines all reports: every
+//! worker starts the same next window. The barrier spins a bounded number of times on an
+//! atomic generation counter, then sleeps on a condition variable (so more workers than
+//! cores still progress); on the fast path it neither allocates nor makes a syscall, and
+//! buffers are kept from window to window (tested with a counting allocator per worker).
+//! One worker's failure poisons the barrier, so the others return at their next
+//! collective instead of hanging; a panic does the same.
+//!
+//! ## Running a system
+//!
+//! [`run_sequential`] and [`run_threads`] take the partitions, the port-to-partition table
+//! and the links, compute the lookahead, run to completion and hand the partitions back in
+//! global index order with the [`WindowStats`] (the same on any thread count).
+//! [`run_threads`] deals partitions to threads in contiguous blocks, clamps a thread count
+//! above the partition count, and runs one thread as [`Sequential`]; [`run_threads_with`]
+//! takes the lookahead, routing table and [`WorkerMap`] explicitly. When partitions fail,
+//! the error returned is the lowest-numbered failing partition's, as a sequential run
+//! would report it. [`run_gpu`] and [`run_gpu_threads`] do the same for a GPU built by
+//! `tessera-partitions` and collect its stats.
 
 mod engine;
 mod error;
 mod routing;
 mod system;
+mod threads;
 mod transport;
 
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
 pub use routing::Routing;
-pub use system::{run_gpu, run_sequential};
+pub use system::{run_gpu, run_gpu_threads, run_sequential, run_threads, run_threads_with};
+pub use threads::{Aborted, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 
 pub use tessera_interconnect::{

@@ -1,9 +1,16 @@
 //! Running a whole modeled system: the partitions a model builder made, the partition
 //! hosting each port, and the modeled links (for the lookahead), on a transport.
 
+use std::thread;
+
 use tessera_interconnect::{Link, Partition, Picos, PortId};
 
+use crate::threads::{Aborted, ThreadTransport, WorkerMap};
 use crate::{Engine, EngineError, Routing, WindowStats};
+
+/// Stack of each worker thread: the size of a main thread's, since the sequential run the
+/// workers stand in for runs on one.
+const WORKER_STACK: usize = 8 << 20;
 
 /// Runs `partitions` to completion on the sequential transport and hands them back (for
 /// their stats) with the engine's window counters. `ports` says which partition hosts each
@@ -21,15 +28,198 @@ pub fn run_sequential<P: Partition>(
     Ok((engine.into_partitions(), stats))
 }
 
+/// [`run_sequential`] on `threads` worker threads ([`crate::ThreadTransport`]): the
+/// partitions are dealt out in contiguous blocks ([`WorkerMap::contiguous`]), and handed
+/// back in global index order with the window counters, which are the same as the
+/// sequential run's (and so are the partitions' own results: any thread count gives the
+/// same bytes). `threads` above the partition count is clamped to it; `threads == 1` is
+/// the sequential transport; zero is an error.
+pub fn run_threads<P: Partition + Send>(
+    partitions: Vec<P>,
+    ports: impl IntoIterator<Item = (PortId, usize)>,
+    links: impl IntoIterator<Item = Link>,
+    threads: usize,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
+    let routing = Routing::new(partitions.len(), ports)?;
+    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let map = WorkerMap::contiguous(partitions.len(), threads)?;
+    run_threads_with(lookahead, routing, partitions, &map)
+}
+
+/// Runs `partitions` (in global index order) to completion on the workers of `map`, with
+/// the lookahead and routing given; the calling thread is worker 0. One worker is the
+/// sequential transport. Construction errors (a zero lookahead, counts that disagree)
+/// come back before any thread starts.
+///
+/// When a partition fails, every worker stops at its next collective and the error
+/// returned is the one of the lowest-numbered failing partition (what the sequential run
+/// reports, since it runs partitions in index order and stops at the first error);
+/// stalls are merged over all workers, by partition. A worker that panics makes the others
+/// stop, and the panic is resumed here once all have.
+pub fn run_threads_with<P: Partition + Send>(
+    lookahead: Picos,
+    routing: Routing,
+    partitions: Vec<P>,
+    map: &WorkerMap,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
+    if map.workers() == 1 {
+        if partitions.len() != map.partition_count() {
+            return Err(EngineError::PartitionCountMismatch {
+                given: partitions.len(),
+                hosted: map.partition_count(),
+            });
+        }
+        let mut engine = Engine::sequential(lookahead, routing, partitions)?;
+        let stats = engine.run()?;
+        return Ok((engine.into_partitions(), stats));
+    }
+    let per_worker = map.split(partitions)?;
+    let transports = ThreadTransport::for_workers(map);
+    let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
+        return Err(EngineError::NoPartitions);
+    };
+    let mut engines = Vec::with_capacity(map.workers());
+    for (parts, transport) in per_worker.into_iter().zip(transports) {
+        engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
+    }
+    type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
+    fn work<P: Partition>(mut e: Engine<P, ThreadTransport>) -> Done<P> {
+        let stats = e.run()?;
+        Ok((e.into_partitions(), stats))
+    }
+
+    let mut engines = engines.into_iter();
+    let Some(first) = engines.next() else {
+        return Err(EngineError::NoPartitions);
+    };
+    let (results, panics) = thread::scope(|s| {
+        let mut handles = Vec::with_capacity(map.workers() - 1);
+        let mut spawn_error = None;
+        for (i, e) in engines.enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("tessera-worker-{}", i + 1))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || work(e));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(err) => {
+                    // The workers already started would wait for this one forever.
+                    abort.abort();
+                    spawn_error = Some(err);
+                    break;
+                }
+            }
+        }
+        let mut results: Vec<Done<P>> = Vec::with_capacity(map.workers());
+        let mut panics = Vec::new();
+        if let Some(err) = spawn_error {
+            drop(first);
+            results.push(Err(EngineError::Transport {
+                source: format!("cannot start a worker thread: {err}").into(),
+            }));
+        } else {
+            results.push(work(first));
+        }
+        for h in handles {
+            match h.join() {
+                Ok(r) => results.push(r),
+                Err(p) => panics.push(p),
+            }
+        }
+        (results, panics)
+    });
+    if let Some(p) = panics.into_iter().next() {
+        std::panic::resume_unwind(p);
+    }
+    gather(map, results)
+}
+
+/// The partitions back in index order, or the error a sequential run would report.
+fn gather<P>(
+    map: &WorkerMap,
+    results: Vec<Result<(Vec<P>, WindowStats), EngineError>>,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
+    let mut parts = Vec::with_capacity(results.len());
+    let mut stats = None;
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok((p, s)) => {
+                // Every worker counts the same windows and the global messages.
+                stats.get_or_insert(s);
+                parts.push(p);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        let stats = stats.unwrap_or_default();
+        return Ok((map.join(parts)?, stats));
+    }
+    let is_abort =
+        |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
+    let mut stalls: Vec<(usize, String)> = Vec::new();
+    let mut best: Option<EngineError> = None;
+    for e in errors {
+        if is_abort(&e) {
+            best.get_or_insert(e);
+            continue;
+        }
+        if let EngineError::Stalled { reports } = e {
+            stalls.extend(reports);
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some(b) if is_abort(b) => true,
+            Some(b) => rank(&e) < rank(b),
+        };
+        if better {
+            best = Some(e);
+        }
+    }
+    match best {
+        Some(e) if !is_abort(&e) => Err(e),
+        _ if !stalls.is_empty() => {
+            stalls.sort_by_key(|&(p, _)| p);
+            Err(EngineError::Stalled { reports: stalls })
+        }
+        Some(e) => Err(e),
+        None => Err(EngineError::Failed),
+    }
+}
+
+/// Errors of lower rank are the ones a sequential run meets first: by the partition they
+/// name; errors naming none (a broken transport, a duplicate key) last.
+fn rank(e: &EngineError) -> usize {
+    match e {
+        EngineError::Model { partition, .. }
+        | EngineError::Causality { partition, .. }
+        | EngineError::EventInPast { partition, .. } => *partition,
+        _ => usize::MAX,
+    }
+}
+
 /// The GPU of `cfg` running `trace`: built by `tessera-partitions`, run here, stats
 /// collected by `tessera-partitions`. A model error comes back as the model's own error.
 pub fn run_gpu(
     cfg: &tessera_partitions::config::GpuConfig,
     trace: &tessera_traces::TraceFile,
 ) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
+    run_gpu_threads(cfg, trace, 1)
+}
+
+/// [`run_gpu`] on `threads` worker threads ([`run_threads`]: contiguous blocks of the
+/// `cfg.partition_count()` partitions; more threads than partitions are clamped, so a GPU
+/// of one partition runs on one thread). The stats are the same bytes for any `threads`.
+pub fn run_gpu_threads(
+    cfg: &tessera_partitions::config::GpuConfig,
+    trace: &tessera_traces::TraceFile,
+    threads: usize,
+) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
     use tessera_partitions::gpu::{build, collect_stats, GpuError};
     let sys = build(cfg, trace)?;
-    match run_sequential(sys.partitions, sys.ports, sys.links) {
+    match run_threads(sys.partitions, sys.ports, sys.links, threads) {
         Ok((parts, w)) => Ok((collect_stats(cfg, parts), w)),
         Err(EngineError::Model { source, .. }) => Err(match source.downcast::<GpuError>() {
             Ok(g) => *g,

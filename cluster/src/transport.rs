@@ -47,8 +47,9 @@ pub(crate) fn min_time(a: Option<Picos>, b: Option<Picos>) -> Option<Picos> {
 /// into `mail[destination partition]`; calls [`exchange`](Transport::exchange); sorts and
 /// delivers `mail[p]` for each hosted `p`; calls [`reduce`](Transport::reduce) with its
 /// partitions' earliest next event, and starts the next window at the result (or stops, when
-/// it is `None`). The sequential transport does nothing in either call; a thread transport
-/// swaps buffers between workers behind a barrier; an MPI transport encodes
+/// it is `None`). The sequential transport does nothing in either call; the thread transport
+/// ([`crate::ThreadTransport`]) moves messages through per-(worker, partition) slots behind
+/// a barrier; an MPI transport encodes
 /// ([`Message::encode`]) and exchanges with the ranks it has links to, then reduces.
 pub trait Transport {
     /// Number of partitions in the whole system, on all workers.

@@ -1,13 +1,14 @@
 //! No allocation per window in the steady state: once buffers have grown, windows of the
 //! engine (and of a model that itself does not allocate) touch the heap zero times.
-//! Counted by a global allocator, per thread, so the test harness does not interfere.
+//! Counted by a global allocator, per thread, so the test harness does not interfere; on
+//! the thread transport each worker counts its own.
 
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
 use std::cell::Cell;
 
-use tessera_cluster::{Picos, Progress};
+use tessera_cluster::{Engine, Picos, Progress, ThreadTransport, WorkerMap};
 
 struct Counting;
 
@@ -66,4 +67,58 @@ fn steady_state_windows_do_not_allocate() {
         "{} allocations in {ran} windows",
         after - before
     );
+}
+
+#[test]
+fn steady_state_windows_on_threads_do_not_allocate() {
+    const L: Picos = 4000;
+    let mut sys = common::ring(8, L, 12, 100_000);
+    sys.log = false;
+    let g: Vec<Vec<u32>> = vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]];
+    let routing = sys.routing(&g).unwrap();
+    for map in [
+        WorkerMap::contiguous(4, 2).unwrap(),
+        WorkerMap::round_robin(4, 3).unwrap(),
+    ] {
+        let parts = map.split(sys.hosts(&g)).unwrap();
+        let transports = ThreadTransport::for_workers(&map);
+        // Each worker on its own thread, counting its own allocations between two pauses
+        // (every worker pauses at the same window).
+        let counts: Vec<(u64, u64, u64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .zip(transports)
+                .map(|(p, t)| {
+                    let routing = routing.clone();
+                    s.spawn(move || {
+                        let mut engine = Engine::new(L, routing, p, t).unwrap();
+                        assert!(matches!(
+                            engine.run_until(20_000_000).unwrap(),
+                            Progress::Paused { .. }
+                        ));
+                        let (windows, messages) = (engine.stats().windows, engine.stats().messages);
+                        let before = allocs();
+                        assert!(matches!(
+                            engine.run_until(60_000_000).unwrap(),
+                            Progress::Paused { .. }
+                        ));
+                        let after = allocs();
+                        (
+                            after - before,
+                            engine.stats().windows - windows,
+                            engine.stats().messages - messages,
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (w, &(n, windows, messages)) in counts.iter().enumerate() {
+            assert!(windows > 5000 && messages > 5000, "{windows} windows");
+            assert_eq!(
+                n, 0,
+                "worker {w} of {map:?}: {n} allocations in {windows} windows"
+            );
+        }
+    }
 }

@@ -22,8 +22,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 
 use tessera_cluster::{
-    BoxError, Engine, EngineError, Link, Message, Outbox, Partition, Payload, Picos, Port, PortId,
-    Routing, WindowStats,
+    run_threads_with, BoxError, Engine, EngineError, Link, Message, Outbox, Partition, Payload,
+    Picos, Port, PortId, Routing, WindowStats, WorkerMap,
 };
 
 pub const OUT_BASE: u32 = 1000;
@@ -203,6 +203,33 @@ impl System {
         Ok(outcome(engine))
     }
 
+    /// Runs the system grouped as `groups` on the thread transport, the partitions dealt
+    /// to workers by `map` (`None`: one worker per partition, contiguous).
+    pub fn run_threads(
+        &self,
+        groups: &[Vec<u32>],
+        lookahead: Option<Picos>,
+        map: Option<&WorkerMap>,
+    ) -> Result<Outcome, EngineError> {
+        let routing = self.routing(groups)?;
+        let l = match lookahead {
+            Some(l) => l,
+            None => routing.lookahead(self.links())?.unwrap_or(Picos::MAX),
+        };
+        let own;
+        let map = match map {
+            Some(m) => m,
+            None => {
+                own = WorkerMap::contiguous(groups.len(), groups.len())?;
+                &own
+            }
+        };
+        let (hosts, stats) = run_threads_with(l, routing, self.hosts(groups), map)?;
+        // The engine's final time is not handed back; the sequential runs' is the end of
+        // the last window, which tests compare through the window counters instead.
+        Ok(outcome_of(hosts, stats, 0))
+    }
+
     pub fn engine(
         &self,
         groups: &[Vec<u32>],
@@ -221,7 +248,11 @@ impl System {
 pub fn outcome(engine: Engine<Host>) -> Outcome {
     let stats = *engine.stats();
     let end = engine.now();
-    let hosts = engine.into_partitions();
+    outcome_of(engine.into_partitions(), stats, end)
+}
+
+/// Collects the results of hosts handed back by any transport, in node order.
+pub fn outcome_of(hosts: Vec<Host>, stats: WindowStats, end: Picos) -> Outcome {
     let boundary_hits = hosts.iter().map(|h| h.boundary_hits).sum();
     let mut nodes: Vec<Node> = hosts.into_iter().flat_map(|h| h.nodes).collect();
     nodes.sort_by_key(|n| n.id);
