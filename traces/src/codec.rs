@@ -701,6 +701,21 @@ pub fn join_chunk(records: &[u8], lens: &[u32], out: &mut Vec<u8>) {
     out.extend_from_slice(records);
 }
 
+/// Reads a CTA record's header: the CTA id and, when present, its cluster.
+pub(crate) fn read_cta_header(c: &mut Cursor<'_>) -> CResult<([u32; 3], Option<ClusterInfo>)> {
+    let id = [c.u32()?, c.u32()?, c.u32()?];
+    let cluster = match c.byte()? {
+        0 => None,
+        1 => Some(ClusterInfo {
+            id: [c.u32()?, c.u32()?, c.u32()?],
+            cta: [c.u32()?, c.u32()?, c.u32()?],
+            rank: c.u32()?,
+        }),
+        _ => return Err(CodecError("bad CTA flags byte")),
+    };
+    Ok((id, cluster))
+}
+
 /// Decodes one CTA record of a file of format `version` into `out` (its buffers are
 /// reused).
 pub fn decode_cta(
@@ -715,16 +730,7 @@ pub fn decode_cta(
     out.operands.clear();
     out.operand_index.clear();
     let mut c = Cursor::new(rec);
-    out.id = [c.u32()?, c.u32()?, c.u32()?];
-    out.cluster = match c.byte()? {
-        0 => None,
-        1 => Some(ClusterInfo {
-            id: [c.u32()?, c.u32()?, c.u32()?],
-            cta: [c.u32()?, c.u32()?, c.u32()?],
-            rank: c.u32()?,
-        }),
-        _ => return Err(CodecError("bad CTA flags byte")),
-    };
+    (out.id, out.cluster) = read_cta_header(&mut c)?;
     let n_warps = c.varint()?;
     let mut last_base = std::mem::take(&mut out.last_base);
     last_base.clear();

@@ -360,6 +360,13 @@ impl<'f> ChunkDecoder<'f> {
 
     /// Decodes CTA `cta` (listing order) of kernel `k`, loading its chunk if needed.
     pub fn kernel_cta(&mut self, k: usize, cta: u32) -> Result<&DecodedCta> {
+        let (_, i) = self.locate(k, cta)?;
+        self.cta(i)
+    }
+
+    /// Loads the chunk holding CTA `cta` (listing order) of kernel `k`; returns the chunk
+    /// and the CTA's index in it.
+    fn locate(&mut self, k: usize, cta: u32) -> Result<(usize, usize)> {
         let chunk = self
             .file
             .chunk_of_cta(k, cta)
@@ -368,23 +375,17 @@ impl<'f> ChunkDecoder<'f> {
                 detail: format!("kernel {k} has no CTA {cta}"),
             })?;
         self.load(chunk)?;
-        let first = self.file.index.chunks[chunk].first_cta;
-        self.cta((cta - first) as usize)
+        Ok((
+            chunk,
+            (cta - self.file.index.chunks[chunk].first_cta) as usize,
+        ))
     }
 
     /// CTA `cta` (listing order) of kernel `k` kept encoded, its warps to be decoded
     /// incrementally ([`CtaStream`]); the whole record is checked now, so a corrupt one is
     /// an error here, as with [`ChunkDecoder::kernel_cta`].
     pub fn kernel_cta_stream(&mut self, k: usize, cta: u32) -> Result<CtaStream> {
-        let chunk = self
-            .file
-            .chunk_of_cta(k, cta)
-            .ok_or_else(|| TraceError::Corrupt {
-                path: self.file.path.clone(),
-                detail: format!("kernel {k} has no CTA {cta}"),
-            })?;
-        self.load(chunk)?;
-        let i = (cta - self.file.index.chunks[chunk].first_cta) as usize;
+        let (chunk, i) = self.locate(k, cta)?;
         let (off, len) = self.ctas[i];
         CtaStream::new_in(
             &self.raw[off..off + len],

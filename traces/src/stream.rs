@@ -12,8 +12,8 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, unzigzag, AddrRecord, Addrs, BaseState, ClusterInfo, CodecError,
-    CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
+    apply_mask_code, decode_addrs, read_cta_header, unzigzag, AddrRecord, Addrs, BaseState,
+    ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
 };
 use std::sync::Arc;
 
@@ -119,16 +119,7 @@ impl CtaStream {
     ) -> CResult<CtaStream> {
         let v2 = version >= 2;
         let mut c = Cursor::new(rec);
-        let id = [c.u32()?, c.u32()?, c.u32()?];
-        let cluster = match c.byte()? {
-            0 => None,
-            1 => Some(ClusterInfo {
-                id: [c.u32()?, c.u32()?, c.u32()?],
-                cta: [c.u32()?, c.u32()?, c.u32()?],
-                rank: c.u32()?,
-            }),
-            _ => return Err(CodecError("bad CTA flags byte")),
-        };
+        let (id, cluster) = read_cta_header(&mut c)?;
         let n_warps = c.varint()?;
         // Every warp takes at least five bytes: this bounds the allocation below.
         if n_warps > rec.len() as u64 {
