@@ -197,10 +197,12 @@ struct WarpState {
     class: OpClass,
     /// Like `reg_at`, over the registers whose pending write is long-latency
     /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
-    /// on memory.
+    /// on memory (0 under the other policies, which do not read it).
     long_at: u64,
     /// Cycle from which its next instruction is fetched (0 without the I-cache).
     fetch_at: u64,
+    /// Index in the I-cache of the line of its last fetch (a hint: see `Icache::fetch`).
+    line_hint: u32,
 }
 
 impl Default for WarpState {
@@ -218,6 +220,7 @@ impl Default for WarpState {
             class: OpClass::Nop,
             long_at: 0,
             fetch_at: 0,
+            line_hint: 0,
         }
     }
 }
@@ -284,8 +287,10 @@ struct Entry {
 struct SchedState {
     /// Its resident warps, oldest first.
     entries: Vec<Entry>,
-    /// Age of the last warp it issued.
+    /// Age of the last warp it issued, and a hint of its position in `entries` (exact
+    /// unless a completion has moved the entries since).
     last: Option<u64>,
+    last_pos: u32,
     /// Cycle from which each class's unit accepts a new instruction.
     unit_free: [u64; OpClass::COUNT],
     /// Unfinished warps.
@@ -300,6 +305,16 @@ struct SchedState {
     /// (active) warps.
     min_e1: u64,
     min_e2: u64,
+    /// Positions in `entries` of warps attaining `min_e1`, `min_e2` and `issue_at`
+    /// (meaningless while the minimum is [`NEVER`]): while such a warp is not the one that
+    /// issued, an issue that only made times later leaves the minimum where it was, so
+    /// it needs no rescan.
+    arg_e1: u32,
+    arg_e2: u32,
+    arg_issue: u32,
+    /// Bit `i` set when `entries[i].e2 != NEVER` (the first 64 entries; with more, the
+    /// scans below read every entry): only those warps can give `min_e2` or `issue_at`.
+    live: u64,
     /// `two_level` only (the rule is in the module documentation of `sm`): the active
     /// pool's capacity (0 for the other
     /// policies), its warp slots in priority order, the pending pool's in FIFO order,
@@ -323,12 +338,17 @@ impl SchedState {
         SchedState {
             entries: Vec::new(),
             last: None,
+            last_pos: 0,
             unit_free: [0; OpClass::COUNT],
             unfinished: 0,
             issue_at: NEVER,
             next_issue: NEVER,
             min_e1: NEVER,
             min_e2: NEVER,
+            arg_e1: 0,
+            arg_e2: 0,
+            arg_issue: 0,
+            live: 0,
             cap,
             active: Vec::new(),
             waiting: Vec::new(),
@@ -350,11 +370,8 @@ impl SchedState {
     /// barrier release or a reply, or finished).
     #[inline]
     fn earliest(&self, e: &Entry) -> u64 {
-        if e.e2 == NEVER {
-            NEVER
-        } else {
-            e.e2.max(self.unit_free[e.class as usize])
-        }
+        // `NEVER` is the largest time: it stays `NEVER`.
+        e.e2.max(self.unit_free[e.class as usize])
     }
 
     /// Copies warp `ws`'s times into its entry and folds them into the caches (exact
@@ -370,11 +387,23 @@ impl SchedState {
             class: ws.class,
             ..self.entries[ws.pos as usize]
         };
-        self.entries[ws.pos as usize] = e;
-        self.min_e1 = self.min_e1.min(e.e1);
+        let pos = ws.pos;
+        self.entries[pos as usize] = e;
+        self.set_live(pos, e.e2);
+        if e.e1 < self.min_e1 {
+            self.min_e1 = e.e1;
+            self.arg_e1 = pos;
+        }
         if e.active {
-            self.min_e2 = self.min_e2.min(e.e2);
-            self.issue_at = self.issue_at.min(self.earliest(&e));
+            if e.e2 < self.min_e2 {
+                self.min_e2 = e.e2;
+                self.arg_e2 = pos;
+            }
+            let at = self.earliest(&e);
+            if at < self.issue_at {
+                self.issue_at = at;
+                self.arg_issue = pos;
+            }
         } else if self.active.len() < self.cap {
             // A pending warp fills a free slot from the cycle it unblocks.
             self.due = self.due.min(e.unblock);
@@ -385,29 +414,170 @@ impl SchedState {
     /// Recomputes the caches from the entries.
     fn rescan(&mut self) {
         let (mut e1, mut e2, mut next, mut promote) = (NEVER, NEVER, NEVER, NEVER);
-        // Under two_level, an active warp blocked at the cycle after the last update is
-        // demoted then (it can only have become blocked by issuing in that update's cycle).
-        let check = self.pool_at + 1;
+        let (mut a1, mut a2, mut an) = (0, 0, 0);
         let mut due = NEVER;
-        for e in &self.entries {
-            e1 = e1.min(e.e1);
-            if e.active {
-                e2 = e2.min(e.e2);
-                next = next.min(self.earliest(e));
-                if self.cap > 0 && e.unblock > check {
-                    due = check;
+        let mut live = 0u64;
+        if self.cap == 0 {
+            // Every warp is active.
+            for (i, e) in self.entries.iter().enumerate() {
+                let i = i as u32;
+                if e.e1 < e1 {
+                    (e1, a1) = (e.e1, i);
                 }
-            } else {
-                promote = promote.min(e.unblock);
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i);
+                }
+                if i < 64 && e.e2 != NEVER {
+                    live |= 1 << i;
+                }
             }
-        }
-        if self.active.len() < self.cap {
-            due = due.min(promote);
+        } else {
+            // Under two_level, an active warp blocked at the cycle after the last update is
+            // demoted then (it can only have become blocked by issuing in that update's
+            // cycle).
+            let check = self.pool_at + 1;
+            for (i, e) in self.entries.iter().enumerate() {
+                let i = i as u32;
+                if e.e1 < e1 {
+                    (e1, a1) = (e.e1, i);
+                }
+                if i < 64 && e.e2 != NEVER {
+                    live |= 1 << i;
+                }
+                if e.active {
+                    if e.e2 < e2 {
+                        (e2, a2) = (e.e2, i);
+                    }
+                    let at = self.earliest(e);
+                    if at < next {
+                        (next, an) = (at, i);
+                    }
+                    if e.unblock > check {
+                        due = check;
+                    }
+                } else {
+                    promote = promote.min(e.unblock);
+                }
+            }
+            if self.active.len() < self.cap {
+                due = due.min(promote);
+            }
         }
         self.min_e1 = e1;
         self.min_e2 = e2;
         self.issue_at = next;
+        (self.arg_e1, self.arg_e2, self.arg_issue) = (a1, a2, an);
+        self.live = live;
         self.due = due;
+        self.settle();
+    }
+
+    /// Records whether the entry at `pos` has `e2 != NEVER` in `live`.
+    #[inline]
+    fn set_live(&mut self, pos: u32, e2: u64) {
+        if pos < 64 {
+            let bit = 1u64 << pos;
+            if e2 == NEVER {
+                self.live &= !bit;
+            } else {
+                self.live |= bit;
+            }
+        }
+    }
+
+    /// Recomputes `min_e1` (every warp active: not `two_level`).
+    fn rescan_e1(&mut self) {
+        let (mut e1, mut a1) = (NEVER, 0);
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.e1 < e1 {
+                (e1, a1) = (e.e1, i as u32);
+            }
+        }
+        (self.min_e1, self.arg_e1) = (e1, a1);
+    }
+
+    /// Recomputes `min_e2` and `issue_at` (every warp active: not `two_level`) from the
+    /// warps in `live`.
+    fn rescan_e2(&mut self) {
+        let (mut e2, mut next, mut a2, mut an) = (NEVER, NEVER, 0, 0);
+        if self.entries.len() > 64 {
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i as u32);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i as u32);
+                }
+            }
+        } else {
+            let mut m = self.live;
+            while m != 0 {
+                let i = m.trailing_zeros();
+                m &= m - 1;
+                let e = &self.entries[i as usize];
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i);
+                }
+            }
+        }
+        (self.min_e2, self.arg_e2) = (e2, a2);
+        (self.issue_at, self.arg_issue) = (next, an);
+    }
+
+    /// After warp `ws` (at position `p`) issued, which can make its own times later or
+    /// earlier and the times of the warps whose next instruction has its unit's class
+    /// later: copies its times into its entry and updates the caches, without a rescan
+    /// while the warps attaining the minima are untouched. Not for `two_level` (its pool
+    /// update rescans).
+    #[inline]
+    fn after_issue(&mut self, ws: &WarpState) {
+        debug_assert_eq!(self.cap, 0);
+        let p = ws.pos;
+        let e = Entry {
+            e1: ws.e1(),
+            e2: ws.e2(),
+            unblock: ws.unblock(),
+            class: ws.class,
+            ..self.entries[p as usize]
+        };
+        self.entries[p as usize] = e;
+        self.set_live(p, e.e2);
+        // `min_e1`: only this warp's time moved (later: it finished or waits at a barrier,
+        // rare).
+        if e.e1 <= self.min_e1 {
+            (self.min_e1, self.arg_e1) = (e.e1, p);
+        } else if self.arg_e1 == p {
+            self.rescan_e1();
+        }
+        // `min_e2` as `min_e1`; `issue_at`: also the warps of the issued class may have got
+        // later (its unit's free time moved), so the minimum stands while its warp still
+        // attains it.
+        let mut exact = true;
+        if e.e2 <= self.min_e2 {
+            (self.min_e2, self.arg_e2) = (e.e2, p);
+        } else if self.arg_e2 == p {
+            exact = false;
+        }
+        let at = self.earliest(&e);
+        if at <= self.issue_at {
+            (self.issue_at, self.arg_issue) = (at, p);
+        } else if self.arg_issue == p
+            || self.earliest(&self.entries[self.arg_issue as usize]) != self.issue_at
+        {
+            exact = false;
+        }
+        if !exact {
+            self.rescan_e2();
+        }
         self.settle();
     }
 }
@@ -467,8 +637,11 @@ pub struct Sm {
     /// Scoreboards: for warp slot `w`, `reg_ready[w * stride + r]` is the cycle from which
     /// register `r` has no pending write ([`NEVER`] while it awaits a memory reply).
     reg_ready: Vec<u64>,
-    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]).
+    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]);
+    /// `two_level` only (empty otherwise).
     reg_long: Vec<bool>,
+    /// The policy is `two_level` (only it reads [`WarpState::long_at`]).
+    two_level: bool,
     stride: usize,
     scheds: Vec<SchedState>,
     ctas: Vec<Option<Resident>>,
@@ -513,6 +686,7 @@ impl Sm {
             n_used: 0,
             reg_ready: Vec::new(),
             reg_long: Vec::new(),
+            two_level: cap > 0,
             stride: 1,
             scheds: (0..n_sched)
                 .map(|_| SchedState::new(cap, banks, colls))
@@ -548,7 +722,9 @@ impl Sm {
         self.reg_ready.clear();
         self.reg_ready.resize(self.used.len() * self.stride, 0);
         self.reg_long.clear();
-        self.reg_long.resize(self.used.len() * self.stride, false);
+        if self.two_level {
+            self.reg_long.resize(self.used.len() * self.stride, false);
+        }
         self.prep = Some(prep);
         Ok(())
     }
@@ -605,6 +781,24 @@ impl Sm {
                 return Err(format!(
                     "scheduler {s} at cycle {}: cached (e1, e2, issue, due, next) {got:?}, \
                      rescan {want:?}",
+                    self.now
+                ));
+            }
+            if sc.live != fresh.live {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: live warps {:#x}, rescan {:#x}",
+                    self.now, sc.live, fresh.live
+                ));
+            }
+            let attains = |arg: u32, min: u64, f: &dyn Fn(&Entry) -> u64| {
+                min == NEVER || sc.entries.get(arg as usize).map(f) == Some(min)
+            };
+            if !attains(sc.arg_e1, sc.min_e1, &|e| e.e1)
+                || !attains(sc.arg_e2, sc.min_e2, &|e| e.e2)
+                || !attains(sc.arg_issue, sc.issue_at, &|e| sc.earliest(e))
+            {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: a cached minimum's warp does not attain it",
                     self.now
                 ));
             }
@@ -719,7 +913,9 @@ impl Sm {
                 self.warps.push(WarpState::default());
                 self.cursors.push(WarpCursor::new(false));
                 self.reg_ready.resize(self.used.len() * self.stride, 0);
-                self.reg_long.resize(self.used.len() * self.stride, false);
+                if self.two_level {
+                    self.reg_long.resize(self.used.len() * self.stride, false);
+                }
             }
             let slot = search as u32;
             self.used[search] = true;
@@ -751,12 +947,15 @@ impl Sm {
                 reg_at: 0,
                 long_at: 0,
                 fetch_at: 0,
+                line_hint: 0,
                 class: first.map_or(OpClass::Nop, |(_, class)| class),
             };
             // Earlier writes to these registers were all before now (their CTA completed).
             let base = search * self.stride;
             self.reg_ready[base..base + self.stride].fill(0);
-            self.reg_long[base..base + self.stride].fill(false);
+            if self.two_level {
+                self.reg_long[base..base + self.stride].fill(false);
+            }
             sc.entries.push(Entry {
                 age,
                 e1: NEVER,
@@ -828,13 +1027,20 @@ impl Sm {
         let class = inst.class;
         let base = w * self.stride;
         let regs = &self.reg_ready[base..base + self.stride];
-        let long = &self.reg_long[base..base + self.stride];
+        let wait = &prep.slots[inst.slot as usize].wait;
         let (mut reg_at, mut long_at) = (0, 0);
-        for &r in prep.slots[inst.slot as usize].wait.iter() {
-            let t = regs[r as usize];
-            reg_at = reg_at.max(t);
-            if long[r as usize] {
-                long_at = long_at.max(t);
+        if self.two_level {
+            let long = &self.reg_long[base..base + self.stride];
+            for &r in wait.iter() {
+                let t = regs[r as usize];
+                reg_at = reg_at.max(t);
+                if long[r as usize] {
+                    long_at = long_at.max(t);
+                }
+            }
+        } else {
+            for &r in wait.iter() {
+                reg_at = reg_at.max(regs[r as usize]);
             }
         }
         let ws = &mut self.warps[w];
@@ -879,9 +1085,13 @@ impl Sm {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).
-                let start = sch
-                    .last
-                    .map_or(0, |age| ents.partition_point(|e| e.age <= age));
+                let start = sch.last.map_or(0, |age| {
+                    let p = sch.last_pos as usize;
+                    match ents.get(p) {
+                        Some(e) if e.age == age => p + 1,
+                        _ => ents.partition_point(|e| e.age <= age),
+                    }
+                });
                 ents[start..]
                     .iter()
                     .position(ready)
@@ -896,10 +1106,13 @@ impl Sm {
                 .find(|&p| ready(&ents[p])),
             SchedulerPolicy::Gto => {
                 if let Some(age) = sch.last {
-                    if let Ok(p) = ents.binary_search_by_key(&age, |e| e.age) {
-                        if ready(&ents[p]) {
-                            return Some(p);
-                        }
+                    let hint = sch.last_pos as usize;
+                    let at = match ents.get(hint) {
+                        Some(e) if e.age == age => Some(hint),
+                        _ => ents.binary_search_by_key(&age, |e| e.age).ok(),
+                    };
+                    if let Some(p) = at.filter(|&p| ready(&ents[p])) {
+                        return Some(p);
                     }
                 }
                 ents.iter().position(ready)
@@ -911,6 +1124,7 @@ impl Sm {
         let Entry { age, slot, .. } = self.scheds[s].entries[pos];
         let w = slot as usize;
         self.scheds[s].last = Some(age);
+        self.scheds[s].last_pos = pos as u32;
         let Some(&inst) = self.inst(w) else {
             return;
         };
@@ -987,10 +1201,17 @@ impl Sm {
         }
         if let Some(prep) = self.prep.as_ref() {
             let base = w * self.stride;
-            let long = is_long(inst.class);
-            for &r in prep.slots[inst.slot as usize].dsts.iter() {
-                self.reg_ready[base + r as usize] = done_at;
-                self.reg_long[base + r as usize] = long;
+            let dsts = prep.slots[inst.slot as usize].dsts.iter();
+            if self.two_level {
+                let long = is_long(inst.class);
+                for &r in dsts {
+                    self.reg_ready[base + r as usize] = done_at;
+                    self.reg_long[base + r as usize] = long;
+                }
+            } else {
+                for &r in dsts {
+                    self.reg_ready[base + r as usize] = done_at;
+                }
             }
         }
         let ws = &mut self.warps[w];
@@ -1029,9 +1250,14 @@ impl Sm {
             self.try_release(cta, now);
         }
         self.refresh(w);
-        // Its times may have got later: the caller rescans; this copies them.
         let ws = &self.warps[w];
-        self.scheds[s].lower(ws);
+        let sc = &mut self.scheds[s];
+        if sc.cap == 0 {
+            sc.after_issue(ws);
+        } else {
+            // Its times may have got later: the caller rescans; this copies them.
+            sc.lower(ws);
+        }
     }
 
     /// Reads the source operands of warp `w`'s instruction `slot`, issued at `c` on
@@ -1054,23 +1280,46 @@ impl Sm {
             Some(prep) if n > 0 => &prep.slots[slot].srcs[..],
             _ => &[],
         };
+        let mask = n.wrapping_sub(1);
+        let pow2 = n.is_power_of_two();
+        let mut conflicts = 0;
         for &r in srcs {
-            let b = (r as usize + shift) % n;
+            let b = if pow2 {
+                (r as usize + shift) & mask
+            } else {
+                (r as usize + shift) % n
+            };
             let t = sc.banks[b].max(first);
             sc.banks[b] = t + 1;
             last = last.max(t);
-            self.stats.operand_reads += 1;
-            if t > first {
-                self.stats.bank_conflicts += 1;
-            }
+            conflicts += u64::from(t > first);
         }
+        self.stats.operand_reads += srcs.len() as u64;
+        self.stats.bank_conflicts += conflicts;
         let x = last - first;
         self.stats.bank_conflict_cycles += x;
         if !sc.colls.is_empty() {
-            // The first of the free collectors (the gate guarantees one at `c`).
-            let i = sc.colls.iter().position(|&f| f <= c).unwrap_or_default();
-            sc.colls[i] = last + 1;
-            sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
+            // The first of the free collectors (the gate guarantees one at `c`), and the
+            // earliest free time of the others.
+            let mut taken = None;
+            let mut others = NEVER;
+            for (i, &f) in sc.colls.iter().enumerate() {
+                if taken.is_none() && f <= c {
+                    taken = Some(i);
+                } else {
+                    others = others.min(f);
+                }
+            }
+            match taken {
+                Some(i) => {
+                    sc.colls[i] = last + 1;
+                    sc.coll_at = others.min(last + 1);
+                }
+                None => {
+                    sc.colls[0] = last + 1;
+                    sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
+                }
+            }
         }
         x
     }
@@ -1235,11 +1484,13 @@ impl Sm {
                     let slot = self.scheds[s].entries[pos].slot;
                     self.issue(s, pos, now, mem);
                     let sc = &mut self.scheds[s];
-                    if let Some(i) = sc.active.iter().position(|&w| w == slot) {
-                        // Round robin from the last issued: it goes to the back.
-                        sc.active.rotate_left(i + 1);
+                    if sc.cap > 0 {
+                        if let Some(i) = sc.active.iter().position(|&w| w == slot) {
+                            // Round robin from the last issued: it goes to the back.
+                            sc.active.rotate_left(i + 1);
+                        }
+                        sc.rescan();
                     }
-                    sc.rescan();
                 }
                 None => self.count_stalls(s, now, now + 1),
             }
@@ -1267,7 +1518,7 @@ impl Sm {
             for &slot in &r.slots {
                 self.used[slot as usize] = false;
                 self.n_used -= 1;
-                // Its warps are done: the scheduler's caches do not change.
+                // Its warps are done: the scheduler's minima do not change.
                 let s = self.warps[slot as usize].sched as usize;
                 let sc = &mut self.scheds[s];
                 sc.entries.retain(|e| e.slot != slot);
@@ -1278,8 +1529,9 @@ impl Sm {
                     // A finished warp not yet dropped by a pool update frees its slot.
                     sc.active.retain(|&w| w != slot);
                     sc.waiting.retain(|&w| w != slot);
-                    sc.rescan();
                 }
+                // The minima stand, but the positions of the warps attaining them moved.
+                sc.rescan();
             }
             f(r.tag, r.complete_at);
         }
@@ -1318,7 +1570,7 @@ fn fetch(
     let (Some(ic), Some(prep)) = (icache.as_mut(), prep.as_ref()) else {
         return;
     };
-    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c);
+    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c, &mut ws.line_hint);
     ws.fetch_at = at;
     stats.icache_accesses += 1;
     stats.icache_misses += u64::from(!hit);
