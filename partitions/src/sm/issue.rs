@@ -648,6 +648,9 @@ pub struct Sm {
     /// Resident CTAs, and those of them that are [`Resident::finished`].
     n_resident: usize,
     n_finished: usize,
+    /// The earliest `complete_at` of the finished CTAs ([`NEVER`] when none; fixed once a
+    /// CTA is finished).
+    finished_at: u64,
     next_age: u64,
     live: u32,
     now: u64,
@@ -694,6 +697,7 @@ impl Sm {
             ctas: Vec::new(),
             n_resident: 0,
             n_finished: 0,
+            finished_at: NEVER,
             next_age: 0,
             live: 0,
             now,
@@ -840,6 +844,7 @@ impl Sm {
             rc.complete_at = rc.complete_at.max(cycle);
             if rc.finished() {
                 self.n_finished += 1;
+                self.finished_at = self.finished_at.min(rc.complete_at);
             }
         }
         // Its registers only got earlier.
@@ -1001,6 +1006,7 @@ impl Sm {
         };
         if r.finished() {
             self.n_finished += 1;
+            self.finished_at = self.finished_at.min(r.complete_at);
         }
         self.n_resident += 1;
         if ci == self.ctas.len() {
@@ -1017,6 +1023,7 @@ impl Sm {
     }
 
     /// Refreshes warp `w`'s cache of its next instruction.
+    #[inline(always)]
     fn refresh(&mut self, w: usize) {
         if self.warps[w].done {
             return;
@@ -1092,6 +1099,13 @@ impl Sm {
                         _ => ents.partition_point(|e| e.age <= age),
                     }
                 });
+                if ents.len() <= 64 {
+                    // Only warps in `live` can be ready: those from `start` on, then the
+                    // others, each in position order.
+                    let high = if start < 64 { !0u64 << start } else { 0 };
+                    return first_ready(sch, sch.live & high, now)
+                        .or_else(|| first_ready(sch, sch.live & !high, now));
+                }
                 ents[start..]
                     .iter()
                     .position(ready)
@@ -1114,6 +1128,9 @@ impl Sm {
                     if let Some(p) = at.filter(|&p| ready(&ents[p])) {
                         return Some(p);
                     }
+                }
+                if ents.len() <= 64 {
+                    return first_ready(sch, sch.live, now);
                 }
                 ents.iter().position(ready)
             }
@@ -1242,6 +1259,7 @@ impl Sm {
             rc.alive -= 1;
             if rc.finished() {
                 self.n_finished += 1;
+                self.finished_at = self.finished_at.min(rc.complete_at);
             }
             self.try_release(cta, now);
         } else if inst.class == OpClass::Barrier {
@@ -1270,6 +1288,7 @@ impl Sm {
     /// (already part of the class latency, which is measured conflict-free); the delay is
     /// how much later the last read is. The collector is held until the cycle after the
     /// last read (dispatch). Writeback port conflicts are not modelled.
+    #[inline(always)]
     fn collect(&mut self, s: usize, w: usize, slot: usize, c: u64) -> u64 {
         let sc = &mut self.scheds[s];
         let n = sc.banks.len();
@@ -1299,27 +1318,10 @@ impl Sm {
         let x = last - first;
         self.stats.bank_conflict_cycles += x;
         if !sc.colls.is_empty() {
-            // The first of the free collectors (the gate guarantees one at `c`), and the
-            // earliest free time of the others.
-            let mut taken = None;
-            let mut others = NEVER;
-            for (i, &f) in sc.colls.iter().enumerate() {
-                if taken.is_none() && f <= c {
-                    taken = Some(i);
-                } else {
-                    others = others.min(f);
-                }
-            }
-            match taken {
-                Some(i) => {
-                    sc.colls[i] = last + 1;
-                    sc.coll_at = others.min(last + 1);
-                }
-                None => {
-                    sc.colls[0] = last + 1;
-                    sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
-                }
-            }
+            // The first of the free collectors (the gate guarantees one at `c`).
+            let i = sc.colls.iter().position(|&f| f <= c).unwrap_or_default();
+            sc.colls[i] = last + 1;
+            sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
         }
         x
     }
@@ -1391,16 +1393,7 @@ impl Sm {
     /// on pending memory replies give no time.
     pub fn next_event(&self) -> Option<u64> {
         let issue = self.next_issue();
-        let done = if self.n_finished == 0 {
-            None
-        } else {
-            self.ctas
-                .iter()
-                .flatten()
-                .filter(|c| c.finished())
-                .map(|c| c.complete_at)
-                .min()
-        };
+        let done = (self.n_finished > 0).then_some(self.finished_at);
         match (issue, done) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1505,9 +1498,20 @@ impl Sm {
         if self.n_finished == 0 {
             return;
         }
+        if self.finished_at > t {
+            return;
+        }
+        let mut freed = false;
+        let mut left = NEVER;
         for ci in 0..self.ctas.len() {
-            let done = matches!(&self.ctas[ci], Some(c) if c.finished() && c.complete_at <= t);
-            if !done {
+            let Some(c) = &self.ctas[ci] else {
+                continue;
+            };
+            if !c.finished() {
+                continue;
+            }
+            if c.complete_at > t {
+                left = left.min(c.complete_at);
                 continue;
             }
             let Some(r) = self.ctas[ci].take() else {
@@ -1518,22 +1522,33 @@ impl Sm {
             for &slot in &r.slots {
                 self.used[slot as usize] = false;
                 self.n_used -= 1;
-                // Its warps are done: the scheduler's minima do not change.
-                let s = self.warps[slot as usize].sched as usize;
-                let sc = &mut self.scheds[s];
-                sc.entries.retain(|e| e.slot != slot);
-                for (i, e) in sc.entries.iter().enumerate() {
-                    self.warps[e.slot as usize].pos = i as u32;
-                }
-                if sc.cap > 0 {
-                    // A finished warp not yet dropped by a pool update frees its slot.
-                    sc.active.retain(|&w| w != slot);
-                    sc.waiting.retain(|&w| w != slot);
-                }
-                // The minima stand, but the positions of the warps attaining them moved.
-                sc.rescan();
             }
+            freed = true;
             f(r.tag, r.complete_at);
+        }
+        self.finished_at = left;
+        if !freed {
+            return;
+        }
+        // The freed warps leave their schedulers' lists (entries of warps in use stay, in
+        // order). They were done: the minima stand, but the positions of the warps
+        // attaining them moved.
+        let used = &self.used;
+        for sc in &mut self.scheds {
+            let n = sc.entries.len();
+            sc.entries.retain(|e| used[e.slot as usize]);
+            if sc.entries.len() == n {
+                continue;
+            }
+            for (i, e) in sc.entries.iter().enumerate() {
+                self.warps[e.slot as usize].pos = i as u32;
+            }
+            if sc.cap > 0 {
+                // A finished warp not yet dropped by a pool update frees its slot.
+                sc.active.retain(|&w| used[w as usize]);
+                sc.waiting.retain(|&w| used[w as usize]);
+            }
+            sc.rescan();
         }
     }
 
@@ -1557,8 +1572,23 @@ impl Sm {
     }
 }
 
+/// The first position in `mask` (a subset of the scheduler's `live` warps) whose warp may
+/// issue at `now`.
+#[inline]
+fn first_ready(sch: &SchedState, mut mask: u64, now: u64) -> Option<usize> {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        if sch.earliest(&sch.entries[i]) <= now {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// Fetches warp `ws`'s next instruction, at `pc`, at cycle `c` through the I-cache
 /// (nothing without one); a free function so that it borrows only what it touches.
+#[inline(always)]
 fn fetch(
     icache: &mut Option<Icache>,
     prep: &Option<Arc<KernelPrep>>,
