@@ -35,7 +35,7 @@ impl Icache {
     /// `hint` is the caller's guess of the index of the line (any value will do; a warp
     /// keeps the one of its previous fetch, usually the same line): when the line is
     /// there it skips the search of the set, and it is set to the line's index.
-    #[inline]
+    #[inline(always)]
     pub fn fetch(&mut self, addr: u64, c: u64, hint: &mut u32) -> (u64, bool) {
         let s = &self.spec;
         let line = addr / s.line_bytes as u64;

@@ -1174,8 +1174,10 @@ impl Sm {
         };
         let mut pending = false;
         let done_at = if inst.class.is_memory() {
-            let token = match self.free.pop() {
-                Some(t) => t,
+            // The last freed entry, taken off the free list only if the result is pending
+            // (an answer known now leaves the list as it was).
+            let (token, listed) = match self.free.last() {
+                Some(&t) => (t, true),
                 None => {
                     self.inflight.push(InFlight {
                         warp: 0,
@@ -1183,18 +1185,23 @@ impl Sm {
                         delay: 0,
                         live: false,
                     });
-                    self.inflight.len() as u32 - 1
+                    (self.inflight.len() as u32 - 1, false)
                 }
             };
             let addrs = self.cursors[w].lane_source();
             match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
-                    self.free.push(token);
+                    if !listed {
+                        self.free.push(token);
+                    }
                     // The memory system sees accesses in issue order (the GPU advances
                     // SMs in global time), so the operand delay comes after it.
                     at.max(now + 1) + x
                 }
                 MemIssue::Pending => {
+                    if listed {
+                        self.free.pop();
+                    }
                     self.inflight[token as usize] = InFlight {
                         warp: w as u32,
                         slot: inst.slot,
