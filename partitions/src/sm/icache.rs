@@ -31,14 +31,27 @@ impl Icache {
     /// Fetches the instruction at byte address `addr` at cycle `c`; returns the cycle it
     /// is available and whether it hit. A miss evicts the least recently used way of the
     /// set (an invalid one first) and fills it after the miss latency.
-    pub fn fetch(&mut self, addr: u64, c: u64) -> (u64, bool) {
+    ///
+    /// `hint` is the caller's guess of the index of the line (any value will do; a warp
+    /// keeps the one of its previous fetch, usually the same line): when the line is
+    /// there it skips the search of the set, and it is set to the line's index.
+    #[inline(always)]
+    pub fn fetch(&mut self, addr: u64, c: u64, hint: &mut u32) -> (u64, bool) {
         let s = &self.spec;
         let line = addr / s.line_bytes as u64;
-        let set = (line % s.sets as u64) as usize;
-        let ways = &mut self.lines[set * s.assoc as usize..(set + 1) * s.assoc as usize];
-        self.clock += 1;
         let tag = line + 1;
-        if let Some(l) = ways.iter_mut().find(|l| l.tag == tag) {
+        self.clock += 1;
+        // A line address is in at most one way (of its own set): a match is that line.
+        if let Some(l) = self.lines.get_mut(*hint as usize).filter(|l| l.tag == tag) {
+            l.used = self.clock;
+            return (l.ready_at.max(c + s.hit_latency_cycles as u64), true);
+        }
+        let set = (line % s.sets as u64) as usize;
+        let first = set * s.assoc as usize;
+        let ways = &mut self.lines[first..first + s.assoc as usize];
+        if let Some(i) = ways.iter().position(|l| l.tag == tag) {
+            *hint = (first + i) as u32;
+            let l = &mut ways[i];
             l.used = self.clock;
             return (l.ready_at.max(c + s.hit_latency_cycles as u64), true);
         }
@@ -50,6 +63,7 @@ impl Icache {
             }
         }
         let ready_at = c + s.miss_latency_cycles as u64;
+        *hint = (first + victim) as u32;
         ways[victim] = Line {
             tag,
             used: self.clock,

@@ -197,10 +197,12 @@ struct WarpState {
     class: OpClass,
     /// Like `reg_at`, over the registers whose pending write is long-latency
     /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
-    /// on memory.
+    /// on memory (0 under the other policies, which do not read it).
     long_at: u64,
     /// Cycle from which its next instruction is fetched (0 without the I-cache).
     fetch_at: u64,
+    /// Index in the I-cache of the line of its last fetch (a hint: see `Icache::fetch`).
+    line_hint: u32,
 }
 
 impl Default for WarpState {
@@ -218,6 +220,7 @@ impl Default for WarpState {
             class: OpClass::Nop,
             long_at: 0,
             fetch_at: 0,
+            line_hint: 0,
         }
     }
 }
@@ -284,8 +287,10 @@ struct Entry {
 struct SchedState {
     /// Its resident warps, oldest first.
     entries: Vec<Entry>,
-    /// Age of the last warp it issued.
+    /// Age of the last warp it issued, and a hint of its position in `entries` (exact
+    /// unless a completion has moved the entries since).
     last: Option<u64>,
+    last_pos: u32,
     /// Cycle from which each class's unit accepts a new instruction.
     unit_free: [u64; OpClass::COUNT],
     /// Unfinished warps.
@@ -300,6 +305,16 @@ struct SchedState {
     /// (active) warps.
     min_e1: u64,
     min_e2: u64,
+    /// Positions in `entries` of warps attaining `min_e1`, `min_e2` and `issue_at`
+    /// (meaningless while the minimum is [`NEVER`]): while such a warp is not the one that
+    /// issued, an issue that only made times later leaves the minimum where it was, so
+    /// it needs no rescan.
+    arg_e1: u32,
+    arg_e2: u32,
+    arg_issue: u32,
+    /// Bit `i` set when `entries[i].e2 != NEVER` (the first 64 entries; with more, the
+    /// scans below read every entry): only those warps can give `min_e2` or `issue_at`.
+    live: u64,
     /// `two_level` only (the rule is in the module documentation of `sm`): the active
     /// pool's capacity (0 for the other
     /// policies), its warp slots in priority order, the pending pool's in FIFO order,
@@ -323,12 +338,17 @@ impl SchedState {
         SchedState {
             entries: Vec::new(),
             last: None,
+            last_pos: 0,
             unit_free: [0; OpClass::COUNT],
             unfinished: 0,
             issue_at: NEVER,
             next_issue: NEVER,
             min_e1: NEVER,
             min_e2: NEVER,
+            arg_e1: 0,
+            arg_e2: 0,
+            arg_issue: 0,
+            live: 0,
             cap,
             active: Vec::new(),
             waiting: Vec::new(),
@@ -350,11 +370,8 @@ impl SchedState {
     /// barrier release or a reply, or finished).
     #[inline]
     fn earliest(&self, e: &Entry) -> u64 {
-        if e.e2 == NEVER {
-            NEVER
-        } else {
-            e.e2.max(self.unit_free[e.class as usize])
-        }
+        // `NEVER` is the largest time: it stays `NEVER`.
+        e.e2.max(self.unit_free[e.class as usize])
     }
 
     /// Copies warp `ws`'s times into its entry and folds them into the caches (exact
@@ -370,11 +387,23 @@ impl SchedState {
             class: ws.class,
             ..self.entries[ws.pos as usize]
         };
-        self.entries[ws.pos as usize] = e;
-        self.min_e1 = self.min_e1.min(e.e1);
+        let pos = ws.pos;
+        self.entries[pos as usize] = e;
+        self.set_live(pos, e.e2);
+        if e.e1 < self.min_e1 {
+            self.min_e1 = e.e1;
+            self.arg_e1 = pos;
+        }
         if e.active {
-            self.min_e2 = self.min_e2.min(e.e2);
-            self.issue_at = self.issue_at.min(self.earliest(&e));
+            if e.e2 < self.min_e2 {
+                self.min_e2 = e.e2;
+                self.arg_e2 = pos;
+            }
+            let at = self.earliest(&e);
+            if at < self.issue_at {
+                self.issue_at = at;
+                self.arg_issue = pos;
+            }
         } else if self.active.len() < self.cap {
             // A pending warp fills a free slot from the cycle it unblocks.
             self.due = self.due.min(e.unblock);
@@ -385,29 +414,170 @@ impl SchedState {
     /// Recomputes the caches from the entries.
     fn rescan(&mut self) {
         let (mut e1, mut e2, mut next, mut promote) = (NEVER, NEVER, NEVER, NEVER);
-        // Under two_level, an active warp blocked at the cycle after the last update is
-        // demoted then (it can only have become blocked by issuing in that update's cycle).
-        let check = self.pool_at + 1;
+        let (mut a1, mut a2, mut an) = (0, 0, 0);
         let mut due = NEVER;
-        for e in &self.entries {
-            e1 = e1.min(e.e1);
-            if e.active {
-                e2 = e2.min(e.e2);
-                next = next.min(self.earliest(e));
-                if self.cap > 0 && e.unblock > check {
-                    due = check;
+        let mut live = 0u64;
+        if self.cap == 0 {
+            // Every warp is active.
+            for (i, e) in self.entries.iter().enumerate() {
+                let i = i as u32;
+                if e.e1 < e1 {
+                    (e1, a1) = (e.e1, i);
                 }
-            } else {
-                promote = promote.min(e.unblock);
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i);
+                }
+                if i < 64 && e.e2 != NEVER {
+                    live |= 1 << i;
+                }
             }
-        }
-        if self.active.len() < self.cap {
-            due = due.min(promote);
+        } else {
+            // Under two_level, an active warp blocked at the cycle after the last update is
+            // demoted then (it can only have become blocked by issuing in that update's
+            // cycle).
+            let check = self.pool_at + 1;
+            for (i, e) in self.entries.iter().enumerate() {
+                let i = i as u32;
+                if e.e1 < e1 {
+                    (e1, a1) = (e.e1, i);
+                }
+                if i < 64 && e.e2 != NEVER {
+                    live |= 1 << i;
+                }
+                if e.active {
+                    if e.e2 < e2 {
+                        (e2, a2) = (e.e2, i);
+                    }
+                    let at = self.earliest(e);
+                    if at < next {
+                        (next, an) = (at, i);
+                    }
+                    if e.unblock > check {
+                        due = check;
+                    }
+                } else {
+                    promote = promote.min(e.unblock);
+                }
+            }
+            if self.active.len() < self.cap {
+                due = due.min(promote);
+            }
         }
         self.min_e1 = e1;
         self.min_e2 = e2;
         self.issue_at = next;
+        (self.arg_e1, self.arg_e2, self.arg_issue) = (a1, a2, an);
+        self.live = live;
         self.due = due;
+        self.settle();
+    }
+
+    /// Records whether the entry at `pos` has `e2 != NEVER` in `live`.
+    #[inline]
+    fn set_live(&mut self, pos: u32, e2: u64) {
+        if pos < 64 {
+            let bit = 1u64 << pos;
+            if e2 == NEVER {
+                self.live &= !bit;
+            } else {
+                self.live |= bit;
+            }
+        }
+    }
+
+    /// Recomputes `min_e1` (every warp active: not `two_level`).
+    fn rescan_e1(&mut self) {
+        let (mut e1, mut a1) = (NEVER, 0);
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.e1 < e1 {
+                (e1, a1) = (e.e1, i as u32);
+            }
+        }
+        (self.min_e1, self.arg_e1) = (e1, a1);
+    }
+
+    /// Recomputes `min_e2` and `issue_at` (every warp active: not `two_level`) from the
+    /// warps in `live`.
+    fn rescan_e2(&mut self) {
+        let (mut e2, mut next, mut a2, mut an) = (NEVER, NEVER, 0, 0);
+        if self.entries.len() > 64 {
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i as u32);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i as u32);
+                }
+            }
+        } else {
+            let mut m = self.live;
+            while m != 0 {
+                let i = m.trailing_zeros();
+                m &= m - 1;
+                let e = &self.entries[i as usize];
+                if e.e2 < e2 {
+                    (e2, a2) = (e.e2, i);
+                }
+                let at = self.earliest(e);
+                if at < next {
+                    (next, an) = (at, i);
+                }
+            }
+        }
+        (self.min_e2, self.arg_e2) = (e2, a2);
+        (self.issue_at, self.arg_issue) = (next, an);
+    }
+
+    /// After warp `ws` (at position `p`) issued, which can make its own times later or
+    /// earlier and the times of the warps whose next instruction has its unit's class
+    /// later: copies its times into its entry and updates the caches, without a rescan
+    /// while the warps attaining the minima are untouched. Not for `two_level` (its pool
+    /// update rescans).
+    #[inline]
+    fn after_issue(&mut self, ws: &WarpState) {
+        debug_assert_eq!(self.cap, 0);
+        let p = ws.pos;
+        let e = Entry {
+            e1: ws.e1(),
+            e2: ws.e2(),
+            unblock: ws.unblock(),
+            class: ws.class,
+            ..self.entries[p as usize]
+        };
+        self.entries[p as usize] = e;
+        self.set_live(p, e.e2);
+        // `min_e1`: only this warp's time moved (later: it finished or waits at a barrier,
+        // rare).
+        if e.e1 <= self.min_e1 {
+            (self.min_e1, self.arg_e1) = (e.e1, p);
+        } else if self.arg_e1 == p {
+            self.rescan_e1();
+        }
+        // `min_e2` as `min_e1`; `issue_at`: also the warps of the issued class may have got
+        // later (its unit's free time moved), so the minimum stands while its warp still
+        // attains it.
+        let mut exact = true;
+        if e.e2 <= self.min_e2 {
+            (self.min_e2, self.arg_e2) = (e.e2, p);
+        } else if self.arg_e2 == p {
+            exact = false;
+        }
+        let at = self.earliest(&e);
+        if at <= self.issue_at {
+            (self.issue_at, self.arg_issue) = (at, p);
+        } else if self.arg_issue == p
+            || self.earliest(&self.entries[self.arg_issue as usize]) != self.issue_at
+        {
+            exact = false;
+        }
+        if !exact {
+            self.rescan_e2();
+        }
         self.settle();
     }
 }
@@ -467,14 +637,20 @@ pub struct Sm {
     /// Scoreboards: for warp slot `w`, `reg_ready[w * stride + r]` is the cycle from which
     /// register `r` has no pending write ([`NEVER`] while it awaits a memory reply).
     reg_ready: Vec<u64>,
-    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]).
+    /// Per register as `reg_ready`: whether its last write is long-latency ([`is_long`]);
+    /// `two_level` only (empty otherwise).
     reg_long: Vec<bool>,
+    /// The policy is `two_level` (only it reads [`WarpState::long_at`]).
+    two_level: bool,
     stride: usize,
     scheds: Vec<SchedState>,
     ctas: Vec<Option<Resident>>,
     /// Resident CTAs, and those of them that are [`Resident::finished`].
     n_resident: usize,
     n_finished: usize,
+    /// The earliest `complete_at` of the finished CTAs ([`NEVER`] when none; fixed once a
+    /// CTA is finished).
+    finished_at: u64,
     next_age: u64,
     live: u32,
     now: u64,
@@ -513,6 +689,7 @@ impl Sm {
             n_used: 0,
             reg_ready: Vec::new(),
             reg_long: Vec::new(),
+            two_level: cap > 0,
             stride: 1,
             scheds: (0..n_sched)
                 .map(|_| SchedState::new(cap, banks, colls))
@@ -520,6 +697,7 @@ impl Sm {
             ctas: Vec::new(),
             n_resident: 0,
             n_finished: 0,
+            finished_at: NEVER,
             next_age: 0,
             live: 0,
             now,
@@ -548,7 +726,9 @@ impl Sm {
         self.reg_ready.clear();
         self.reg_ready.resize(self.used.len() * self.stride, 0);
         self.reg_long.clear();
-        self.reg_long.resize(self.used.len() * self.stride, false);
+        if self.two_level {
+            self.reg_long.resize(self.used.len() * self.stride, false);
+        }
         self.prep = Some(prep);
         Ok(())
     }
@@ -608,6 +788,24 @@ impl Sm {
                     self.now
                 ));
             }
+            if sc.live != fresh.live {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: live warps {:#x}, rescan {:#x}",
+                    self.now, sc.live, fresh.live
+                ));
+            }
+            let attains = |arg: u32, min: u64, f: &dyn Fn(&Entry) -> u64| {
+                min == NEVER || sc.entries.get(arg as usize).map(f) == Some(min)
+            };
+            if !attains(sc.arg_e1, sc.min_e1, &|e| e.e1)
+                || !attains(sc.arg_e2, sc.min_e2, &|e| e.e2)
+                || !attains(sc.arg_issue, sc.issue_at, &|e| sc.earliest(e))
+            {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: a cached minimum's warp does not attain it",
+                    self.now
+                ));
+            }
         }
         Ok(())
     }
@@ -646,6 +844,7 @@ impl Sm {
             rc.complete_at = rc.complete_at.max(cycle);
             if rc.finished() {
                 self.n_finished += 1;
+                self.finished_at = self.finished_at.min(rc.complete_at);
             }
         }
         // Its registers only got earlier.
@@ -719,7 +918,9 @@ impl Sm {
                 self.warps.push(WarpState::default());
                 self.cursors.push(WarpCursor::new(false));
                 self.reg_ready.resize(self.used.len() * self.stride, 0);
-                self.reg_long.resize(self.used.len() * self.stride, false);
+                if self.two_level {
+                    self.reg_long.resize(self.used.len() * self.stride, false);
+                }
             }
             let slot = search as u32;
             self.used[search] = true;
@@ -751,12 +952,15 @@ impl Sm {
                 reg_at: 0,
                 long_at: 0,
                 fetch_at: 0,
+                line_hint: 0,
                 class: first.map_or(OpClass::Nop, |(_, class)| class),
             };
             // Earlier writes to these registers were all before now (their CTA completed).
             let base = search * self.stride;
             self.reg_ready[base..base + self.stride].fill(0);
-            self.reg_long[base..base + self.stride].fill(false);
+            if self.two_level {
+                self.reg_long[base..base + self.stride].fill(false);
+            }
             sc.entries.push(Entry {
                 age,
                 e1: NEVER,
@@ -802,6 +1006,7 @@ impl Sm {
         };
         if r.finished() {
             self.n_finished += 1;
+            self.finished_at = self.finished_at.min(r.complete_at);
         }
         self.n_resident += 1;
         if ci == self.ctas.len() {
@@ -818,6 +1023,7 @@ impl Sm {
     }
 
     /// Refreshes warp `w`'s cache of its next instruction.
+    #[inline(always)]
     fn refresh(&mut self, w: usize) {
         if self.warps[w].done {
             return;
@@ -828,13 +1034,20 @@ impl Sm {
         let class = inst.class;
         let base = w * self.stride;
         let regs = &self.reg_ready[base..base + self.stride];
-        let long = &self.reg_long[base..base + self.stride];
+        let wait = &prep.slots[inst.slot as usize].wait;
         let (mut reg_at, mut long_at) = (0, 0);
-        for &r in prep.slots[inst.slot as usize].wait.iter() {
-            let t = regs[r as usize];
-            reg_at = reg_at.max(t);
-            if long[r as usize] {
-                long_at = long_at.max(t);
+        if self.two_level {
+            let long = &self.reg_long[base..base + self.stride];
+            for &r in wait.iter() {
+                let t = regs[r as usize];
+                reg_at = reg_at.max(t);
+                if long[r as usize] {
+                    long_at = long_at.max(t);
+                }
+            }
+        } else {
+            for &r in wait.iter() {
+                reg_at = reg_at.max(regs[r as usize]);
             }
         }
         let ws = &mut self.warps[w];
@@ -879,9 +1092,20 @@ impl Sm {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).
-                let start = sch
-                    .last
-                    .map_or(0, |age| ents.partition_point(|e| e.age <= age));
+                let start = sch.last.map_or(0, |age| {
+                    let p = sch.last_pos as usize;
+                    match ents.get(p) {
+                        Some(e) if e.age == age => p + 1,
+                        _ => ents.partition_point(|e| e.age <= age),
+                    }
+                });
+                if ents.len() <= 64 {
+                    // Only warps in `live` can be ready: those from `start` on, then the
+                    // others, each in position order.
+                    let high = if start < 64 { !0u64 << start } else { 0 };
+                    return first_ready(sch, sch.live & high, now)
+                        .or_else(|| first_ready(sch, sch.live & !high, now));
+                }
                 ents[start..]
                     .iter()
                     .position(ready)
@@ -896,11 +1120,17 @@ impl Sm {
                 .find(|&p| ready(&ents[p])),
             SchedulerPolicy::Gto => {
                 if let Some(age) = sch.last {
-                    if let Ok(p) = ents.binary_search_by_key(&age, |e| e.age) {
-                        if ready(&ents[p]) {
-                            return Some(p);
-                        }
+                    let hint = sch.last_pos as usize;
+                    let at = match ents.get(hint) {
+                        Some(e) if e.age == age => Some(hint),
+                        _ => ents.binary_search_by_key(&age, |e| e.age).ok(),
+                    };
+                    if let Some(p) = at.filter(|&p| ready(&ents[p])) {
+                        return Some(p);
                     }
+                }
+                if ents.len() <= 64 {
+                    return first_ready(sch, sch.live, now);
                 }
                 ents.iter().position(ready)
             }
@@ -911,6 +1141,7 @@ impl Sm {
         let Entry { age, slot, .. } = self.scheds[s].entries[pos];
         let w = slot as usize;
         self.scheds[s].last = Some(age);
+        self.scheds[s].last_pos = pos as u32;
         let Some(&inst) = self.inst(w) else {
             return;
         };
@@ -943,8 +1174,10 @@ impl Sm {
         };
         let mut pending = false;
         let done_at = if inst.class.is_memory() {
-            let token = match self.free.pop() {
-                Some(t) => t,
+            // The last freed entry, taken off the free list only if the result is pending
+            // (an answer known now leaves the list as it was).
+            let (token, listed) = match self.free.last() {
+                Some(&t) => (t, true),
                 None => {
                     self.inflight.push(InFlight {
                         warp: 0,
@@ -952,18 +1185,23 @@ impl Sm {
                         delay: 0,
                         live: false,
                     });
-                    self.inflight.len() as u32 - 1
+                    (self.inflight.len() as u32 - 1, false)
                 }
             };
             let addrs = self.cursors[w].lane_source();
             match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
-                    self.free.push(token);
+                    if !listed {
+                        self.free.push(token);
+                    }
                     // The memory system sees accesses in issue order (the GPU advances
                     // SMs in global time), so the operand delay comes after it.
                     at.max(now + 1) + x
                 }
                 MemIssue::Pending => {
+                    if listed {
+                        self.free.pop();
+                    }
                     self.inflight[token as usize] = InFlight {
                         warp: w as u32,
                         slot: inst.slot,
@@ -987,10 +1225,17 @@ impl Sm {
         }
         if let Some(prep) = self.prep.as_ref() {
             let base = w * self.stride;
-            let long = is_long(inst.class);
-            for &r in prep.slots[inst.slot as usize].dsts.iter() {
-                self.reg_ready[base + r as usize] = done_at;
-                self.reg_long[base + r as usize] = long;
+            let dsts = prep.slots[inst.slot as usize].dsts.iter();
+            if self.two_level {
+                let long = is_long(inst.class);
+                for &r in dsts {
+                    self.reg_ready[base + r as usize] = done_at;
+                    self.reg_long[base + r as usize] = long;
+                }
+            } else {
+                for &r in dsts {
+                    self.reg_ready[base + r as usize] = done_at;
+                }
             }
         }
         let ws = &mut self.warps[w];
@@ -1021,6 +1266,7 @@ impl Sm {
             rc.alive -= 1;
             if rc.finished() {
                 self.n_finished += 1;
+                self.finished_at = self.finished_at.min(rc.complete_at);
             }
             self.try_release(cta, now);
         } else if inst.class == OpClass::Barrier {
@@ -1029,9 +1275,14 @@ impl Sm {
             self.try_release(cta, now);
         }
         self.refresh(w);
-        // Its times may have got later: the caller rescans; this copies them.
         let ws = &self.warps[w];
-        self.scheds[s].lower(ws);
+        let sc = &mut self.scheds[s];
+        if sc.cap == 0 {
+            sc.after_issue(ws);
+        } else {
+            // Its times may have got later: the caller rescans; this copies them.
+            sc.lower(ws);
+        }
     }
 
     /// Reads the source operands of warp `w`'s instruction `slot`, issued at `c` on
@@ -1044,6 +1295,7 @@ impl Sm {
     /// (already part of the class latency, which is measured conflict-free); the delay is
     /// how much later the last read is. The collector is held until the cycle after the
     /// last read (dispatch). Writeback port conflicts are not modelled.
+    #[inline(always)]
     fn collect(&mut self, s: usize, w: usize, slot: usize, c: u64) -> u64 {
         let sc = &mut self.scheds[s];
         let n = sc.banks.len();
@@ -1054,16 +1306,22 @@ impl Sm {
             Some(prep) if n > 0 => &prep.slots[slot].srcs[..],
             _ => &[],
         };
+        let mask = n.wrapping_sub(1);
+        let pow2 = n.is_power_of_two();
+        let mut conflicts = 0;
         for &r in srcs {
-            let b = (r as usize + shift) % n;
+            let b = if pow2 {
+                (r as usize + shift) & mask
+            } else {
+                (r as usize + shift) % n
+            };
             let t = sc.banks[b].max(first);
             sc.banks[b] = t + 1;
             last = last.max(t);
-            self.stats.operand_reads += 1;
-            if t > first {
-                self.stats.bank_conflicts += 1;
-            }
+            conflicts += u64::from(t > first);
         }
+        self.stats.operand_reads += srcs.len() as u64;
+        self.stats.bank_conflicts += conflicts;
         let x = last - first;
         self.stats.bank_conflict_cycles += x;
         if !sc.colls.is_empty() {
@@ -1142,16 +1400,7 @@ impl Sm {
     /// on pending memory replies give no time.
     pub fn next_event(&self) -> Option<u64> {
         let issue = self.next_issue();
-        let done = if self.n_finished == 0 {
-            None
-        } else {
-            self.ctas
-                .iter()
-                .flatten()
-                .filter(|c| c.finished())
-                .map(|c| c.complete_at)
-                .min()
-        };
+        let done = (self.n_finished > 0).then_some(self.finished_at);
         match (issue, done) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1235,11 +1484,13 @@ impl Sm {
                     let slot = self.scheds[s].entries[pos].slot;
                     self.issue(s, pos, now, mem);
                     let sc = &mut self.scheds[s];
-                    if let Some(i) = sc.active.iter().position(|&w| w == slot) {
-                        // Round robin from the last issued: it goes to the back.
-                        sc.active.rotate_left(i + 1);
+                    if sc.cap > 0 {
+                        if let Some(i) = sc.active.iter().position(|&w| w == slot) {
+                            // Round robin from the last issued: it goes to the back.
+                            sc.active.rotate_left(i + 1);
+                        }
+                        sc.rescan();
                     }
-                    sc.rescan();
                 }
                 None => self.count_stalls(s, now, now + 1),
             }
@@ -1254,9 +1505,20 @@ impl Sm {
         if self.n_finished == 0 {
             return;
         }
+        if self.finished_at > t {
+            return;
+        }
+        let mut freed = false;
+        let mut left = NEVER;
         for ci in 0..self.ctas.len() {
-            let done = matches!(&self.ctas[ci], Some(c) if c.finished() && c.complete_at <= t);
-            if !done {
+            let Some(c) = &self.ctas[ci] else {
+                continue;
+            };
+            if !c.finished() {
+                continue;
+            }
+            if c.complete_at > t {
+                left = left.min(c.complete_at);
                 continue;
             }
             let Some(r) = self.ctas[ci].take() else {
@@ -1267,21 +1529,33 @@ impl Sm {
             for &slot in &r.slots {
                 self.used[slot as usize] = false;
                 self.n_used -= 1;
-                // Its warps are done: the scheduler's caches do not change.
-                let s = self.warps[slot as usize].sched as usize;
-                let sc = &mut self.scheds[s];
-                sc.entries.retain(|e| e.slot != slot);
-                for (i, e) in sc.entries.iter().enumerate() {
-                    self.warps[e.slot as usize].pos = i as u32;
-                }
-                if sc.cap > 0 {
-                    // A finished warp not yet dropped by a pool update frees its slot.
-                    sc.active.retain(|&w| w != slot);
-                    sc.waiting.retain(|&w| w != slot);
-                    sc.rescan();
-                }
             }
+            freed = true;
             f(r.tag, r.complete_at);
+        }
+        self.finished_at = left;
+        if !freed {
+            return;
+        }
+        // The freed warps leave their schedulers' lists (entries of warps in use stay, in
+        // order). They were done: the minima stand, but the positions of the warps
+        // attaining them moved.
+        let used = &self.used;
+        for sc in &mut self.scheds {
+            let n = sc.entries.len();
+            sc.entries.retain(|e| used[e.slot as usize]);
+            if sc.entries.len() == n {
+                continue;
+            }
+            for (i, e) in sc.entries.iter().enumerate() {
+                self.warps[e.slot as usize].pos = i as u32;
+            }
+            if sc.cap > 0 {
+                // A finished warp not yet dropped by a pool update frees its slot.
+                sc.active.retain(|&w| used[w as usize]);
+                sc.waiting.retain(|&w| used[w as usize]);
+            }
+            sc.rescan();
         }
     }
 
@@ -1305,8 +1579,23 @@ impl Sm {
     }
 }
 
+/// The first position in `mask` (a subset of the scheduler's `live` warps) whose warp may
+/// issue at `now`.
+#[inline]
+fn first_ready(sch: &SchedState, mut mask: u64, now: u64) -> Option<usize> {
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        if sch.earliest(&sch.entries[i]) <= now {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// Fetches warp `ws`'s next instruction, at `pc`, at cycle `c` through the I-cache
 /// (nothing without one); a free function so that it borrows only what it touches.
+#[inline(always)]
 fn fetch(
     icache: &mut Option<Icache>,
     prep: &Option<Arc<KernelPrep>>,
@@ -1318,7 +1607,7 @@ fn fetch(
     let (Some(ic), Some(prep)) = (icache.as_mut(), prep.as_ref()) else {
         return;
     };
-    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c);
+    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c, &mut ws.line_hint);
     ws.fetch_at = at;
     stats.icache_accesses += 1;
     stats.icache_misses += u64::from(!hit);
