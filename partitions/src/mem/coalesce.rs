@@ -152,10 +152,21 @@ pub fn coalesce(g: &Geometry, lanes: &[(u32, u64)], width: u32, out: &mut Vec<Li
 pub fn shared_passes(lanes: &[(u32, u64)], width: u32, banks: u32, bank_bytes: u32) -> u32 {
     let banks = banks.max(1) as u64;
     let bb = (bank_bytes as u64).max(1);
+    let last_byte = (width as u64).max(1) - 1;
+    // Conflict-free at a glance (the common case: consecutive or broadcast words): when
+    // every word touched lies in a window of at most `banks` words, no bank holds two.
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for &(_, addr) in lanes {
+        lo = lo.min(addr / bb);
+        hi = hi.max(addr.saturating_add(last_byte) / bb);
+    }
+    if lanes.is_empty() || hi - lo < banks {
+        return 1;
+    }
     let mut words: Vec<u64> = Vec::with_capacity(lanes.len() * 4);
     for &(_, addr) in lanes {
         let first = addr / bb;
-        let last = addr.saturating_add((width as u64).max(1) - 1) / bb;
+        let last = addr.saturating_add(last_byte) / bb;
         // A lane covers at most a few words; cap defensively.
         let last = last.min(first.saturating_add(63));
         for w in first..=last {
