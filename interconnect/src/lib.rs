@@ -22,13 +22,19 @@
 //!   below both the models and the engine, so that neither depends on the other's
 //!   internals).
 //!
-//! The link models (sender egress with serialization and queueing, fixed latency,
-//! topologies, per-link stats) arrive with the multi-chiplet issue, on top of [`Port`].
+//! - [`ChipletLink`], [`LinkSpec`], [`Topology`]: one direction of an inter-chiplet link
+//!   (sender egress serializing at the bandwidth with exact fractional carry, per-packet
+//!   overhead, FIFO queueing, fixed latency that bounds the lookahead, traffic and queueing
+//!   counters) and the wiring of chiplets (fully connected, ring, 2D mesh, switch) with
+//!   minimal deterministic routing. Not yet used by the GPU model (chiplets > 1 is the
+//!   multi-chiplet issue).
 
+mod chiplet_link;
 mod message;
 mod partition;
 mod port;
 
+pub use chiplet_link::{ChipletLink, Hop, LinkSpec, LinkStats, Topology};
 pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
 pub use partition::{BoxError, Link, Outbox, Partition};
 pub use port::{Port, PortError, SendError};
