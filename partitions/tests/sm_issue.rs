@@ -1087,3 +1087,53 @@ fn icache_fetch_follows_a_hand_count() {
     assert_eq!((s.stall_scoreboard, s.stalls()), (8, 8));
     assert_eq!((s.icache_accesses, s.icache_misses), (6, 2));
 }
+
+/// A memory fence (`MEMBAR`) waits for every memory result of its warp, nothing else: one
+/// scheduler (tiny_spec: global loads of latency 10, every other class 1), lrr. Warp 0
+/// runs `LDG R0; MEMBAR; FADD R1 <- R2; EXIT` (the FADD does not read R0), warp 1 `FADD
+/// R3 <- R4; FADD R5 <- R4; EXIT`. By hand:
+///
+/// | cycle | issue                | why                                            |
+/// |-------|----------------------|------------------------------------------------|
+/// | 0     | w0 LDG               |                                                |
+/// | 1     | w1 FADD              | w0's MEMBAR waits for the load (written at 10) |
+/// | 2     | w1 FADD              |                                                |
+/// | 3     | w1 EXIT              |                                                |
+/// | 4-9   | -                    | scoreboard (the fence)                         |
+/// | 10    | w0 MEMBAR            | the load's result is written                   |
+/// | 11    | w0 FADD              |                                                |
+/// | 12    | w0 EXIT              |                                                |
+///
+/// Without the fence rule the MEMBAR would issue at 1 and the run end at 5 (warp 0's
+/// FADD reads no load result); with it, the run ends at 13.
+#[test]
+fn a_fence_waits_for_the_warps_memory_results() {
+    let w0: &[Op] = &[
+        LDG,
+        (OpClass::Fence, &[], &[]),
+        (OpClass::Fp32, &[1], &[2]),
+        EXIT,
+    ];
+    let w1: &[Op] = &[
+        (OpClass::Fp32, &[3], &[4]),
+        (OpClass::Fp32, &[5], &[4]),
+        EXIT,
+    ];
+    let (k, cta) = synthetic(&[w0, w1]);
+    let spec = tiny_spec("lrr", 6);
+    let s = run_all(&spec, &k, &cta);
+    assert_eq!(
+        schedule(&s),
+        vec![
+            (0, 0, 0),
+            (1, 1, 0),
+            (2, 1, 1),
+            (3, 1, 2),
+            (10, 0, 1),
+            (11, 0, 2),
+            (12, 0, 3),
+        ]
+    );
+    assert_eq!(s.cycles, 13);
+    assert_eq!(s.stall_scoreboard, 6);
+}

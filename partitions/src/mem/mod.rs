@@ -17,7 +17,7 @@
 //! # The model (every number comes from the config)
 //!
 //! Time is integer picoseconds; each `_cycles` key is converted with its own clock's period
-//! (DESIGN.md section 3). Bandwidth-limited resources are [`port::BwPort`] calendars with
+//! (DESIGN.md section 3). Bandwidth-limited resources are `port::BwPort` calendars with
 //! exact fractional carry, so no port ever moves more than its configured bytes per cycle
 //! over any window. Inside a unit, each resource gives a request the earliest free slot at
 //! or after the time it gets there.
@@ -74,9 +74,9 @@
 //!   evicted; without it stores are written through. Atomics: read like a load, then the
 //!   slice's ALU (one lane operation per L2 cycle) answers `l2.atomic_latency_cycles` after
 //!   it starts; the line is dirtied.
-//! - **DRAM** ([`dram`]): `chunk = addr / dram.interleave_bytes`, `channel = chunk %
+//! - **DRAM** (`dram.rs`): `chunk = addr / dram.interleave_bytes`, `channel = chunk %
 //!   channels`, `local = (chunk / channels) * interleave_bytes + addr % interleave_bytes`,
-//!   then banks and rows inside the channel (see [`dram`]).
+//!   then banks and rows inside the channel (see `dram.rs`).
 //!
 //! Unloaded, a pointer chase therefore sees exactly the composition of docs/config.md:
 //! L1 hit; L1 hit + 2 x NoC + L2 hit; + `dram.latency_ps` + the row-buffer timing.

@@ -203,6 +203,12 @@ struct WarpState {
     fetch_at: u64,
     /// Index in the I-cache of the line of its last fetch (a hint: see `Icache::fetch`).
     line_hint: u32,
+    /// Its memory instructions whose result is still to come (a reply), and the latest
+    /// cycle at which one of its memory instructions' results is written: a memory fence
+    /// (`OpClass::Fence`, `MEMBAR`) waits for both (GPGPU-Sim: a warp at a `membar` waits
+    /// until its outstanding memory requests are done).
+    mem_pending: u32,
+    mem_done_at: u64,
 }
 
 impl Default for WarpState {
@@ -221,6 +227,8 @@ impl Default for WarpState {
             long_at: 0,
             fetch_at: 0,
             line_hint: 0,
+            mem_pending: 0,
+            mem_done_at: 0,
         }
     }
 }
@@ -622,7 +630,7 @@ struct InFlight {
 /// kernels); CTAs arrive ([`Sm::add_cta`]) and leave ([`Sm::complete_ctas`]) while it
 /// runs. Time is in core cycles; [`Sm::now`] is the first cycle not yet accounted.
 ///
-/// Every per-event question is answered from per-scheduler caches (see [`SchedState`])
+/// Every per-event question is answered from per-scheduler caches (see `SchedState`)
 /// in time proportional to the schedulers, not the warps: the next issue cycle, the stall
 /// reason of an idle interval, the CTAs ready to complete.
 pub struct Sm {
@@ -838,6 +846,9 @@ impl Sm {
         for &r in prep.slots[slot].dsts.iter() {
             self.reg_ready[base + r as usize] = cycle;
         }
+        let ws = &mut self.warps[w];
+        ws.mem_pending -= 1;
+        ws.mem_done_at = ws.mem_done_at.max(cycle);
         self.complete_at = self.complete_at.max(cycle);
         if let Some(rc) = self.ctas[self.warps[w].cta as usize].as_mut() {
             rc.pending -= 1;
@@ -953,6 +964,8 @@ impl Sm {
                 long_at: 0,
                 fetch_at: 0,
                 line_hint: 0,
+                mem_pending: 0,
+                mem_done_at: 0,
                 class: first.map_or(OpClass::Nop, |(_, class)| class),
             };
             // Earlier writes to these registers were all before now (their CTA completed).
@@ -1051,6 +1064,17 @@ impl Sm {
             }
         }
         let ws = &mut self.warps[w];
+        if class == OpClass::Fence {
+            // A fence waits for every memory result of its warp.
+            if ws.mem_pending > 0 {
+                reg_at = NEVER;
+                if self.two_level {
+                    long_at = NEVER;
+                }
+            } else {
+                reg_at = reg_at.max(ws.mem_done_at);
+            }
+        }
         ws.reg_at = reg_at;
         ws.long_at = long_at;
         ws.class = class;
@@ -1216,6 +1240,14 @@ impl Sm {
         } else {
             now + x + t.latency_cycles as u64
         };
+        if inst.class.is_memory() {
+            let ws = &mut self.warps[w];
+            if pending {
+                ws.mem_pending += 1;
+            } else {
+                ws.mem_done_at = ws.mem_done_at.max(done_at);
+            }
+        }
         if pending {
             rc.pending += 1;
             rc.complete_at = rc.complete_at.max(now + 1);

@@ -77,9 +77,15 @@
 //! filled then; a fetch of a line still being filled waits for it and counts as a hit).
 //! Waiting for an instruction counts as `stall_scoreboard`. Disabled: fetch is free.
 //!
-//! Not yet modelled (issue 4): I-cache misses as requests to the memory system, fetch
-//! bandwidth and instruction buffers, register writeback port conflicts, the LD/ST unit, shared memory, L1D and everything beyond (the memory system
-//! behind [`MemPort`]), fences.
+//! **Memory fences** (`OpClass::Fence`, `MEMBAR`): a warp's fence issues only when every
+//! memory instruction it issued before has its result written (its pending replies
+//! included), as GPGPU-Sim's warp waits at a `membar` for its outstanding requests;
+//! waiting counts as `stall_scoreboard`. Stores count as done when their data has left
+//! the SM (no write acknowledgements are modelled).
+//!
+//! Not yet modelled: I-cache misses as requests to the memory system, fetch bandwidth and
+//! instruction buffers, register writeback port conflicts. The LD/ST unit, shared memory,
+//! L1D and everything beyond are the memory system behind [`MemPort`] (`crate::mem`).
 
 mod icache;
 mod issue;

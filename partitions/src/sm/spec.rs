@@ -51,7 +51,7 @@ pub struct SmSpec {
     /// Non-memory classes come from `core.op_latency`; memory classes get
     /// [`SmSpec::mem_placeholder_latency_cycles`] with an initiation interval of 1;
     /// `barrier`, `fence` and `exit` take 1 and 1 (their waiting is modelled separately:
-    /// barriers by the CTA barrier; fences not yet).
+    /// barriers by the CTA barrier, fences by waiting for the warp's memory results).
     pub timing: [UnitTiming; OpClass::COUNT],
     /// **Placeholder, not a model**: the fixed latency every memory-class instruction gets
     /// until the memory hierarchy (LD/ST unit, L1D, NoC, L2, DRAM) exists. `from_config`
