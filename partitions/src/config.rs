@@ -563,10 +563,13 @@ section! {
         t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
         /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
         t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
-        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`).
+        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`). Not modelled
+        /// yet: every channel serves requests in arrival order at each bank and at the bus
+        /// (earliest gap first), whatever this says; kept so presets state the hardware.
         scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
         /// Requests a channel's scheduler can hold. Presets: the simulator config's
-        /// `-gpgpu_frfcfs_dram_sched_queue_size`.
+        /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
+        /// requests in flight).
         queue_entries: u32 = Kind::U32, unit "requests", None;
         /// Address interleave granularity across channels (power of two, a multiple of
         /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
