@@ -3,9 +3,10 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_cluster::run_gpu_threads;
+use tessera_cluster::{run_gpu_progress, GpuProgress};
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
@@ -96,8 +97,32 @@ pub fn run(a: RunArgs) -> Result<()> {
             a.threads
         );
     }
-    let (stats, _windows) =
-        run_gpu_threads(&cfg, &trace, threads).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    // A progress line on a terminal only (redirected stderr gets the summary alone),
+    // refreshed at most twice a second.
+    let mut last_print = Instant::now();
+    let mut shown = false;
+    let mut show = |p: GpuProgress| {
+        if last_print.elapsed().as_millis() < 500 {
+            return;
+        }
+        last_print = Instant::now();
+        shown = true;
+        let secs = t0.elapsed().as_secs_f64().max(1e-9);
+        eprint!(
+            "\r{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s   ",
+            p.sim_ps as f64 / 1e6,
+            p.kernels_done,
+            p.kernels,
+            p.warp_insts as f64 / 1e6 / secs
+        );
+    };
+    let report: Option<&mut dyn FnMut(GpuProgress)> =
+        std::io::stderr().is_terminal().then_some(&mut show);
+    let (stats, _windows) = run_gpu_progress(&cfg, &trace, threads, report)
+        .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    if shown {
+        eprintln!();
+    }
     let secs = t0.elapsed().as_secs_f64();
     if let Some(out) = &a.stats_out {
         write_stats(out, &stats)?;

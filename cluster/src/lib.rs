@@ -114,7 +114,10 @@ mod transport;
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
 pub use routing::Routing;
-pub use system::{run_gpu, run_gpu_threads, run_sequential, run_threads, run_threads_with};
+pub use system::{
+    run_gpu, run_gpu_progress, run_gpu_threads, run_sequential, run_threads, run_threads_with,
+    GpuProgress,
+};
 pub use threads::{Aborted, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 

@@ -217,9 +217,38 @@ pub fn run_gpu_threads(
     trace: &tessera_traces::TraceFile,
     threads: usize,
 ) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
+    run_gpu_progress(cfg, trace, threads, None)
+}
+
+/// Where a GPU run is, for a progress display: simulated time, warp instructions retired,
+/// kernels done of all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuProgress {
+    pub sim_ps: Picos,
+    pub warp_insts: u64,
+    pub kernels_done: usize,
+    pub kernels: usize,
+}
+
+/// Simulated time between two progress reports.
+const PROGRESS_STEP_PS: Picos = 10_000_000;
+
+/// [`run_gpu_threads`], calling `on_progress` every 10 simulated microseconds when given
+/// and the run is on one thread (the engine pauses at those times, which never changes
+/// results; on several threads no report is made).
+pub fn run_gpu_progress(
+    cfg: &tessera_partitions::config::GpuConfig,
+    trace: &tessera_traces::TraceFile,
+    threads: usize,
+    on_progress: Option<&mut dyn FnMut(GpuProgress)>,
+) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
     use tessera_partitions::gpu::{build, collect_stats, GpuError};
     let sys = build(cfg, trace)?;
-    match run_threads(sys.partitions, sys.ports, sys.links, threads) {
+    let run = match on_progress {
+        Some(report) if threads <= 1 => run_reporting(sys.partitions, sys.ports, sys.links, report),
+        _ => run_threads(sys.partitions, sys.ports, sys.links, threads),
+    };
+    match run {
         Ok((parts, w)) => Ok((collect_stats(cfg, parts), w)),
         Err(EngineError::Model { source, .. }) => Err(match source.downcast::<GpuError>() {
             Ok(g) => *g,
@@ -227,4 +256,42 @@ pub fn run_gpu_threads(
         }),
         Err(e) => Err(GpuError::Engine(e.to_string())),
     }
+}
+
+/// The sequential run of a GPU, paused every [`PROGRESS_STEP_PS`] to report progress.
+fn run_reporting<'t>(
+    partitions: Vec<tessera_partitions::gpu::GpuPartition<'t>>,
+    ports: Vec<(PortId, usize)>,
+    links: Vec<Link>,
+    report: &mut dyn FnMut(GpuProgress),
+) -> Result<(Vec<tessera_partitions::gpu::GpuPartition<'t>>, WindowStats), EngineError> {
+    let routing = Routing::new(partitions.len(), ports)?;
+    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let mut engine = Engine::sequential(lookahead, routing, partitions)?;
+    let mut stop = PROGRESS_STEP_PS;
+    loop {
+        match engine.run_until(stop)? {
+            crate::Progress::Finished => break,
+            crate::Progress::Paused { next_event } => {
+                let mut p = GpuProgress {
+                    sim_ps: stop,
+                    warp_insts: 0,
+                    kernels_done: 0,
+                    kernels: 0,
+                };
+                for part in engine.partitions() {
+                    let (w, k) = part.progress();
+                    p.warp_insts += w;
+                    if let Some((d, n)) = k {
+                        (p.kernels_done, p.kernels) = (d, n);
+                    }
+                }
+                report(p);
+                // Skip idle stretches: the next stop follows the next event.
+                stop = next_event.max(stop).saturating_add(PROGRESS_STEP_PS);
+            }
+        }
+    }
+    let stats = *engine.stats();
+    Ok((engine.into_partitions(), stats))
 }

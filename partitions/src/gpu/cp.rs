@@ -299,6 +299,16 @@ impl CommandProcessor {
         self.prev_end_ps.max(self.host_ps)
     }
 
+    /// Kernel launches completed so far, and in the command list.
+    pub fn kernels_done(&self) -> (usize, usize) {
+        let total = self
+            .commands
+            .iter()
+            .filter(|c| matches!(c, Command::KernelLaunch { .. }))
+            .count();
+        (self.kernels.len(), total)
+    }
+
     pub fn into_kernels(self) -> Vec<KernelStats> {
         self.kernels
     }

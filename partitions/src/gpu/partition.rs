@@ -552,6 +552,13 @@ impl Partition for GpuPartition<'_> {
 }
 
 impl GpuPartition<'_> {
+    /// Warp instructions its SMs have retired so far, and `(kernels done, kernels)` when it
+    /// hosts the command processor (for progress reports; not part of the stats).
+    pub fn progress(&self) -> (u64, Option<(usize, usize)>) {
+        let warp_insts = self.sms.iter().map(|u| u.sm.stats().warp_insts).sum();
+        (warp_insts, self.cp.as_ref().map(|c| c.kernels_done()))
+    }
+
     /// Attributes every SM's last kernel's instructions (call once, after the run).
     pub(super) fn close(&mut self) {
         for u in &mut self.sms {
