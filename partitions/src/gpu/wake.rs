@@ -5,15 +5,14 @@ use crate::Picos;
 
 const NONE: u32 = u32::MAX;
 
-/// An indexed binary min-heap of units keyed by `(time, unit id)`.
+/// An indexed binary min-heap of units keyed by `(time, unit id)`, the keys stored in the
+/// heap itself (comparisons touch one array).
 #[derive(Clone, Debug, Default)]
 pub(super) struct WakeQueue {
-    /// Unit ids in heap order.
-    heap: Vec<u32>,
+    /// `(time, unit id)` in heap order.
+    heap: Vec<(Picos, u32)>,
     /// By unit id: its index in `heap`, or `NONE`.
     pos: Vec<u32>,
-    /// By unit id: its wake-up time while queued.
-    at: Vec<Picos>,
 }
 
 impl WakeQueue {
@@ -21,83 +20,82 @@ impl WakeQueue {
         WakeQueue {
             heap: Vec::with_capacity(units),
             pos: vec![NONE; units],
-            at: vec![0; units],
         }
-    }
-
-    #[inline]
-    fn less(&self, a: u32, b: u32) -> bool {
-        (self.at[a as usize], a) < (self.at[b as usize], b)
     }
 
     /// Queues `unit` at `at`, or moves it earlier if it is queued later.
     pub(super) fn schedule(&mut self, unit: u32, at: Picos) {
         let u = unit as usize;
-        if self.pos[u] == NONE {
-            self.at[u] = at;
-            self.pos[u] = self.heap.len() as u32;
-            self.heap.push(unit);
-        } else if at < self.at[u] {
-            self.at[u] = at;
-        } else {
-            return;
-        }
-        self.sift_up(self.pos[u] as usize);
+        let i = match self.pos[u] {
+            NONE => {
+                self.heap.push((at, unit));
+                self.heap.len() - 1
+            }
+            p if at < self.heap[p as usize].0 => {
+                self.heap[p as usize].0 = at;
+                p as usize
+            }
+            _ => return,
+        };
+        self.sift_up(i);
     }
 
     /// The earliest `(time, unit)`.
+    #[inline]
     pub(super) fn peek(&self) -> Option<(Picos, u32)> {
-        self.heap.first().map(|&u| (self.at[u as usize], u))
+        self.heap.first().copied()
     }
 
     /// Removes the earliest unit.
     pub(super) fn pop(&mut self) -> Option<(Picos, u32)> {
         let top = *self.heap.first()?;
-        let last = self.heap.len() - 1;
-        self.heap.swap(0, last);
-        self.heap.pop();
-        self.pos[top as usize] = NONE;
+        let last = self.heap.pop()?;
+        self.pos[top.1 as usize] = NONE;
         if !self.heap.is_empty() {
-            self.pos[self.heap[0] as usize] = 0;
+            self.heap[0] = last;
             self.sift_down(0);
         }
-        Some((self.at[top as usize], top))
+        Some(top)
     }
 
     fn sift_up(&mut self, mut i: usize) {
+        let x = self.heap[i];
         while i > 0 {
             let p = (i - 1) / 2;
-            if !self.less(self.heap[i], self.heap[p]) {
+            if x >= self.heap[p] {
                 break;
             }
-            self.swap(i, p);
+            self.heap[i] = self.heap[p];
+            self.pos[self.heap[i].1 as usize] = i as u32;
             i = p;
         }
+        self.heap[i] = x;
+        self.pos[x.1 as usize] = i as u32;
     }
 
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
+        let x = self.heap[i];
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.less(self.heap[l], self.heap[m]) {
-                m = l;
-            }
-            if r < n && self.less(self.heap[r], self.heap[m]) {
-                m = r;
-            }
-            if m == i {
+            let l = 2 * i + 1;
+            if l >= n {
                 break;
             }
-            self.swap(i, m);
-            i = m;
+            let r = l + 1;
+            let c = if r < n && self.heap[r] < self.heap[l] {
+                r
+            } else {
+                l
+            };
+            if self.heap[c] >= x {
+                break;
+            }
+            self.heap[i] = self.heap[c];
+            self.pos[self.heap[i].1 as usize] = i as u32;
+            i = c;
         }
-    }
-
-    fn swap(&mut self, i: usize, j: usize) {
-        self.heap.swap(i, j);
-        self.pos[self.heap[i] as usize] = i as u32;
-        self.pos[self.heap[j] as usize] = j as u32;
+        self.heap[i] = x;
+        self.pos[x.1 as usize] = i as u32;
     }
 }
 
