@@ -126,7 +126,8 @@ impl CtaStream {
             return Err(CodecError("warp count larger than the CTA record"));
         }
         let mut warps = Vec::with_capacity(n_warps as usize);
-        let mut head = Vec::new();
+        // A CTA has at most 32 warps; a corrupt count must not reserve more.
+        let mut head = Vec::with_capacity(n_warps.min(32) as usize * BUF_INSTS as usize);
         let mut head_addrs = Vec::new();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
