@@ -45,7 +45,7 @@ pub struct MemChannel {
 impl MemChannel {
     pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, channel: u32) -> MemChannel {
         let noc = || BwPort::new(spec.noc_bytes_per_cycle, spec.noc_clock_hz);
-        let slices = (0..spec.slices_per_channel)
+        let slices = (0..spec.slices_per_channel.d)
             .map(|_| Slice {
                 cache: SectorCache::new(
                     spec.l2_sets,
@@ -285,14 +285,14 @@ impl MemChannel {
         };
         let lb = self.spec.l2_geom.line_bytes;
         let map = self.spec.dram_map;
-        if lb <= map.interleave && map.interleave.is_multiple_of(lb) {
+        let (n, il) = (map.channels.d, map.interleave.d);
+        if lb <= il && il.is_multiple_of(lb) {
             // Whole interleave chunks live in one channel: visit only this channel's.
-            let n = map.channels;
-            let first = start / map.interleave;
+            let first = start / il;
             let c = self.channel as u64;
             let mut chunk = first + (c + n - first % n) % n;
-            while let Some(lo) = chunk.checked_mul(map.interleave).filter(|&a| a < end) {
-                let hi = lo.saturating_add(map.interleave).min(end);
+            while let Some(lo) = chunk.checked_mul(il).filter(|&a| a < end) {
+                let hi = lo.saturating_add(il).min(end);
                 self.memcpy_lines(now, lo.max(start), hi);
                 match chunk.checked_add(n) {
                     Some(k) => chunk = k,

@@ -279,18 +279,55 @@ pub trait Net {
 /// The DRAM address map (module documentation).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DramMap {
-    channels: u64,
-    interleave: u64,
+    channels: Divisor,
+    interleave: Divisor,
 }
 
 impl DramMap {
     /// `(channel, channel-local address)` of `addr`.
+    #[inline]
     pub(crate) fn map(&self, addr: u64) -> (u32, u64) {
-        let chunk = addr / self.interleave;
+        let chunk = self.interleave.div(addr);
         (
-            (chunk % self.channels) as u32,
-            (chunk / self.channels) * self.interleave + addr % self.interleave,
+            self.channels.rem(chunk) as u32,
+            self.channels.div(chunk) * self.interleave.d + self.interleave.rem(addr),
         )
+    }
+}
+
+/// A divisor fixed by the config: shifts and masks when it is a power of two (line sizes,
+/// interleaves, usually slices per channel), a division otherwise. Address mapping runs on
+/// every memory request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Divisor {
+    pub(crate) d: u64,
+    /// `log2(d)` when `d` is a power of two.
+    shift: Option<u32>,
+}
+
+impl Divisor {
+    pub(crate) fn new(d: u64) -> Divisor {
+        let d = d.max(1);
+        Divisor {
+            d,
+            shift: d.is_power_of_two().then(|| d.trailing_zeros()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn div(&self, x: u64) -> u64 {
+        match self.shift {
+            Some(s) => x >> s,
+            None => x / self.d,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn rem(&self, x: u64) -> u64 {
+        match self.shift {
+            Some(_) => x & (self.d - 1),
+            None => x % self.d,
+        }
     }
 }
 
@@ -325,7 +362,9 @@ pub struct MemSpec {
     pub(crate) noc_latency_ps: Picos,
     pub(crate) l2_hit_ps: Picos,
     pub(crate) l2_atomic_ps: Picos,
-    pub(crate) slices_per_channel: u64,
+    pub(crate) slices_per_channel: Divisor,
+    /// `l2.line_bytes` as a divisor.
+    pub(crate) l2_line: Divisor,
     pub(crate) dram_map: DramMap,
 }
 
@@ -370,10 +409,11 @@ impl MemSpec {
             noc_latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
             l2_hit_ps: cfg.l2.hit_latency_cycles as Picos * cfg.l2_period_ps(),
             l2_atomic_ps: cfg.l2.atomic_latency_cycles as Picos * cfg.l2_period_ps(),
-            slices_per_channel: (slices_n / channels).max(1),
+            slices_per_channel: Divisor::new(slices_n / channels),
+            l2_line: Divisor::new(l2_geom.line_bytes),
             dram_map: DramMap {
-                channels,
-                interleave: (cfg.dram.interleave_bytes as u64).max(1),
+                channels: Divisor::new(channels),
+                interleave: Divisor::new(cfg.dram.interleave_bytes as u64),
             },
         }
     }
@@ -388,12 +428,12 @@ impl MemSpec {
     /// (the memory-side hash in the module documentation).
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
         let (channel, local) = self.dram_map.map(line_addr);
-        let line_in_channel = local / self.l2_geom.line_bytes;
-        let spc = self.slices_per_channel;
+        let line_in_channel = self.l2_line.div(local);
+        let spc = &self.slices_per_channel;
         (
             channel,
-            (line_in_channel % spc) as usize,
-            line_in_channel / spc,
+            spc.rem(line_in_channel) as usize,
+            spc.div(line_in_channel),
         )
     }
 }
