@@ -28,13 +28,11 @@ pub(crate) struct SectorCache {
     set_mask: Option<u64>,
     assoc: usize,
     spl: usize,
+    /// By way: the line it holds (searched a set at a time, so kept apart).
     tags: Vec<u64>,
-    valid: Vec<u64>,
-    dirty: Vec<u64>,
+    /// By way: everything else an access touches, together (one cache line, not five).
+    meta: Vec<WayMeta>,
     ready: Vec<Picos>,
-    /// By way: the next more recently and the next less recently used way of its set.
-    newer: Vec<u32>,
-    older: Vec<u32>,
     /// By set: most and least recently used way (`NIL` when the set is empty).
     mru: Vec<u32>,
     lru: Vec<u32>,
@@ -44,6 +42,23 @@ pub(crate) struct SectorCache {
 }
 
 const NIL: u32 = u32::MAX;
+
+/// A way's sector masks and its place in its set's LRU list.
+#[derive(Clone, Copy, Debug)]
+struct WayMeta {
+    valid: u64,
+    dirty: u64,
+    /// The next more recently and the next less recently used way of its set.
+    newer: u32,
+    older: u32,
+}
+
+const EMPTY: WayMeta = WayMeta {
+    valid: 0,
+    dirty: 0,
+    newer: NIL,
+    older: NIL,
+};
 
 impl SectorCache {
     /// `sets` sets of `assoc` ways, `spl` sectors per line.
@@ -58,11 +73,8 @@ impl SectorCache {
             assoc,
             spl,
             tags: vec![INVALID; n],
-            valid: vec![0; n],
-            dirty: vec![0; n],
+            meta: vec![EMPTY; n],
             ready: vec![0; n * spl],
-            newer: vec![NIL; n],
-            older: vec![NIL; n],
             mru: vec![NIL; sets as usize],
             lru: vec![NIL; sets as usize],
             filled: vec![0; sets as usize],
@@ -102,24 +114,24 @@ impl SectorCache {
     }
 
     fn unlink(&mut self, set: usize, i: usize) {
-        let (n, o) = (self.newer[i], self.older[i]);
+        let (n, o) = (self.meta[i].newer, self.meta[i].older);
         match n {
             NIL => self.mru[set] = o,
-            n => self.older[n as usize] = o,
+            n => self.meta[n as usize].older = o,
         }
         match o {
             NIL => self.lru[set] = n,
-            o => self.newer[o as usize] = n,
+            o => self.meta[o as usize].newer = n,
         }
     }
 
     fn push_mru(&mut self, set: usize, i: usize) {
         let head = self.mru[set];
-        self.newer[i] = NIL;
-        self.older[i] = head;
+        self.meta[i].newer = NIL;
+        self.meta[i].older = head;
         match head {
             NIL => self.lru[set] = i as u32,
-            h => self.newer[h as usize] = i as u32,
+            h => self.meta[h as usize].newer = i as u32,
         }
         self.mru[set] = i as u32;
     }
@@ -140,17 +152,19 @@ impl SectorCache {
             v
         };
         self.push_mru(s, victim);
-        let ev = if self.tags[victim] != INVALID && self.dirty[victim] & self.valid[victim] != 0 {
+        let ev = if self.tags[victim] != INVALID
+            && self.meta[victim].dirty & self.meta[victim].valid != 0
+        {
             Some(Evicted {
                 line_addr: self.tags[victim],
-                dirty: self.dirty[victim] & self.valid[victim],
+                dirty: self.meta[victim].dirty & self.meta[victim].valid,
             })
         } else {
             None
         };
         self.tags[victim] = tag;
-        self.valid[victim] = 0;
-        self.dirty[victim] = 0;
+        self.meta[victim].valid = 0;
+        self.meta[victim].dirty = 0;
         (victim, ev)
     }
 
@@ -171,7 +185,7 @@ impl SectorCache {
     }
 
     pub(crate) fn valid(&self, i: usize) -> u64 {
-        self.valid[i]
+        self.meta[i].valid
     }
 
     pub(crate) fn ready(&self, i: usize, s: u32) -> Picos {
@@ -185,7 +199,7 @@ impl SectorCache {
                 self.ready[i * self.spl + s] = ready;
             }
         }
-        self.valid[i] |= mask;
+        self.meta[i].valid |= mask;
     }
 
     /// The valid sectors of way `i` whose data is not there yet (`ready` is
@@ -193,7 +207,7 @@ impl SectorCache {
     pub(crate) fn pending_mask(&self, i: usize) -> u64 {
         let mut m = 0;
         for s in 0..self.spl {
-            if self.valid[i] & (1 << s) != 0 && self.ready[i * self.spl + s] == PENDING {
+            if self.meta[i].valid & (1 << s) != 0 && self.ready[i * self.spl + s] == PENDING {
                 m |= 1 << s;
             }
         }
@@ -201,30 +215,30 @@ impl SectorCache {
     }
 
     pub(crate) fn mark_dirty(&mut self, i: usize, mask: u64) {
-        self.dirty[i] |= mask & self.valid[i];
+        self.meta[i].dirty |= mask & self.meta[i].valid;
     }
 
     /// Drops the sectors of `mask` (their dirty bits too).
     pub(crate) fn invalidate_sectors(&mut self, i: usize, mask: u64) {
-        self.valid[i] &= !mask;
-        self.dirty[i] &= !mask;
+        self.meta[i].valid &= !mask;
+        self.meta[i].dirty &= !mask;
     }
 
     /// Invalidates every line; returns those with dirty sectors.
     pub(crate) fn invalidate_all(&mut self) -> Vec<Evicted> {
         let mut out = Vec::new();
         for i in 0..self.tags.len() {
-            if self.tags[i] != INVALID && self.dirty[i] & self.valid[i] != 0 {
+            if self.tags[i] != INVALID && self.meta[i].dirty & self.meta[i].valid != 0 {
                 out.push(Evicted {
                     line_addr: self.tags[i],
-                    dirty: self.dirty[i] & self.valid[i],
+                    dirty: self.meta[i].dirty & self.meta[i].valid,
                 });
             }
             self.tags[i] = INVALID;
-            self.valid[i] = 0;
-            self.dirty[i] = 0;
-            self.newer[i] = NIL;
-            self.older[i] = NIL;
+            self.meta[i].valid = 0;
+            self.meta[i].dirty = 0;
+            self.meta[i].newer = NIL;
+            self.meta[i].older = NIL;
         }
         self.mru.fill(NIL);
         self.lru.fill(NIL);
