@@ -1,5 +1,7 @@
-//! The SM core's instruction-issue model (DESIGN.md section 5, "SM core"; issue 4): the
-//! first piece of the timing model, without a memory hierarchy yet.
+//! The SM core's instruction-issue model (DESIGN.md section 5, "SM core"): one SM's
+//! schedulers, scoreboard, units, I-cache fetch, operand collection and barriers. Its
+//! memory instructions go through a [`MemPort`] (in the GPU, the SM's LD/ST unit in
+//! [`crate::mem`]).
 //!
 //! As everywhere in the models, a unit's immutable spec ([`SmSpec`], read once from
 //! [`crate::config::GpuConfig`]) is kept apart from its mutable state (plain data inside
