@@ -450,6 +450,20 @@ pub struct SlotInfo {
 }
 
 impl SlotInfo {
+    /// Instruction `slot` (this static instruction) as the static column gives it, before
+    /// the mask and address columns fill in the rest.
+    #[inline]
+    pub(crate) fn inst(&self, slot: u32) -> WarpInst {
+        WarpInst {
+            pc: self.pc,
+            mask: 0,
+            slot,
+            class: self.class,
+            addr_mode: 0,
+            addrs: Addrs::None,
+        }
+    }
+
     /// The decoder's view of every static instruction of `k`, in slot order.
     pub fn table(k: &crate::KernelMeta) -> Vec<SlotInfo> {
         k.statics
@@ -785,14 +799,7 @@ fn decode_warps(
             let info = slots
                 .get(slot as usize)
                 .ok_or(CodecError("static instruction index out of range"))?;
-            out.insts.push(WarpInst {
-                pc: info.pc,
-                mask: 0,
-                slot: slot as u32,
-                class: info.class,
-                addr_mode: 0,
-                addrs: Addrs::None,
-            });
+            out.insts.push(info.inst(slot as u32));
             Ok(())
         };
         if sc.remaining() == n {
@@ -816,15 +823,7 @@ fn decode_warps(
                 prev_slot += 1 + unzigzag(b as u64);
                 let s = prev_slot as usize;
                 bad |= s >= n_slots;
-                let info = slots.get(s).unwrap_or(&fallback);
-                WarpInst {
-                    pc: info.pc,
-                    mask: 0,
-                    slot: prev_slot as u32,
-                    class: info.class,
-                    addr_mode: 0,
-                    addrs: Addrs::None,
-                }
+                slots.get(s).unwrap_or(&fallback).inst(prev_slot as u32)
             }));
             if bad {
                 return Err(CodecError("static instruction index out of range"));

@@ -219,12 +219,10 @@ impl CtaStream {
                 }
                 if in_head {
                     head.push(WarpInst {
-                        pc: info.pc,
                         mask,
-                        slot: s as u32,
-                        class: info.class,
                         addr_mode: mode,
                         addrs,
+                        ..info.inst(s as u32)
                     });
                 }
             }
@@ -568,14 +566,7 @@ impl WarpCursor {
             let info = slots
                 .get(prev as usize)
                 .ok_or(CodecError("static instruction index out of range"))?;
-            self.insts.push(WarpInst {
-                pc: info.pc,
-                mask: 0,
-                slot: prev as u32,
-                class: info.class,
-                addr_mode: 0,
-                addrs: Addrs::None,
-            });
+            self.insts.push(info.inst(prev as u32));
         }
         self.prev_slot = prev;
         self.slot_pos += sc.pos();
