@@ -27,6 +27,25 @@ fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
     (std::fs::read_to_string(&out).unwrap(), stdout(&o))
 }
 
+/// `tessera run --config <cfg> --trace <tst> <extra...> [--stats-out <out>]`, for the
+/// runs expected to fail.
+fn run_trace(cfg: &str, tst: &Path, extra: &[&str], out: Option<&Path>) -> std::process::Output {
+    let cfg = config(cfg);
+    let mut a: Vec<&std::ffi::OsStr> = vec![
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--trace".as_ref(),
+        tst.as_os_str(),
+    ];
+    a.extend(extra.iter().map(std::ffi::OsStr::new));
+    if let Some(out) = out {
+        a.push("--stats-out".as_ref());
+        a.push(out.as_os_str());
+    }
+    tessera(&a)
+}
+
 fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
 }
@@ -294,18 +313,12 @@ fn a_cta_that_can_never_fit_is_an_error_naming_the_kernel() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "vectoradd", &["block=512", "n=4096"]);
     let out = tmp.path().join("s.json");
-    let cfg = config("default.yaml");
-    let o = tessera(&[
-        "run".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        "--trace".as_ref(),
-        tst.as_os_str(),
-        "--set".as_ref(),
-        "core.max_threads_per_cta=256".as_ref(),
-        "--stats-out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let o = run_trace(
+        "default.yaml",
+        &tst,
+        &["--set", "core.max_threads_per_cta=256"],
+        Some(&out),
+    );
     assert_clean_failure(&o, &["kernel 0", "vectorAdd", "never fit", "512 threads"]);
     assert_no_output(&out);
 }
@@ -320,16 +333,7 @@ fn unknown_opcodes_are_an_error_naming_the_kernel_and_opcodes() {
     let tst = tmp.path().join("frob.tst");
     import(&data("unknown-opcode"), &tst, &["--allow-unknown-opcodes"]);
     let out = tmp.path().join("s.json");
-    let cfg = config("a100.yaml");
-    let o = tessera(&[
-        "run".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        "--trace".as_ref(),
-        tst.as_os_str(),
-        "--stats-out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let o = run_trace("a100.yaml", &tst, &[], Some(&out));
     let e = assert_clean_failure(
         &o,
         &[
@@ -389,14 +393,7 @@ fn warps_narrower_than_the_cores_are_an_error() {
     w.end_cta().unwrap();
     w.end_kernel().unwrap();
     w.finish().unwrap();
-    let cfg = config("a100.yaml");
-    let o = tessera(&[
-        "run".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        "--trace".as_ref(),
-        tst.as_os_str(),
-    ]);
+    let o = run_trace("a100.yaml", &tst, &[], None);
     assert_clean_failure(
         &o,
         &[
