@@ -40,6 +40,7 @@
 //! binds consecutive bursts to one bank group, which the interleave spreads.
 
 use super::port::BwPort;
+use super::DramMap;
 use crate::config::GpuConfig;
 use crate::Picos;
 
@@ -96,7 +97,8 @@ pub(crate) struct DramCounters {
 #[derive(Clone, Debug)]
 pub(crate) struct Dram {
     channels: Vec<Channel>,
-    interleave: u64,
+    /// Address to channel: the map the L2 homes lines by (one definition for both).
+    map: DramMap,
     row_bytes: u64,
     t_rcd_ps: Picos,
     t_rp_ps: Picos,
@@ -152,7 +154,7 @@ impl Dram {
         };
         Dram {
             channels,
-            interleave: (d.interleave_bytes as u64).max(1),
+            map: DramMap::new(cfg),
             row_bytes: (d.row_bytes as u64).max(1),
             t_rcd_ps: d.t_rcd_cycles as Picos * period,
             t_rp_ps: d.t_rp_cycles as Picos * period,
@@ -168,12 +170,8 @@ impl Dram {
     }
 
     pub(crate) fn map(&self, addr: u64) -> DramAddr {
-        let n = self.channels.len() as u64;
-        let chunk = addr / self.interleave;
-        DramAddr {
-            channel: (chunk % n) as u32,
-            local: (chunk / n) * self.interleave + addr % self.interleave,
-        }
+        let (channel, local) = self.map.map(addr);
+        DramAddr { channel, local }
     }
 
     /// What the channels have done so far.

@@ -284,6 +284,13 @@ pub(crate) struct DramMap {
 }
 
 impl DramMap {
+    pub(crate) fn new(cfg: &GpuConfig) -> DramMap {
+        DramMap {
+            channels: Divisor::new(cfg.dram.channels as u64),
+            interleave: Divisor::new(cfg.dram.interleave_bytes as u64),
+        }
+    }
+
     /// `(channel, channel-local address)` of `addr`.
     #[inline]
     pub(crate) fn map(&self, addr: u64) -> (u32, u64) {
@@ -411,10 +418,7 @@ impl MemSpec {
             l2_atomic_ps: cfg.l2.atomic_latency_cycles as Picos * cfg.l2_period_ps(),
             slices_per_channel: Divisor::new(slices_n / channels),
             l2_line: Divisor::new(l2_geom.line_bytes),
-            dram_map: DramMap {
-                channels: Divisor::new(channels),
-                interleave: Divisor::new(cfg.dram.interleave_bytes as u64),
-            },
+            dram_map: DramMap::new(cfg),
         }
     }
 
