@@ -63,7 +63,7 @@ impl MemChannel {
             unit: spec.ids.channel(channel),
             channel,
             slices,
-            dram: Dram::new(cfg),
+            dram: Dram::channel(cfg, channel),
             stats: MemStats::default(),
             spec,
         }

@@ -124,14 +124,27 @@ pub(crate) struct DramAddr {
 }
 
 impl Dram {
+    /// Every channel of `cfg` (the unit tests drive the DRAM alone).
+    #[cfg(test)]
     pub(crate) fn new(cfg: &GpuConfig) -> Dram {
+        Dram::with_channels(cfg, 0..cfg.dram.channels.max(1))
+    }
+
+    /// Channel `c` of `cfg` alone (what a channel unit owns): accesses to any address go
+    /// to it, with its own refresh phase.
+    pub(crate) fn channel(cfg: &GpuConfig, c: u32) -> Dram {
+        Dram::with_channels(cfg, c..c + 1)
+    }
+
+    fn with_channels(cfg: &GpuConfig, which: std::ops::Range<u32>) -> Dram {
         let d = &cfg.dram;
         let period = cfg.dram_period_ps();
         let nch = d.channels.max(1) as u64;
         let bpc = d.bandwidth_bytes_per_cycle.max(1) as u64;
         let bus_bytes_per_s = bpc as u128 * d.clock_hz.max(1) as u128;
         let refresh_on = d.t_refi_ps > 0;
-        let channels = (0..nch)
+        let channels = which
+            .map(|c| c as u64)
             .map(|c| Channel {
                 banks: (0..d.banks.max(1))
                     .map(|_| Bank {
