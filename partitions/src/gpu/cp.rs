@@ -70,6 +70,8 @@ pub struct CommandProcessor {
     /// Per CTA-per-SM limit of each kernel (the occupancy calculation).
     per_sm: Vec<u32>,
     kernels: Vec<KernelStats>,
+    /// Kernel launches in the command list.
+    launches: usize,
 }
 
 impl CommandProcessor {
@@ -110,6 +112,10 @@ impl CommandProcessor {
             prev_end_ps: 0,
             per_sm,
             kernels: Vec::new(),
+            launches: commands
+                .iter()
+                .filter(|c| matches!(c, Command::KernelLaunch { .. }))
+                .count(),
         })
     }
 
@@ -301,12 +307,7 @@ impl CommandProcessor {
 
     /// Kernel launches completed so far, and in the command list.
     pub fn kernels_done(&self) -> (usize, usize) {
-        let total = self
-            .commands
-            .iter()
-            .filter(|c| matches!(c, Command::KernelLaunch { .. }))
-            .count();
-        (self.kernels.len(), total)
+        (self.kernels.len(), self.launches)
     }
 
     pub fn into_kernels(self) -> Vec<KernelStats> {
