@@ -95,6 +95,20 @@ impl ChipletLink {
         start + self.spec.latency_ps
     }
 
+    /// Like [`ChipletLink::send`], but returns when the packet's last byte arrives: the end
+    /// of its transmission (rounded up to a ps) plus `latency_ps` (store and forward, for a
+    /// receiver that checks whole packets). Still at least `latency_ps` after `now`.
+    pub fn send_whole(&mut self, now: Picos, bytes: u64) -> Picos {
+        self.send(now, bytes);
+        self.free_at() + self.spec.latency_ps
+    }
+
+    /// Picoseconds the sender has spent transmitting (wire bytes at the link's bandwidth,
+    /// rounded up).
+    pub fn busy_ps(&self) -> Picos {
+        (self.stats.wire_bytes as u128 * PS_PER_S).div_ceil(self.den) as Picos
+    }
+
     /// When the sender has finished everything offered so far (rounded up to a ps).
     pub fn free_at(&self) -> Picos {
         self.free_at.div_ceil(self.den) as Picos
@@ -228,6 +242,18 @@ impl Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_and_forward_adds_the_packet_s_own_serialization() {
+        let mut l = ChipletLink::new(spec());
+        // 64 + 16 B at 64 B x 1.801 GHz: ceil(80e12 / 115.264e9) = 695 ps, then the latency.
+        assert_eq!(l.send_whole(1_000, 64), 1_000 + 695 + 20_000);
+        // Queued behind it: starts at the exact end of the first (fractions carried).
+        let second = l.send_whole(1_000, 64);
+        let exact = (2 * 80 * PS_PER_S).div_ceil(64 * 1_801_000_000) as u64;
+        assert_eq!(second, 1_000 + exact + 20_000);
+        assert_eq!(l.busy_ps(), exact);
+    }
 
     fn spec() -> LinkSpec {
         // 64 B per cycle at 1.801 GHz: 115.264 GB/s, a packet of 64 + 16 B every 694.06 ps.

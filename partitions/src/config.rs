@@ -210,16 +210,102 @@ config_enum! {
     }
 }
 
+config_enum! {
+    /// Which chiplet is the home of an address (its DRAM, and its memory-side L2 slice).
+    pub enum HomePolicy {
+        /// Pages of `package.home_page_bytes` go to chiplets in turn: page `p` is homed at
+        /// chiplet `p mod chiplets` (addresses inside a chiplet are compacted, page `p`
+        /// being that chiplet's page `p / chiplets`).
+        PageInterleave = "page_interleave",
+        /// Page `p` is homed at chiplet `hash(p) mod chiplets` (XOR-fold of the page number),
+        /// which spreads strided footprints that page interleaving maps to one chiplet.
+        Hash = "hash",
+    }
+}
+
+config_enum! {
+    /// How the global CP splits a kernel's grid across chiplets.
+    pub enum GridSplit {
+        /// Chiplet `k` of `n` gets CTAs `[k N / n, (k + 1) N / n)` (listing order), as in
+        /// current chiplet GPUs (CPCoh's "static kernel partitioning", dalmia-2023 Table 5.1).
+        Contiguous = "contiguous",
+        /// Chiplet `k` gets CTAs `k, k + n, k + 2n, ...`.
+        RoundRobin = "round_robin",
+    }
+}
+
+config_enum! {
+    /// How the chiplets of a package are wired (interconnect crate, `Topology`).
+    pub enum LinkTopology {
+        /// A link between every pair of chiplets.
+        FullyConnected = "fully_connected",
+        /// Chiplet `i` linked to `i - 1` and `i + 1` (mod chiplets); shortest way round.
+        Ring = "ring",
+        /// A grid `package.mesh_cols` wide; X first, then Y.
+        Mesh2d = "mesh2d",
+        /// Every chiplet linked to one switch (a crossbar): two link traversals between any
+        /// two chiplets, the switch's port to each chiplet serializing what goes down to it.
+        Switch = "switch",
+    }
+}
+
+section! {
+    /// The chiplets of the package and how they connect (used when `chiplets` > 1;
+    /// DESIGN.md section 5). Every key has a default so single-chiplet configs leave the
+    /// section out.
+    pub struct PackageConfig {
+        /// Home of each address (its DRAM channel and memory-side L2 slice). Presets:
+        /// `page_interleave` (the first-touch policy of dalmia-2023 section 5.4.3.1 needs a
+        /// page table and is not modelled).
+        home: HomePolicy = Kind::Enum(HomePolicy::NAMES), unit "-", Some("page_interleave");
+        /// Page size of the home mapping (a power of two, a multiple of both line sizes).
+        /// Presets: 4 KiB, the GPU's small page.
+        home_page_bytes: u64 = Kind::U64, unit "bytes", Some("4096");
+        /// How the global CP splits each grid across chiplets. Presets: `contiguous`.
+        grid_split: GridSplit = Kind::Enum(GridSplit::NAMES), unit "-", Some("contiguous");
+        /// Wiring of the inter-chiplet links. Presets: as the modelled package.
+        topology: LinkTopology = Kind::Enum(LinkTopology::NAMES), unit "-", Some("fully_connected");
+        /// Columns of the grid with `topology: mesh2d` (must divide `chiplets`).
+        mesh_cols: u32 = Kind::U32, unit "chiplets", Some("2");
+        /// One direction of each inter-chiplet link.
+        link: LinkConfig = Kind::Section(LinkConfig::KEYS), unit "-", None;
+    }
+}
+
+section! {
+    /// One direction of an inter-chiplet link: the sending chiplet's link interface
+    /// serializes packets (header and data sectors plus `packet_overhead_bytes`) at
+    /// `bandwidth_bytes_per_cycle` of `clock_hz`, in order, and the receiving interface has
+    /// a packet `latency_ps` after its last byte left (store and forward: the receiver
+    /// checks a whole packet before routing it on). Packets then cross the receiving
+    /// chiplet's NoC (`noc.latency_cycles`) to the L2 slice or SM. The least link latency
+    /// is the lookahead of a cut between chiplets (DESIGN.md section 4).
+    pub struct LinkConfig {
+        /// Link clock. Presets: the core clock (the bandwidth is given per core cycle).
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000");
+        /// Bytes per link cycle, one direction. Presets: the package's per-chiplet link
+        /// bandwidth divided by the clock (each preset shows its arithmetic).
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64");
+        /// From the last byte leaving the sender to the packet at the receiving interface.
+        /// At least 1 ps (it bounds the lookahead). Presets: cited per preset.
+        latency_ps: u64 = Kind::U64, unit "ps", Some("20000");
+        /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
+        /// header (assumed).
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8");
+    }
+}
+
 section! {
     /// A whole GPU system: what `tessera run --config` reads.
     pub struct GpuConfig {
         /// Name of the configuration, reported in stats. Presets: the preset's file name.
         name: String = Kind::Str, unit "-", None;
         /// Number of chiplets in the GPU package; 1 is a monolithic GPU. Every other section
-        /// describes one chiplet. Presets: 1 (all presets are single-die GPUs). Values above
-        /// 1 need the inter-chiplet link section of the multi-chiplet issue and are rejected
-        /// until it exists.
+        /// except `package` describes one chiplet (SM count, L2 size and DRAM channels are
+        /// per chiplet). Presets: 1 for single-die GPUs, 2 or 4 for the chiplet presets.
         chiplets: u32 = Kind::U32, unit "chiplets", Some("1");
+        /// The chiplets of the package: home mapping, grid split, links.
+        package: PackageConfig = Kind::Section(PackageConfig::KEYS), unit "-", None;
         /// How the GPU is cut into simulation partitions. Never changes results.
         partitioning: PartitioningConfig = Kind::Section(PartitioningConfig::KEYS), unit "-", None;
         /// The SM core: occupancy limits, schedulers, operand collection, functional units,

@@ -1,7 +1,7 @@
 //! The stats of a simulation run (DESIGN.md sections 3 and 8): simulated quantities only,
 //! integer counters summed in unit order, ratios computed once at the end, serialized in
 //! the fixed key order of the struct declarations below (`stats_version`, `config`,
-//! `totals`, `kernels`, `chiplets`).
+//! `totals`, `kernels`, `chiplets`, `links`).
 
 use crate::mem::MemStats;
 use crate::sm::SmStats;
@@ -10,8 +10,9 @@ use serde::Serialize;
 use tessera_traces::OpClass;
 
 /// Version of the stats JSON layout; raised when a key changes meaning or moves (2: stalls
-/// over the whole run, per-chiplet I-cache and operand-collector counters).
-pub const STATS_VERSION: u32 = 2;
+/// over the whole run, per-chiplet I-cache and operand-collector counters; 3: one entry per
+/// chiplet, `links`, `memory.remote_requests`).
+pub const STATS_VERSION: u32 = 3;
 
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -22,8 +23,29 @@ pub struct RunStats {
     pub totals: Totals,
     /// One entry per kernel launch, in command-list order.
     pub kernels: Vec<KernelStats>,
-    /// One entry per chiplet (`chiplets: 1` for now: one entry for the whole GPU).
+    /// One entry per chiplet, in chiplet order.
     pub chiplets: Vec<ChipletStats>,
+    /// One entry per direction of each inter-chiplet link (empty with one chiplet), by
+    /// sending chiplet; the switch's ports down to each chiplet last in each chiplet's
+    /// group.
+    pub links: Vec<LinkEntry>,
+}
+
+/// One direction of an inter-chiplet link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LinkEntry {
+    /// Sending and receiving chiplet, as a name: `chiplet0`, or `switch`.
+    pub from: String,
+    pub to: String,
+    pub packets: u64,
+    /// Packet bytes (header and data), and bytes on the wire (plus the per-packet overhead).
+    pub bytes: u64,
+    pub wire_bytes: u64,
+    /// Picoseconds the sender was transmitting (`busy_ps / sim_time_ps` is its utilization).
+    pub busy_ps: u64,
+    /// Sum and maximum over packets of the time waited behind earlier packets.
+    pub queued_ps: u64,
+    pub max_queued_ps: u64,
 }
 
 /// Whole-GPU totals (familiar Accel-Sim names where there is one).
@@ -79,6 +101,16 @@ impl StallStats {
         self.barrier += s.stall_barrier;
         self.no_warp += s.stall_no_warp;
     }
+
+    /// Adds another breakdown.
+    pub fn add_all(&mut self, o: &StallStats) {
+        self.slots += o.slots;
+        self.issued += o.issued;
+        self.unit_busy += o.unit_busy;
+        self.scoreboard += o.scoreboard;
+        self.barrier += o.barrier;
+        self.no_warp += o.no_warp;
+    }
 }
 
 /// One kernel launch.
@@ -101,7 +133,8 @@ pub struct KernelStats {
     pub thread_insts: u64,
 }
 
-/// One chiplet: its SMs' counters and its memory system's.
+/// One chiplet: its SMs' counters and its memory system's (its SMs' L1D counters and its
+/// channels' L2 and DRAM counters).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChipletStats {
     pub id: u32,

@@ -491,6 +491,9 @@ fn missing_required_keys_are_errors_and_defaults_fill_in() {
         .filter(|l| {
             let t = l.trim_start();
             !(t.starts_with("chiplets:")
+                || t.starts_with("package:")
+                || t.starts_with("link:")
+                || t.ends_with("# the default")
                 || t.starts_with("partitioning:")
                 || t.starts_with("mode:")
                 || t.starts_with("sm_clusters:")
@@ -538,7 +541,29 @@ fn impossible_values_name_the_key() {
     bad("dram.interleave_bytes", "64", "dram.interleave_bytes");
     bad("core.clock_hz", "0", "core.clock_hz");
     bad("launch.cta_dispatch_ps", "1", "launch.cta_dispatch_ps");
-    bad("chiplets", "2", "chiplets");
+    bad("chiplets", "0", "chiplets");
+    bad("chiplets", "65", "chiplets");
+    let e = bad("package.link.latency_ps", "0", "package.link.latency_ps");
+    assert!(e.contains("lookahead"), "{e}");
+    bad("package.home_page_bytes", "3000", "package.home_page_bytes");
+    bad("package.home_page_bytes", "64", "package.home_page_bytes");
+    bad(
+        "package.link.bandwidth_bytes_per_cycle",
+        "0",
+        "package.link.bandwidth_bytes_per_cycle",
+    );
+    let e = err_text(GpuConfig::load(
+        preset("a100"),
+        &set(&[
+            ("chiplets", "4"),
+            ("package.topology", "mesh2d"),
+            ("package.mesh_cols", "3"),
+        ]),
+    ));
+    assert!(
+        e.contains("package.mesh_cols: 3 columns do not divide the 4 chiplets"),
+        "{e}"
+    );
     bad("partitioning.sm_clusters", "4", "partitioning.sm_clusters");
     bad("core.register_banks", "30", "core.register_banks");
     bad("shared_mem.banks", "24", "shared_mem.banks");

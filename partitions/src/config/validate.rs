@@ -1,6 +1,6 @@
 //! Impossible values: each error names the key path and where the value came from.
 
-use super::{ConfigError, GpuConfig, PartitionMode, SchedulerPolicy};
+use super::{ConfigError, GpuConfig, LinkTopology, PartitionMode, SchedulerPolicy};
 
 struct Check<'a> {
     origin: &'a dyn Fn(&str) -> String,
@@ -84,13 +84,49 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
         "must not be empty".into()
     })?;
     v.nonzero("chiplets", c.chiplets as u64)?;
-    v.ensure(c.chiplets == 1, "chiplets", || {
-        format!(
-            "{} chiplets need the inter-chiplet link section, which arrives with the \
-             multi-chiplet issue; only 1 is supported so far",
-            c.chiplets
-        )
+    v.ensure(c.chiplets <= 64, "chiplets", || {
+        format!("{} chiplets: at most 64 are supported", c.chiplets)
     })?;
+    let pk = &c.package;
+    v.pow2("package.home_page_bytes", pk.home_page_bytes)?;
+    for (key, line) in [
+        ("l1d.line_bytes", c.l1d.line_bytes),
+        ("l2.line_bytes", c.l2.line_bytes),
+    ] {
+        v.ensure(
+            pk.home_page_bytes >= line as u64,
+            "package.home_page_bytes",
+            || {
+                format!(
+                    "{} bytes is smaller than {key} ({line}): a line must have one home",
+                    pk.home_page_bytes
+                )
+            },
+        )?;
+    }
+    v.clock("package.link.clock_hz", pk.link.clock_hz)?;
+    v.nonzero(
+        "package.link.bandwidth_bytes_per_cycle",
+        pk.link.bandwidth_bytes_per_cycle as u64,
+    )?;
+    v.ensure(pk.link.latency_ps > 0, "package.link.latency_ps", || {
+        "must be at least 1 ps: the link latency bounds the lookahead of a cut between \
+         chiplets, and a zero lookahead cannot make progress"
+            .into()
+    })?;
+    if pk.topology == LinkTopology::Mesh2d {
+        v.nonzero("package.mesh_cols", pk.mesh_cols as u64)?;
+        v.ensure(
+            c.chiplets.is_multiple_of(pk.mesh_cols),
+            "package.mesh_cols",
+            || {
+                format!(
+                    "{} columns do not divide the {} chiplets into a full grid",
+                    pk.mesh_cols, c.chiplets
+                )
+            },
+        )?;
+    }
 
     // Partitioning.
     let p = &c.partitioning;

@@ -1,26 +1,31 @@
-//! The command processors of one GPU as one unit: the host replaying the command list, the
-//! global CP keeping kernels in stream order, and the local CP dispatching CTAs to SMs
-//! (DESIGN.md section 5, "Launch path", "Local CP", "Global CP"). It talks to SMs and DRAM
-//! channels only through packets.
+//! The command processors of a GPU (DESIGN.md section 5, "Launch path", "Local CP",
+//! "Global CP"): one unit per chiplet, each with its local CP; chiplet 0's also hosts the
+//! host replaying the command list and the global CP (a placement choice). They talk to
+//! each other, to SMs and to DRAM channels only through packets.
 //!
 //! - **Host** (command list, in order): `KernelLaunch` is submitted at the host's current
 //!   time and occupies the host for `launch.host_to_gcp_ps` (back-to-back launches are
 //!   spaced by it). `MemcpyHtoD` is synchronous, as `cudaMemcpy` is: the host first waits
-//!   until every kernel it submitted has completed, then the copy reaches the DRAM channels
-//!   `launch.host_to_gcp_ps` later (no time is modelled for the copy itself). `Alloc` is
-//!   ignored.
+//!   until every kernel it submitted has completed, then the copy reaches every DRAM
+//!   channel `launch.host_to_gcp_ps` later (no time is modelled for the copy itself).
+//!   `Alloc` is ignored.
 //! - **Global CP**: a kernel arrives `host_to_gcp_ps` after its submission and starts at the
-//!   later of its arrival and the previous kernel's completion (one stream, in order).
-//! - **Local CP**: receives the kernel `gcp_to_lcp_ps` after it starts; first fills every
-//!   SM round-robin (CTA 0 to SM 0, CTA 1 to SM 1, ..., then a second round) up to the
-//!   occupancy limit, then sends the next CTA (listing order) to an SM when that SM reports
-//!   a CTA complete. Dispatches and completion reports each take `cta_dispatch_ps`.
-//! - **Completion**: the host sees the kernel complete `completion_ps` after the local CP
-//!   has the last CTA's completion report.
+//!   later of its arrival and the previous kernel's completion (one stream, in order). It
+//!   splits the grid across chiplets (`package.grid_split`: contiguous ranges or round
+//!   robin) and sends each local CP its slice, which arrives `gcp_to_lcp_ps` later (a packet
+//!   to another chiplet's CP; the same delay inside chiplet 0's unit).
+//! - **Local CP**: when its slice arrives, first fills every SM of its chiplet round-robin
+//!   (its first CTA to its first SM, ...) up to the occupancy limit, then sends the slice's
+//!   next CTA (listing order) to an SM when that SM reports a CTA complete. Dispatches and
+//!   completion reports each take `cta_dispatch_ps`. When its slice's last CTA report is
+//!   in, it reports the slice done; the report reaches the global CP `completion_ps` later.
+//! - **Completion**: the kernel is complete, for the host, when the last slice report has
+//!   reached the global CP (with one chiplet: `completion_ps` after the local CP has the
+//!   last CTA's report).
 
 use std::collections::VecDeque;
 
-use crate::config::GpuConfig;
+use crate::config::{GpuConfig, GridSplit};
 use crate::mem::{Net, Packet, UnitIds};
 use crate::stats::KernelStats;
 use crate::Picos;
@@ -36,25 +41,20 @@ struct Queued {
     arrive_ps: Picos,
 }
 
-/// The kernel the local CP is dispatching.
+/// The kernel the global CP is running.
 #[derive(Clone, Copy, Debug)]
 struct Running {
     kernel: u32,
     submit_ps: Picos,
     total: u32,
-    next_cta: u32,
-    done: u32,
     per_sm: u32,
+    /// Slice reports received, and when the latest arrived.
+    reported: u32,
+    last_report_ps: Picos,
 }
 
-/// The host, global CP and local CP of one GPU.
-pub struct CommandProcessor {
-    ids: UnitIds,
-    period: Picos,
-    host_to_gcp_ps: Picos,
-    gcp_to_lcp_ps: Picos,
-    cta_dispatch_ps: Picos,
-    completion_ps: Picos,
+/// The host and the global CP (chiplet 0's unit).
+struct GlobalCp {
     commands: Vec<Command>,
     next_cmd: usize,
     /// When the host may issue its next command.
@@ -67,21 +67,50 @@ pub struct CommandProcessor {
     running: Option<Running>,
     /// When the previous kernel completed (as seen by the host).
     prev_end_ps: Picos,
-    /// Per CTA-per-SM limit of each kernel (the occupancy calculation).
-    per_sm: Vec<u32>,
     kernels: Vec<KernelStats>,
     /// Kernel launches in the command list.
     launches: usize,
 }
 
+/// The local CP's share of a kernel: CTAs `first + i * stride` for `i < count`.
+#[derive(Clone, Copy, Debug)]
+struct Slice {
+    kernel: u32,
+    first: u32,
+    stride: u32,
+    count: u32,
+    next: u32,
+    done: u32,
+}
+
+/// The command processor unit of one chiplet: its local CP, and on chiplet 0 the host and
+/// the global CP.
+pub struct CommandProcessor {
+    chiplet: u32,
+    ids: UnitIds,
+    period: Picos,
+    host_to_gcp_ps: Picos,
+    gcp_to_lcp_ps: Picos,
+    cta_dispatch_ps: Picos,
+    completion_ps: Picos,
+    split: GridSplit,
+    /// Per CTA-per-SM limit of each kernel (the occupancy calculation).
+    per_sm: Vec<u32>,
+    global: Option<GlobalCp>,
+    /// Slices handed over inside this unit (chiplet 0), with their arrival.
+    pending: VecDeque<(Picos, u32)>,
+    slice: Option<Slice>,
+}
+
 impl CommandProcessor {
-    /// The CP of `cfg` replaying `commands`; every kernel's occupancy is checked here, so a
-    /// CTA that can never fit is an error before anything runs.
-    pub fn new(
+    /// The CP units of `cfg`, one per chiplet, chiplet 0's replaying `commands`; every
+    /// kernel's occupancy is checked here, so a CTA that can never fit is an error before
+    /// anything runs.
+    pub fn build(
         cfg: &GpuConfig,
         commands: &[Command],
         kernels: &[KernelMeta],
-    ) -> Result<CommandProcessor, GpuError> {
+    ) -> Result<Vec<CommandProcessor>, GpuError> {
         let per_sm = kernels
             .iter()
             .enumerate()
@@ -95,42 +124,67 @@ impl CommandProcessor {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let l = &cfg.launch;
-        Ok(CommandProcessor {
-            ids: UnitIds::new(cfg),
-            period: cfg.core_period_ps(),
-            host_to_gcp_ps: l.host_to_gcp_ps,
-            gcp_to_lcp_ps: l.gcp_to_lcp_ps,
-            cta_dispatch_ps: l.cta_dispatch_ps,
-            completion_ps: l.completion_ps,
-            commands: commands.to_vec(),
-            next_cmd: 0,
-            host_ps: 0,
-            host_blocked: false,
-            outstanding: 0,
-            queue: VecDeque::new(),
-            running: None,
-            prev_end_ps: 0,
-            per_sm,
-            kernels: Vec::new(),
-            launches: commands
-                .iter()
-                .filter(|c| matches!(c, Command::KernelLaunch { .. }))
-                .count(),
-        })
+        let ids = UnitIds::new(cfg);
+        Ok((0..ids.chiplets)
+            .map(|k| CommandProcessor {
+                chiplet: k,
+                ids,
+                period: cfg.core_period_ps(),
+                host_to_gcp_ps: l.host_to_gcp_ps,
+                gcp_to_lcp_ps: l.gcp_to_lcp_ps,
+                cta_dispatch_ps: l.cta_dispatch_ps,
+                completion_ps: l.completion_ps,
+                split: cfg.package.grid_split,
+                per_sm: per_sm.clone(),
+                global: (k == 0).then(|| GlobalCp {
+                    commands: commands.to_vec(),
+                    next_cmd: 0,
+                    host_ps: 0,
+                    host_blocked: false,
+                    outstanding: 0,
+                    queue: VecDeque::new(),
+                    running: None,
+                    prev_end_ps: 0,
+                    kernels: Vec::new(),
+                    launches: commands
+                        .iter()
+                        .filter(|c| matches!(c, Command::KernelLaunch { .. }))
+                        .count(),
+                }),
+                pending: VecDeque::new(),
+                slice: None,
+            })
+            .collect())
+    }
+
+    /// The chiplet of this unit.
+    pub fn chiplet(&self) -> u32 {
+        self.chiplet
+    }
+
+    /// Whether this unit hosts the host and the global CP.
+    pub fn is_global(&self) -> bool {
+        self.global.is_some()
+    }
+
+    fn unit(&self) -> u32 {
+        self.ids.cp(self.chiplet)
     }
 
     /// The next time the CP acts on its own (not counting packets it will receive).
     pub fn next_event(&self) -> Option<Picos> {
-        let host =
-            (!self.host_blocked && self.next_cmd < self.commands.len()).then_some(self.host_ps);
-        let start = match (self.running, self.queue.front()) {
-            (None, Some(q)) => Some(q.arrive_ps.max(self.prev_end_ps) + self.gcp_to_lcp_ps),
-            _ => None,
-        };
-        match (host, start) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let mut next = self.pending.front().map(|p| p.0);
+        if let Some(g) = &self.global {
+            let host = (!g.host_blocked && g.next_cmd < g.commands.len()).then_some(g.host_ps);
+            let start = match (g.running, g.queue.front()) {
+                (None, Some(q)) => Some(q.arrive_ps.max(g.prev_end_ps)),
+                _ => None,
+            };
+            for t in [host, start].into_iter().flatten() {
+                next = Some(next.map_or(t, |n: Picos| n.min(t)));
+            }
         }
+        next
     }
 
     /// SM `sm` reports CTA completion at `at`.
@@ -142,29 +196,297 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let Some(r) = self.running.as_mut().filter(|r| r.kernel == kernel) else {
+        let unit = self.unit();
+        let Some(r) = self.slice.as_mut().filter(|r| r.kernel == kernel) else {
             return Err(GpuError::Protocol(format!(
-                "SM {sm} reported a CTA of kernel {kernel}, which is not running"
+                "SM {sm} reported a CTA of kernel {kernel}, which chiplet {}'s local CP is not \
+                 running",
+                self.chiplet
             )));
         };
         r.done += 1;
-        if r.next_cta < r.total {
+        if r.next < r.count {
             let pkt = Packet::Dispatch {
                 kernel,
-                cta: r.next_cta,
+                cta: r.first + r.next * r.stride,
             };
-            r.next_cta += 1;
-            net.send(UnitIds::CP, self.ids.sm(sm), at + self.cta_dispatch_ps, pkt);
+            r.next += 1;
+            net.send(unit, self.ids.sm(sm), at + self.cta_dispatch_ps, pkt);
         }
-        if r.done == r.total {
-            let r = *r;
-            self.finish_kernel(r, at, kernels);
+        if r.done == r.count {
+            self.slice = None;
+            self.slice_done(kernel, at, kernels, net)?;
         }
         Ok(())
     }
 
-    fn finish_kernel(&mut self, r: Running, last_report_ps: Picos, kernels: &[KernelMeta]) {
-        let end_ps = last_report_ps + self.completion_ps;
+    /// This chiplet's slice of `kernel` completed at `at` (the last CTA report): the report
+    /// reaches the global CP `completion_ps` later.
+    fn slice_done(
+        &mut self,
+        kernel: u32,
+        at: Picos,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        let arrive = at + self.completion_ps;
+        if self.global.is_some() {
+            self.on_slice_done(arrive, kernel, kernels)
+        } else {
+            net.send(
+                self.unit(),
+                UnitIds::CP,
+                arrive,
+                Packet::SliceDone { kernel },
+            );
+            Ok(())
+        }
+    }
+
+    /// The global CP has a slice report of `kernel` at `at`.
+    pub fn on_slice_done(
+        &mut self,
+        at: Picos,
+        kernel: u32,
+        kernels: &[KernelMeta],
+    ) -> Result<(), GpuError> {
+        let chiplets = self.ids.chiplets;
+        let period = self.period;
+        let Some(g) = self.global.as_mut() else {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {}'s CP, which has no global CP, got a slice report",
+                self.chiplet
+            )));
+        };
+        let Some(r) = g.running.as_mut().filter(|r| r.kernel == kernel) else {
+            return Err(GpuError::Protocol(format!(
+                "a slice report of kernel {kernel}, which is not running"
+            )));
+        };
+        r.reported += 1;
+        r.last_report_ps = r.last_report_ps.max(at);
+        if r.reported == chiplets {
+            let r = *r;
+            g.finish_kernel(r, kernels, period);
+        }
+        Ok(())
+    }
+
+    /// The local CP receives its slice of `kernel` (from another chiplet's global CP).
+    pub fn on_slice(&mut self, at: Picos, kernel: u32) {
+        self.pending.push_back((at, kernel));
+    }
+
+    /// Does everything due at `t` (host commands, a kernel start, a slice start).
+    pub fn run_at(
+        &mut self,
+        t: Picos,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        if self.global.is_some() {
+            self.run_global(t, kernels, net)?;
+        }
+        while let Some(&(at, kernel)) = self.pending.front() {
+            if at > t {
+                break;
+            }
+            self.pending.pop_front();
+            self.start_slice(at, kernel, kernels, net)?;
+        }
+        Ok(())
+    }
+
+    fn run_global(
+        &mut self,
+        t: Picos,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        let (ids, unit) = (self.ids, self.unit());
+        let (host_to_gcp, gcp_to_lcp) = (self.host_to_gcp_ps, self.gcp_to_lcp_ps);
+        let Some(g) = self.global.as_mut() else {
+            return Ok(());
+        };
+        loop {
+            let mut progressed = false;
+            while !g.host_blocked && g.next_cmd < g.commands.len() && g.host_ps <= t {
+                progressed = true;
+                match g.commands[g.next_cmd] {
+                    Command::MemcpyHtoD { .. } => {
+                        if g.outstanding > 0 {
+                            g.host_blocked = true;
+                            break;
+                        }
+                        let arrive = g.host_ps + host_to_gcp;
+                        for c in 0..ids.total_channels() {
+                            let pkt = Packet::Memcpy {
+                                command: g.next_cmd as u32,
+                            };
+                            net.send(unit, ids.channel(c), arrive, pkt);
+                        }
+                    }
+                    Command::Alloc { .. } => {}
+                    Command::KernelLaunch { kernel, .. } => {
+                        if kernel as usize >= kernels.len() {
+                            return Err(GpuError::Protocol(format!(
+                                "command {} launches kernel {kernel}, which the trace does not have",
+                                g.next_cmd
+                            )));
+                        }
+                        g.queue.push_back(Queued {
+                            kernel,
+                            submit_ps: g.host_ps,
+                            arrive_ps: g.host_ps + host_to_gcp,
+                        });
+                        g.host_ps += host_to_gcp;
+                        g.outstanding += 1;
+                    }
+                }
+                g.next_cmd += 1;
+            }
+            if g.running.is_none() {
+                if let Some(&q) = g.queue.front() {
+                    let start = q.arrive_ps.max(g.prev_end_ps);
+                    if start <= t {
+                        g.queue.pop_front();
+                        progressed = true;
+                        let k = q.kernel as usize;
+                        g.running = Some(Running {
+                            kernel: q.kernel,
+                            submit_ps: q.submit_ps,
+                            total: kernels[k].counts.ctas as u32,
+                            per_sm: self.per_sm[k],
+                            reported: 0,
+                            last_report_ps: 0,
+                        });
+                        // Every local CP gets its slice (empty ones too: they report at once).
+                        let lcp = start + gcp_to_lcp;
+                        for c in 0..ids.chiplets {
+                            if c == self.chiplet {
+                                self.pending.push_back((lcp, q.kernel));
+                            } else {
+                                let pkt = Packet::Slice { kernel: q.kernel };
+                                net.send(unit, ids.cp(c), lcp, pkt);
+                            }
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The local CP starts its slice of `kernel` at `at` and fills its SMs.
+    fn start_slice(
+        &mut self,
+        at: Picos,
+        kernel: u32,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        let meta = kernels.get(kernel as usize).ok_or_else(|| {
+            GpuError::Protocol(format!(
+                "a slice of kernel {kernel}, which the trace does not have"
+            ))
+        })?;
+        if self.slice.is_some() {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {} got a slice of kernel {kernel} while running another",
+                self.chiplet
+            )));
+        }
+        let total = meta.counts.ctas as u32;
+        let (n, k) = (self.ids.chiplets, self.chiplet);
+        let (first, stride, count) = match self.split {
+            GridSplit::Contiguous => {
+                let lo = (k as u64 * total as u64 / n as u64) as u32;
+                let hi = ((k as u64 + 1) * total as u64 / n as u64) as u32;
+                (lo, 1, hi - lo)
+            }
+            GridSplit::RoundRobin => (k, n, total.saturating_sub(k).div_ceil(n)),
+        };
+        let mut r = Slice {
+            kernel,
+            first,
+            stride,
+            count,
+            next: 0,
+            done: 0,
+        };
+        if count == 0 {
+            return self.slice_done(kernel, at, kernels, net);
+        }
+        let per_sm = self.per_sm[kernel as usize];
+        let sms = self.ids.sms;
+        for _round in 0..per_sm {
+            for s in 0..sms {
+                if r.next < r.count {
+                    let pkt = Packet::Dispatch {
+                        kernel,
+                        cta: r.first + r.next * r.stride,
+                    };
+                    net.send(
+                        self.unit(),
+                        self.ids.sm(k * sms + s),
+                        at + self.cta_dispatch_ps,
+                        pkt,
+                    );
+                    r.next += 1;
+                }
+            }
+        }
+        self.slice = Some(r);
+        Ok(())
+    }
+
+    /// Unfinished work, for a run that went quiet: `None` when every command is done.
+    pub fn unfinished(&self) -> Option<String> {
+        if let Some(g) = &self.global {
+            if g.next_cmd < g.commands.len() || g.running.is_some() || !g.queue.is_empty() {
+                return Some(format!(
+                    "the command processor is at command {} of {} with {} kernel(s) outstanding",
+                    g.next_cmd,
+                    g.commands.len(),
+                    g.outstanding
+                ));
+            }
+        }
+        if let Some(r) = &self.slice {
+            return Some(format!(
+                "chiplet {}'s local CP has {} CTA(s) of kernel {} outstanding",
+                self.chiplet,
+                r.count - r.done,
+                r.kernel
+            ));
+        }
+        None
+    }
+
+    /// The end of the simulated time: the host's last action or the last kernel's
+    /// completion (chiplet 0's unit; 0 elsewhere).
+    pub fn end_ps(&self) -> Picos {
+        self.global
+            .as_ref()
+            .map_or(0, |g| g.prev_end_ps.max(g.host_ps))
+    }
+
+    /// Kernel launches completed so far, and in the command list (chiplet 0's unit).
+    pub fn kernels_done(&self) -> Option<(usize, usize)> {
+        self.global.as_ref().map(|g| (g.kernels.len(), g.launches))
+    }
+
+    /// The kernels' stats (chiplet 0's unit; empty elsewhere).
+    pub fn into_kernels(self) -> Vec<KernelStats> {
+        self.global.map(|g| g.kernels).unwrap_or_default()
+    }
+}
+
+impl GlobalCp {
+    fn finish_kernel(&mut self, r: Running, kernels: &[KernelMeta], period: Picos) {
+        let end_ps = r.last_report_ps;
         let meta = &kernels[r.kernel as usize];
         self.kernels.push(KernelStats {
             name: meta.name.clone(),
@@ -174,7 +496,7 @@ impl CommandProcessor {
             ctas_per_sm: r.per_sm,
             start_ps: r.submit_ps,
             end_ps,
-            cycles: cycle_at(end_ps - r.submit_ps, self.period),
+            cycles: cycle_at(end_ps - r.submit_ps, period),
             // Filled in from the SMs' counters at the end of the run.
             warp_insts: 0,
             thread_insts: 0,
@@ -186,131 +508,5 @@ impl CommandProcessor {
             self.host_blocked = false;
             self.host_ps = self.host_ps.max(end_ps);
         }
-    }
-
-    /// Does everything due at `t` (host commands, a kernel start).
-    pub fn run_at(
-        &mut self,
-        t: Picos,
-        kernels: &[KernelMeta],
-        net: &mut dyn Net,
-    ) -> Result<(), GpuError> {
-        loop {
-            let mut progressed = false;
-            while !self.host_blocked && self.next_cmd < self.commands.len() && self.host_ps <= t {
-                progressed = true;
-                match self.commands[self.next_cmd] {
-                    Command::MemcpyHtoD { .. } => {
-                        if self.outstanding > 0 {
-                            self.host_blocked = true;
-                            break;
-                        }
-                        let arrive = self.host_ps + self.host_to_gcp_ps;
-                        for c in 0..self.ids.channels {
-                            let pkt = Packet::Memcpy {
-                                command: self.next_cmd as u32,
-                            };
-                            net.send(UnitIds::CP, self.ids.channel(c), arrive, pkt);
-                        }
-                    }
-                    Command::Alloc { .. } => {}
-                    Command::KernelLaunch { kernel, .. } => {
-                        if kernel as usize >= kernels.len() {
-                            return Err(GpuError::Protocol(format!(
-                                "command {} launches kernel {kernel}, which the trace does not have",
-                                self.next_cmd
-                            )));
-                        }
-                        self.queue.push_back(Queued {
-                            kernel,
-                            submit_ps: self.host_ps,
-                            arrive_ps: self.host_ps + self.host_to_gcp_ps,
-                        });
-                        self.host_ps += self.host_to_gcp_ps;
-                        self.outstanding += 1;
-                    }
-                }
-                self.next_cmd += 1;
-            }
-            if self.running.is_none() {
-                if let Some(&q) = self.queue.front() {
-                    let lcp = q.arrive_ps.max(self.prev_end_ps) + self.gcp_to_lcp_ps;
-                    if lcp <= t {
-                        self.queue.pop_front();
-                        progressed = true;
-                        self.start_kernel(q, lcp, kernels, net);
-                    }
-                }
-            }
-            if !progressed {
-                return Ok(());
-            }
-        }
-    }
-
-    /// The local CP receives kernel `q` at `lcp` and fills the SMs.
-    fn start_kernel(&mut self, q: Queued, lcp: Picos, kernels: &[KernelMeta], net: &mut dyn Net) {
-        let meta = &kernels[q.kernel as usize];
-        let per_sm = self.per_sm[q.kernel as usize];
-        let total = meta.counts.ctas as u32;
-        let mut r = Running {
-            kernel: q.kernel,
-            submit_ps: q.submit_ps,
-            total,
-            next_cta: 0,
-            done: 0,
-            per_sm,
-        };
-        if total == 0 {
-            self.finish_kernel(r, lcp, kernels);
-            return;
-        }
-        for _round in 0..per_sm {
-            for sm in 0..self.ids.sms {
-                if r.next_cta < total {
-                    let pkt = Packet::Dispatch {
-                        kernel: q.kernel,
-                        cta: r.next_cta,
-                    };
-                    net.send(
-                        UnitIds::CP,
-                        self.ids.sm(sm),
-                        lcp + self.cta_dispatch_ps,
-                        pkt,
-                    );
-                    r.next_cta += 1;
-                }
-            }
-        }
-        self.running = Some(r);
-    }
-
-    /// Unfinished work, for a run that went quiet: `None` when every command is done.
-    pub fn unfinished(&self) -> Option<String> {
-        if self.next_cmd < self.commands.len() || self.running.is_some() || !self.queue.is_empty() {
-            Some(format!(
-                "the command processor is at command {} of {} with {} kernel(s) outstanding",
-                self.next_cmd,
-                self.commands.len(),
-                self.outstanding
-            ))
-        } else {
-            None
-        }
-    }
-
-    /// The end of the simulated time: the host's last action or the last kernel's
-    /// completion.
-    pub fn end_ps(&self) -> Picos {
-        self.prev_end_ps.max(self.host_ps)
-    }
-
-    /// Kernel launches completed so far, and in the command list.
-    pub fn kernels_done(&self) -> (usize, usize) {
-        (self.kernels.len(), self.launches)
-    }
-
-    pub fn into_kernels(self) -> Vec<KernelStats> {
-        self.kernels
     }
 }

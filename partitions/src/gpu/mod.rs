@@ -27,9 +27,11 @@ mod wake;
 use std::sync::Arc;
 
 use crate::config::GpuConfig;
-use crate::mem::{Access, MemSpec, MemStats, Space, UnitIds};
+use crate::mem::{Access, MemSpec, MemStats, Space, Unit, UnitIds};
 use crate::sm::{SmError, SmSpec, SmStats};
-use crate::stats::{ChipletStats, ClassCounts, RunStats, StallStats, Totals, STATS_VERSION};
+use crate::stats::{
+    ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, Totals, STATS_VERSION,
+};
 use tessera_interconnect::Picos;
 use tessera_interconnect::{Link, PortId};
 use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
@@ -105,14 +107,19 @@ pub(crate) fn classify(class: OpClass, kernel: &KernelMeta, first_addr: u64) -> 
     }
 }
 
-/// The partition hosting each unit for `parts` partitions (module documentation).
-fn partition_of_unit(ids: &UnitIds, parts: u32, unit: u32) -> usize {
-    let p = parts.max(1) as u64;
-    match ids.unit(unit) {
-        Some(crate::mem::Unit::Sm(s)) => (s as u64 * p / ids.sms as u64) as usize,
-        Some(crate::mem::Unit::Channel(c)) => (c as u64 * p / ids.channels as u64) as usize,
-        _ => 0,
-    }
+/// The partition hosting each unit when each chiplet is cut into `per` partitions (module
+/// documentation): chiplet `k`'s partitions are `[k per, (k + 1) per)`.
+fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
+    let p = per.max(1) as u64;
+    let base = |k: u32| k as u64 * p;
+    (match ids.unit(unit) {
+        Some(Unit::Sm(s)) => base(s / ids.sms) + (s % ids.sms) as u64 * p / ids.sms as u64,
+        Some(Unit::Channel(c)) => {
+            base(c / ids.channels) + (c % ids.channels) as u64 * p / ids.channels as u64
+        }
+        Some(Unit::Cp(k)) | Some(Unit::Link(k)) => base(k),
+        None => 0,
+    }) as usize
 }
 
 /// The links between units with their least latencies, for the lookahead.
@@ -124,16 +131,51 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
         dst: PortId(dst),
         latency,
     };
-    for s in 0..ids.sms {
-        v.push(link(UnitIds::CP, ids.sm(s), l.cta_dispatch_ps));
-        v.push(link(ids.sm(s), UnitIds::CP, l.cta_dispatch_ps));
-        for c in 0..ids.channels {
-            v.push(link(ids.sm(s), ids.channel(c), noc_ps));
-            v.push(link(ids.channel(c), ids.sm(s), noc_ps));
+    for k in 0..ids.chiplets {
+        let cp = ids.cp(k);
+        let sms = k * ids.sms..(k + 1) * ids.sms;
+        let channels = k * ids.channels..(k + 1) * ids.channels;
+        for s in sms {
+            v.push(link(cp, ids.sm(s), l.cta_dispatch_ps));
+            v.push(link(ids.sm(s), cp, l.cta_dispatch_ps));
+            for c in channels.clone() {
+                v.push(link(ids.sm(s), ids.channel(c), noc_ps));
+                v.push(link(ids.channel(c), ids.sm(s), noc_ps));
+            }
+            if ids.chiplets > 1 {
+                v.push(link(ids.sm(s), ids.link(k), noc_ps));
+                v.push(link(ids.link(k), ids.sm(s), noc_ps));
+            }
+        }
+        if ids.chiplets > 1 {
+            for c in channels {
+                v.push(link(ids.channel(c), ids.link(k), noc_ps));
+                v.push(link(ids.link(k), ids.channel(c), noc_ps));
+            }
+            if k != 0 {
+                v.push(link(UnitIds::CP, cp, l.gcp_to_lcp_ps));
+                v.push(link(cp, UnitIds::CP, l.completion_ps));
+            }
         }
     }
-    for c in 0..ids.channels {
+    for c in 0..ids.total_channels() {
         v.push(link(UnitIds::CP, ids.channel(c), l.host_to_gcp_ps));
+    }
+    if ids.chiplets > 1 {
+        let latency = cfg.package.link.latency_ps;
+        let topo = crate::mem::topology(cfg);
+        for (from, to) in topo.links(ids.chiplets) {
+            match (from, to) {
+                (Some(a), Some(b)) => v.push(link(ids.link(a), ids.link(b), latency)),
+                // Up to the switch: the packet goes on to every other chiplet's interface.
+                (Some(a), None) => {
+                    for b in (0..ids.chiplets).filter(|&b| b != a) {
+                        v.push(link(ids.link(a), ids.link(b), latency));
+                    }
+                }
+                _ => {}
+            }
+        }
     }
     v
 }
@@ -151,48 +193,53 @@ pub struct GpuSystem<'t> {
 /// `cfg.partition_count()` partitions (module documentation). Errors: configurations not
 /// simulated yet, a kernel whose CTA can never fit on an SM.
 pub fn build<'t>(cfg: &GpuConfig, trace: &'t TraceFile) -> Result<GpuSystem<'t>, GpuError> {
-    if cfg.chiplets != 1 {
-        return Err(GpuError::Unsupported(format!(
-            "chiplets: {} is not simulated yet (one GPU die, chiplets: 1)",
-            cfg.chiplets
-        )));
-    }
     let ids = UnitIds::new(cfg);
     let parts = cfg.partition_count();
-    if parts == 0 || parts > ids.sms {
+    let per = parts / ids.chiplets;
+    if per == 0 || per > ids.sms || per * ids.chiplets != parts {
         return Err(GpuError::Unsupported(format!(
-            "{parts} partitions for {} SMs: partitioning.sm_clusters must be between 1 and \
-             core.sm_count",
-            ids.sms
+            "{parts} partitions for {} chiplets of {} SMs: partitioning.sm_clusters must be \
+             between 1 and core.sm_count",
+            ids.chiplets, ids.sms
+        )));
+    }
+    if ids.count() > crate::mem::MAX_UNIT {
+        return Err(GpuError::Unsupported(format!(
+            "{} units (chiplets x (SMs + channels + 2)): at most {} can be addressed",
+            ids.count(),
+            crate::mem::MAX_UNIT
         )));
     }
     let mem_spec = Arc::new(MemSpec::new(cfg));
     let sm_spec = Arc::new(SmSpec::from_config(cfg));
-    let mut cp = Some(CommandProcessor::new(
-        cfg,
-        trace.commands(),
-        trace.kernels(),
-    )?);
+    let mut cps: Vec<Option<CommandProcessor>> =
+        CommandProcessor::build(cfg, trace.commands(), trace.kernels())?
+            .into_iter()
+            .map(Some)
+            .collect();
     let partitions = (0..parts as usize)
         .map(|p| {
-            GpuPartition::new(
-                p,
-                cfg,
-                trace,
-                &mem_spec,
-                &sm_spec,
-                if p == 0 { cp.take() } else { None },
-                |u| partition_of_unit(&ids, parts, u) == p,
-            )
+            GpuPartition::new(p, cfg, trace, &mem_spec, &sm_spec, &mut cps, |u| {
+                partition_of_unit(&ids, per, u) == p
+            })
         })
         .collect();
     Ok(GpuSystem {
         partitions,
         ports: (0..ids.count())
-            .map(|u| (PortId(u), partition_of_unit(&ids, parts, u)))
+            .map(|u| (PortId(u), partition_of_unit(&ids, per, u)))
             .collect(),
         links: links(cfg, &ids, mem_spec.noc_latency_ps()),
     })
+}
+
+/// Counters of one chiplet's SMs, summed in SM order.
+#[derive(Default)]
+struct SmSums {
+    t: SmStats,
+    ctas: u64,
+    stalls: StallStats,
+    memory: MemStats,
 }
 
 /// The stats of a finished run (the partitions back from the engine), summed over units
@@ -202,24 +249,29 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
     for p in &mut partitions {
         p.close();
     }
+    let ids = UnitIds::new(cfg);
     let period = cfg.core_period_ps();
     let mut kernels = Vec::new();
     let mut end_ps = 0;
     let mut sms = Vec::new();
     let mut channels = Vec::new();
+    let mut link_units = Vec::new();
     for p in partitions {
-        if let Some(cp) = p.cp {
-            end_ps = cp.end_ps();
-            kernels = cp.into_kernels();
+        for cp in p.cps {
+            if cp.is_global() {
+                end_ps = cp.end_ps();
+                kernels = cp.into_kernels();
+            }
         }
         sms.extend(p.sms);
         channels.extend(p.channels);
+        link_units.extend(p.links);
     }
     sms.sort_by_key(|u| u.index);
+    channels.sort_by_key(|c| c.index());
+    link_units.sort_by_key(|l| l.chiplet());
     let end_cycle = cycle_at(end_ps, period);
-    let mut t = SmStats::default();
-    let mut stalls = StallStats::default();
-    let mut memory = MemStats::default();
+    let mut per_chiplet: Vec<SmSums> = (0..ids.chiplets).map(|_| SmSums::default()).collect();
     for u in sms {
         for (k, &(w, th)) in u.per_kernel.iter().enumerate() {
             if let Some(ks) = kernels.get_mut(k) {
@@ -227,10 +279,13 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
                 ks.thread_insts += th;
             }
         }
-        memory.add(u.ldst.stats());
+        let c = &mut per_chiplet[(u.index / ids.sms) as usize];
+        c.ctas += u.ctas;
+        c.memory.add(u.ldst.stats());
         let end = end_cycle.max(u.sm.now());
         let st = u.sm.finish(0, end);
-        stalls.add(&st);
+        c.stalls.add(&st);
+        let t = &mut c.t;
         t.warp_insts += st.warp_insts;
         t.thread_insts += st.thread_insts;
         t.barriers += st.barriers;
@@ -249,13 +304,60 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
         }
     }
     for c in &channels {
-        memory.add(c.stats());
+        per_chiplet[(c.index() / ids.channels) as usize]
+            .memory
+            .add(c.stats());
     }
     let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();
+    let mut memory = MemStats::default();
+    let mut stalls = StallStats::default();
+    let (mut warp_insts, mut thread_insts) = (0, 0);
+    let chiplets: Vec<ChipletStats> = per_chiplet
+        .into_iter()
+        .enumerate()
+        .map(|(k, c)| {
+            memory.add(&c.memory);
+            stalls.add_all(&c.stalls);
+            warp_insts += c.t.warp_insts;
+            thread_insts += c.t.thread_insts;
+            ChipletStats {
+                id: k as u32,
+                sms: cfg.core.sm_count,
+                warp_insts: c.t.warp_insts,
+                thread_insts: c.t.thread_insts,
+                ctas: c.ctas,
+                barriers: c.t.barriers,
+                exited_lanes: c.t.exited_lanes,
+                icache_accesses: c.t.icache_accesses,
+                icache_misses: c.t.icache_misses,
+                operand_reads: c.t.operand_reads,
+                bank_conflicts: c.t.bank_conflicts,
+                bank_conflict_cycles: c.t.bank_conflict_cycles,
+                class_warp_insts: ClassCounts(c.t.class_warp_insts),
+                stalls: c.stalls,
+                memory: c.memory,
+            }
+        })
+        .collect();
+    let name = |c: Option<u32>| c.map_or_else(|| "switch".to_string(), |k| format!("chiplet{k}"));
+    let links = link_units
+        .iter()
+        .flat_map(|l| l.reports())
+        .map(|r| LinkEntry {
+            from: name(r.from),
+            to: name(r.to),
+            packets: r.stats.packets,
+            bytes: r.stats.bytes,
+            wire_bytes: r.stats.wire_bytes,
+            busy_ps: r.busy_ps,
+            queued_ps: r.stats.queued_ps,
+            max_queued_ps: r.stats.max_queued_ps,
+        })
+        .collect();
     let ipc = if end_cycle == 0 {
         0.0
     } else {
-        t.thread_insts as f64 / end_cycle as f64
+        thread_insts as f64 / end_cycle as f64
     };
     let m = &memory;
     RunStats {
@@ -263,8 +365,8 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
         config: cfg.name.clone(),
         totals: Totals {
             gpu_tot_sim_cycle: end_cycle,
-            gpu_tot_sim_insn: t.thread_insts,
-            warp_insts: t.warp_insts,
+            gpu_tot_sim_insn: thread_insts,
+            warp_insts,
             ipc,
             sim_time_ps: end_ps,
             kernels: kernels.len() as u64,
@@ -278,25 +380,10 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
             dram_reads: m.dram_reads,
             dram_writes: m.dram_writes,
             dram_bytes: m.dram_bytes,
-            stalls: stalls.clone(),
+            stalls,
         },
         kernels,
-        chiplets: vec![ChipletStats {
-            id: 0,
-            sms: cfg.core.sm_count,
-            warp_insts: t.warp_insts,
-            thread_insts: t.thread_insts,
-            ctas,
-            barriers: t.barriers,
-            exited_lanes: t.exited_lanes,
-            icache_accesses: t.icache_accesses,
-            icache_misses: t.icache_misses,
-            operand_reads: t.operand_reads,
-            bank_conflicts: t.bank_conflicts,
-            bank_conflict_cycles: t.bank_conflict_cycles,
-            class_warp_insts: ClassCounts(t.class_warp_insts),
-            stalls,
-            memory,
-        }],
+        chiplets,
+        links,
     }
 }

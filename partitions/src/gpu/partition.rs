@@ -22,7 +22,8 @@ use super::cp::CommandProcessor;
 use super::wake::WakeQueue;
 use super::{classify, cycle_at, GpuError};
 use crate::mem::{
-    Access, Issued, LdStUnit, MemChannel, MemRequest, Net, Packet, Space, Unit, UnitIds,
+    Access, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Net, Packet, Space, Unit,
+    UnitIds,
 };
 use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
 use crate::Picos;
@@ -101,6 +102,8 @@ pub(super) struct SmUnit {
     base: (u64, u64),
     /// [`Sm::next_event`] when it was last asked (valid until a packet arrives).
     next_own: Option<u64>,
+    /// CTAs it has been sent.
+    pub(super) ctas: u64,
 }
 
 impl SmUnit {
@@ -123,9 +126,10 @@ impl SmUnit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
     Remote,
-    Cp,
+    Cp(usize),
     Sm(usize),
     Channel(usize),
+    Link(usize),
 }
 
 /// One partition of a GPU.
@@ -139,9 +143,10 @@ pub struct GpuPartition<'t> {
     preps: Vec<Option<Arc<KernelPrep>>>,
     wires: Wires,
     slot: Vec<Slot>,
-    pub(super) cp: Option<CommandProcessor>,
+    pub(super) cps: Vec<CommandProcessor>,
     pub(super) sms: Vec<SmUnit>,
     pub(super) channels: Vec<MemChannel>,
+    pub(super) links: Vec<LinkInterface>,
     lanes: Vec<(u32, u64)>,
     done: Vec<(u32, Picos)>,
     completed: Vec<(u64, u64)>,
@@ -232,7 +237,7 @@ impl<'t> GpuPartition<'t> {
         trace: &'t TraceFile,
         mem_spec: &Arc<crate::mem::MemSpec>,
         spec: &Arc<SmSpec>,
-        cp: Option<CommandProcessor>,
+        all_cps: &mut [Option<CommandProcessor>],
         hosted: impl Fn(u32) -> bool,
     ) -> GpuPartition<'t> {
         let ids = UnitIds::new(cfg);
@@ -240,15 +245,23 @@ impl<'t> GpuPartition<'t> {
         let mut slot = vec![Slot::Remote; n];
         let mut sms = Vec::new();
         let mut channels = Vec::new();
-        let mut has_cp = false;
+        let mut links = Vec::new();
+        let mut cps = Vec::new();
         for u in 0..ids.count() {
             if !hosted(u) {
                 continue;
             }
             slot[u as usize] = match ids.unit(u) {
-                Some(Unit::Cp) => {
-                    has_cp = true;
-                    Slot::Cp
+                Some(Unit::Cp(k)) => match all_cps.get_mut(k as usize).and_then(Option::take) {
+                    Some(cp) => {
+                        cps.push(cp);
+                        Slot::Cp(cps.len() - 1)
+                    }
+                    None => Slot::Remote,
+                },
+                Some(Unit::Link(k)) => {
+                    links.push(LinkInterface::new(cfg, mem_spec.clone(), k));
+                    Slot::Link(links.len() - 1)
                 }
                 Some(Unit::Sm(s)) => {
                     sms.push(SmUnit {
@@ -259,6 +272,7 @@ impl<'t> GpuPartition<'t> {
                         per_kernel: Vec::new(),
                         base: (0, 0),
                         next_own: None,
+                        ctas: 0,
                     });
                     Slot::Sm(sms.len() - 1)
                 }
@@ -287,16 +301,19 @@ impl<'t> GpuPartition<'t> {
                 out: Vec::new(),
             },
             slot,
-            cp: if has_cp { cp } else { None },
+            cps,
             sms,
             channels,
+            links,
             lanes: Vec::with_capacity(32),
             done: Vec::new(),
             completed: Vec::new(),
             now: 0,
         };
-        if let Some(t) = p.cp.as_ref().and_then(|c| c.next_event()) {
-            p.wires.schedule(UnitIds::CP, t);
+        for cp in &p.cps {
+            if let Some(t) = cp.next_event() {
+                p.wires.schedule(ids.cp(cp.chiplet()), t);
+            }
         }
         p
     }
@@ -309,10 +326,20 @@ impl<'t> GpuPartition<'t> {
     /// Runs unit `u`'s events at `t`, then queues its next one.
     fn process(&mut self, u: u32, t: Picos) -> Result<(), GpuError> {
         match self.slot[u as usize] {
-            Slot::Cp => self.process_cp(t)?,
+            Slot::Cp(i) => self.process_cp(i, u, t)?,
+            Slot::Link(i) => {
+                while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
+                    self.links[i]
+                        .on_packet(at, src, pkt, &mut self.wires)
+                        .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                }
+                if let Some(a) = self.wires.inbox_head(u) {
+                    self.wires.schedule(u, a);
+                }
+            }
             Slot::Sm(i) => self.process_sm(i, u, t)?,
             Slot::Channel(i) => {
-                while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
+                while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
                     if let Packet::Memcpy { command } = pkt {
                         if let Some(tessera_traces::Command::MemcpyHtoD { addr, bytes, .. }) =
                             self.trace.commands().get(command as usize)
@@ -322,7 +349,7 @@ impl<'t> GpuPartition<'t> {
                         continue;
                     }
                     self.channels[i]
-                        .on_packet(at, src, pkt, &mut self.wires)
+                        .on_packet(at, pkt, &mut self.wires)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
                 }
                 if let Some(a) = self.wires.inbox_head(u) {
@@ -334,20 +361,23 @@ impl<'t> GpuPartition<'t> {
         Ok(())
     }
 
-    fn process_cp(&mut self, t: Picos) -> Result<(), GpuError> {
-        let u = UnitIds::CP;
+    fn process_cp(&mut self, i: usize, u: u32, t: Picos) -> Result<(), GpuError> {
         let kernels = self.trace.kernels();
-        let Some(cp) = self.cp.as_mut() else {
-            return Ok(());
-        };
+        let ids = self.wires.ids;
+        let cp = &mut self.cps[i];
         while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
-            match (pkt, self.wires.ids.unit(src)) {
+            match (pkt, ids.unit(src)) {
                 (Packet::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
                     cp.on_cta_done(at, sm, kernel, kernels, &mut self.wires)?
                 }
+                (Packet::Slice { kernel }, Some(Unit::Cp(0))) => cp.on_slice(at, kernel),
+                (Packet::SliceDone { kernel }, Some(Unit::Cp(_))) => {
+                    cp.on_slice_done(at, kernel, kernels)?
+                }
                 _ => {
                     return Err(GpuError::Protocol(format!(
-                        "the command processor received {pkt:?} from unit {src}"
+                        "the command processor of chiplet {} received {pkt:?} from unit {src}",
+                        cp.chiplet()
                     )))
                 }
             }
@@ -417,6 +447,7 @@ impl<'t> GpuPartition<'t> {
                         unit.ldst.new_kernel(at, wires);
                         unit.kernel = Some(kernel);
                     }
+                    unit.ctas += 1;
                     // Kept encoded while resident (memory follows the simulated state).
                     let c = dec.kernel_cta_stream(kernel as usize, cta)?;
                     unit.sm
@@ -451,7 +482,8 @@ impl<'t> GpuPartition<'t> {
                             cta: cta as u32,
                         };
                         let when = at.max(c) * period + *cta_dispatch_ps;
-                        wires.send(u, UnitIds::CP, when, pkt);
+                        let cp = wires.ids.cp(wires.ids.chiplet_of(u));
+                        wires.send(u, cp, when, pkt);
                     }
                 }
                 let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));
@@ -536,7 +568,7 @@ impl Partition for GpuPartition<'_> {
     }
 
     fn stalled(&self) -> Option<String> {
-        if let Some(s) = self.cp.as_ref().and_then(|c| c.unfinished()) {
+        if let Some(s) = self.cps.iter().find_map(|c| c.unfinished()) {
             return Some(s);
         }
         self.sms.iter().find_map(|u| {
@@ -556,7 +588,7 @@ impl GpuPartition<'_> {
     /// hosts the command processor (for progress reports; not part of the stats).
     pub fn progress(&self) -> (u64, Option<(usize, usize)>) {
         let warp_insts = self.sms.iter().map(|u| u.sm.stats().warp_insts).sum();
-        (warp_insts, self.cp.as_ref().map(|c| c.kernels_done()))
+        (warp_insts, self.cps.iter().find_map(|c| c.kernels_done()))
     }
 
     /// Attributes every SM's last kernel's instructions (call once, after the run).

@@ -32,7 +32,7 @@ pub enum ChannelError {
     Unexpected { channel: u32, pkt: Packet },
 }
 
-/// DRAM channel `channel` and its L2 slices.
+/// DRAM channel `channel` (numbered across the package) and its L2 slices.
 pub struct MemChannel {
     spec: Arc<MemSpec>,
     channel: u32,
@@ -63,21 +63,25 @@ impl MemChannel {
             unit: spec.ids.channel(channel),
             channel,
             slices,
-            dram: Dram::channel(cfg, channel),
+            dram: Dram::channel(cfg, channel % spec.ids.channels),
             stats: MemStats::default(),
             spec,
         }
+    }
+
+    /// Its package-wide channel index.
+    pub fn index(&self) -> u32 {
+        self.channel
     }
 
     pub fn stats(&self) -> &MemStats {
         &self.stats
     }
 
-    /// A packet from unit `src` arrives at `now`.
+    /// A packet arrives at `now` (from an SM, or from this chiplet's link interface).
     pub fn on_packet(
         &mut self,
         now: Picos,
-        src: u32,
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
@@ -102,12 +106,12 @@ impl MemChannel {
         }
         let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
         match pkt {
-            Packet::Read { tag, .. } => {
+            Packet::Read { tag, sm, .. } => {
                 let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
                 let ready = self.l2_read(now, slice, set, ta, line, sectors);
-                self.reply(now, slice, src, ready, line, sectors, tag, net);
+                self.reply(now, slice, sm, ready, line, sectors, tag, net);
             }
-            Packet::Atomic { tag, ops, .. } => {
+            Packet::Atomic { tag, ops, sm, .. } => {
                 let ta = self.slices[slice]
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
@@ -118,7 +122,7 @@ impl MemChannel {
                     .reserve(now, ready, (ops as u64).max(1));
                 self.l2_store_effect(now, slice, set, start, line, sectors);
                 let at = start + self.spec.l2_atomic_ps;
-                self.reply(now, slice, src, at, line, sectors, tag, net);
+                self.reply(now, slice, sm, at, line, sectors, tag, net);
             }
             _ => {
                 let ta = self.slices[slice]
@@ -130,13 +134,14 @@ impl MemChannel {
         Ok(())
     }
 
-    /// Sends the reply of a request whose data can leave the slice at `ready`.
+    /// Sends the reply to SM unit `sm` of a request whose data can leave the slice at
+    /// `ready` (through this chiplet's link interface when the SM is on another chiplet).
     #[allow(clippy::too_many_arguments)]
     fn reply(
         &mut self,
         now: Picos,
         slice: usize,
-        dst: u32,
+        sm: u32,
         ready: Picos,
         line: u64,
         sectors: u64,
@@ -148,7 +153,19 @@ impl MemChannel {
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
         self.stats.noc_reply_bytes += data + HEADER_BYTES;
-        let pkt = Packet::Reply { line, sectors, tag };
+        let pkt = Packet::Reply {
+            line,
+            sectors,
+            tag,
+            sm,
+        };
+        let ids = &self.spec.ids;
+        let chiplet = self.channel / ids.channels;
+        let dst = if ids.chiplet_of(sm) == chiplet {
+            sm
+        } else {
+            ids.link(chiplet)
+        };
         net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
     }
 
@@ -196,7 +213,7 @@ impl MemChannel {
                 self.l2_writeback(now, tm, ev);
             }
             let bytes = popcount(missing) * self.spec.l2_geom.sector_bytes;
-            let a = self.dram.map(line_addr);
+            let a = self.dram.map(self.spec.chiplet_local(line_addr));
             let td = self.dram.access(now, tm, a, bytes, DramOp::Read);
             self.stats.dram_reads += popcount(missing);
             self.stats.dram_read_bytes += bytes;
@@ -230,7 +247,7 @@ impl MemChannel {
             c.mark_dirty(i, sectors);
         } else {
             let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
-            let a = self.dram.map(line_addr);
+            let a = self.dram.map(self.spec.chiplet_local(line_addr));
             self.dram.access(now, t, a, bytes, DramOp::Write);
             self.stats.dram_writes += popcount(sectors);
             self.stats.dram_write_bytes += bytes;
@@ -262,7 +279,7 @@ impl MemChannel {
 
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
         let bytes = popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
-        let a = self.dram.map(ev.line_addr);
+        let a = self.dram.map(self.spec.chiplet_local(ev.line_addr));
         self.dram.access(now, t, a, bytes, DramOp::Write);
         self.stats.l2_writeback_sectors += popcount(ev.dirty);
         self.stats.dram_writes += popcount(ev.dirty);
@@ -278,15 +295,32 @@ impl MemChannel {
             return;
         }
         let end = addr.saturating_add(bytes);
-        let start = if bytes > self.spec.l2_size_bytes {
-            (end - self.spec.l2_size_bytes).max(addr)
+        // Every chiplet's L2 together (each memory-side L2 holds only its chiplet's lines).
+        let l2_bytes = self.spec.l2_size_bytes * self.spec.ids.chiplets as u64;
+        let start = if bytes > l2_bytes {
+            (end - l2_bytes).max(addr)
         } else {
             addr
         };
         let lb = self.spec.l2_geom.line_bytes;
         let map = self.spec.dram_map;
         let (n, il) = (map.channels.d, map.interleave.d);
-        if lb <= il && il.is_multiple_of(lb) {
+        if self.spec.ids.chiplets > 1 {
+            // Visit only the pages homed on this channel's chiplet.
+            let chiplet = self.channel / self.spec.ids.channels;
+            let page = self.spec.home.page_bytes();
+            let mut p = start - start % page;
+            while p < end {
+                if self.spec.home.locate(p).0 == chiplet {
+                    let hi = p.saturating_add(page).min(end);
+                    self.memcpy_lines(now, p.max(start), hi);
+                }
+                match p.checked_add(page) {
+                    Some(q) => p = q,
+                    None => break,
+                }
+            }
+        } else if lb <= il && il.is_multiple_of(lb) {
             // Whole interleave chunks live in one channel: visit only this channel's.
             let first = start / il;
             let c = self.channel as u64;

@@ -6,7 +6,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use super::{Issued, LdStUnit, MemChannel, MemRequest, MemSpec, MemStats, Net, Packet, Unit};
+use super::{
+    Issued, LdStUnit, LinkInterface, LinkReport, MemChannel, MemRequest, MemSpec, MemStats, Net,
+    Packet, Unit,
+};
 use crate::config::GpuConfig;
 use crate::Picos;
 
@@ -40,12 +43,14 @@ impl Net for Queue {
     }
 }
 
-/// The memory units of one GPU (an [`LdStUnit`] per SM, a [`MemChannel`] per DRAM channel)
-/// and the packets between them.
+/// The memory units of one GPU (an [`LdStUnit`] per SM, a [`MemChannel`] per DRAM channel,
+/// a [`LinkInterface`] per chiplet when there are several) and the packets between them.
+/// SMs and channels are numbered across the package.
 pub struct MemSystem {
     spec: Arc<MemSpec>,
     sms: Vec<LdStUnit>,
     channels: Vec<MemChannel>,
+    links: Vec<LinkInterface>,
     queue: Queue,
     next_token: u32,
     /// Completions not yet asked for: `(token, time)`.
@@ -58,12 +63,19 @@ impl MemSystem {
     pub fn new(cfg: &GpuConfig) -> MemSystem {
         let spec = Arc::new(MemSpec::new(cfg));
         MemSystem {
-            sms: (0..spec.ids.sms)
+            sms: (0..spec.ids.total_sms())
                 .map(|s| LdStUnit::new(spec.clone(), s))
                 .collect(),
-            channels: (0..spec.ids.channels)
+            channels: (0..spec.ids.total_channels())
                 .map(|c| MemChannel::new(cfg, spec.clone(), c))
                 .collect(),
+            links: if spec.ids.chiplets > 1 {
+                (0..spec.ids.chiplets)
+                    .map(|k| LinkInterface::new(cfg, spec.clone(), k))
+                    .collect()
+            } else {
+                Vec::new()
+            },
             spec,
             queue: Queue::default(),
             next_token: 0,
@@ -80,7 +92,7 @@ impl MemSystem {
         self.now = now;
         let token = self.next_token;
         self.next_token += 1;
-        let s = (sm % self.spec.ids.sms) as usize;
+        let s = (sm % self.spec.ids.total_sms()) as usize;
         match self.sms[s].issue(now, req, token, &mut self.queue) {
             Issued::Done(t) => (token, Some(t)),
             Issued::Pending => (token, None),
@@ -141,7 +153,10 @@ impl MemSystem {
                 }
             }
             Some(Unit::Channel(c)) => {
-                let _ = self.channels[c as usize].on_packet(at, src, pkt, &mut self.queue);
+                let _ = self.channels[c as usize].on_packet(at, pkt, &mut self.queue);
+            }
+            Some(Unit::Link(k)) => {
+                let _ = self.links[k as usize].on_packet(at, src, pkt, &mut self.queue);
             }
             _ => {}
         }
@@ -163,6 +178,11 @@ impl MemSystem {
         for s in &mut self.sms {
             s.new_kernel(now, &mut self.queue);
         }
+    }
+
+    /// The counters of every link direction (chiplet by chiplet).
+    pub fn link_reports(&self) -> Vec<LinkReport> {
+        self.links.iter().flat_map(|l| l.reports()).collect()
     }
 
     /// The counters summed over the units (SMs, then channels).

@@ -108,6 +108,8 @@ pub struct LdStUnit {
     lines: Vec<LineAccess>,
     groups: Vec<LineAccess>,
     stats: MemStats,
+    /// The chiplet of this SM.
+    chiplet: u32,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -141,7 +143,22 @@ impl LdStUnit {
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
             stats: MemStats::default(),
+            chiplet: sm / spec.ids.sms,
             spec,
+        }
+    }
+
+    /// Where a request for L2 line `line_addr` goes: its home channel's unit, or this
+    /// chiplet's link interface when the line is homed on another chiplet.
+    #[inline]
+    fn route(&mut self, line_addr: u64) -> u32 {
+        let (ch, _, _) = self.spec.l2_home(line_addr);
+        let ids = &self.spec.ids;
+        if ch / ids.channels == self.chiplet {
+            ids.channel(ch)
+        } else {
+            self.stats.remote_requests += 1;
+            ids.link(self.chiplet)
         }
     }
 
@@ -521,6 +538,7 @@ impl LdStUnit {
                         line: g.line_addr,
                         sectors: g.sectors,
                         tag,
+                        sm: self.unit,
                     },
                 ),
                 Op::Atomic(ops) => (
@@ -530,13 +548,13 @@ impl LdStUnit {
                         sectors: g.sectors,
                         tag,
                         ops,
+                        sm: self.unit,
                     },
                 ),
             };
             let dep = self.noc_out.reserve(now, t, bytes);
             self.stats.noc_request_bytes += bytes;
-            let (ch, _, _) = self.spec.l2_home(g.line_addr);
-            let dst = self.spec.ids.channel(ch);
+            let dst = self.route(g.line_addr);
             net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
         }
         let n = groups.len() as u32;
@@ -582,8 +600,7 @@ impl LdStUnit {
             let bytes = HEADER_BYTES + popcount(g.sectors) * self.spec.l2_geom.sector_bytes;
             let dep = self.noc_out.reserve(now, t, bytes);
             self.stats.noc_request_bytes += bytes;
-            let (ch, _, _) = self.spec.l2_home(g.line_addr);
-            let dst = self.spec.ids.channel(ch);
+            let dst = self.route(g.line_addr);
             let pkt = Packet::Write {
                 line: g.line_addr,
                 sectors: g.sectors,

@@ -100,13 +100,15 @@ mod channel;
 mod dram;
 mod harness;
 mod ldst;
+mod link;
 mod packet;
 mod port;
 
 pub use channel::MemChannel;
 pub use harness::MemSystem;
 pub use ldst::{Issued, LdStUnit};
-pub use packet::{Packet, PacketError};
+pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
+pub use packet::{Packet, PacketError, MAX_UNIT};
 
 use coalesce::Geometry;
 
@@ -213,6 +215,9 @@ mem_stats! {
     dram_write_bytes,
     /// L2 sectors installed by host-to-device copies.
     memcpy_l2_sectors,
+    /// Request packets (reads, writes, atomics) an SM sent to a line homed on another
+    /// chiplet (through the link interfaces).
+    remote_requests,
 }
 
 fn popcount(m: u64) -> u64 {
@@ -220,20 +225,32 @@ fn popcount(m: u64) -> u64 {
 }
 
 /// The ids of the units of one GPU, which are also their port ids (stable: they name the
-/// unit in the modeled system, never the partition that hosts it): the command processor
-/// is 0, SM `s` is `1 + s`, DRAM channel `c` (with its L2 slices) is `1 + sm_count + c`.
+/// unit in the modeled system, never the partition that hosts it). Chiplet `k` owns a block
+/// of [`UnitIds::per_chiplet`] ids starting at `k * per_chiplet`: its command processor
+/// first, then its SMs, then its DRAM channels (each with its L2 slices), then, when there
+/// are several chiplets, its link interface. With one chiplet: the CP is 0, SM `s` is
+/// `1 + s`, channel `c` is `1 + sm_count + c`. SMs and channels are numbered across the
+/// package: SM `s` is on chiplet `s / sms`, channel `c` on chiplet `c / channels`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnitIds {
+    /// SMs per chiplet.
     pub sms: u32,
+    /// DRAM channels per chiplet.
     pub channels: u32,
+    pub chiplets: u32,
 }
 
 /// What a unit id names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
-    Cp,
+    /// The command processor of a chiplet (chiplet 0's also hosts the host and global CP).
+    Cp(u32),
+    /// An SM (package-wide index).
     Sm(u32),
+    /// A DRAM channel with its L2 slices (package-wide index).
     Channel(u32),
+    /// The link interface of a chiplet.
+    Link(u32),
 }
 
 impl UnitIds {
@@ -241,29 +258,104 @@ impl UnitIds {
         UnitIds {
             sms: cfg.core.sm_count.max(1),
             channels: cfg.dram.channels.max(1),
+            chiplets: cfg.chiplets.max(1),
         }
     }
+    /// The command processor of chiplet 0 (host, global CP, chiplet 0's local CP).
     pub const CP: u32 = 0;
-    pub fn sm(&self, s: u32) -> u32 {
-        1 + s
+    /// Ids per chiplet.
+    pub fn per_chiplet(&self) -> u32 {
+        1 + self.sms + self.channels + u32::from(self.chiplets > 1)
     }
+    /// The command processor of chiplet `k`.
+    pub fn cp(&self, k: u32) -> u32 {
+        k * self.per_chiplet()
+    }
+    /// SM `s` (package-wide).
+    pub fn sm(&self, s: u32) -> u32 {
+        (s / self.sms) * self.per_chiplet() + 1 + s % self.sms
+    }
+    /// Channel `c` (package-wide).
     pub fn channel(&self, c: u32) -> u32 {
-        1 + self.sms + c
+        (c / self.channels) * self.per_chiplet() + 1 + self.sms + c % self.channels
+    }
+    /// The link interface of chiplet `k` (only with several chiplets).
+    pub fn link(&self, k: u32) -> u32 {
+        k * self.per_chiplet() + 1 + self.sms + self.channels
+    }
+    /// SMs in the package.
+    pub fn total_sms(&self) -> u32 {
+        self.sms * self.chiplets
+    }
+    /// DRAM channels in the package.
+    pub fn total_channels(&self) -> u32 {
+        self.channels * self.chiplets
     }
     /// Number of units.
     pub fn count(&self) -> u32 {
-        1 + self.sms + self.channels
+        self.chiplets * self.per_chiplet()
     }
     /// What unit `id` is (`None` when out of range).
     pub fn unit(&self, id: u32) -> Option<Unit> {
-        if id == Self::CP {
-            Some(Unit::Cp)
-        } else if id <= self.sms {
-            Some(Unit::Sm(id - 1))
-        } else if id < self.count() {
-            Some(Unit::Channel(id - 1 - self.sms))
+        if id >= self.count() {
+            return None;
+        }
+        let per = self.per_chiplet();
+        let (k, r) = (id / per, id % per);
+        Some(if r == 0 {
+            Unit::Cp(k)
+        } else if r <= self.sms {
+            Unit::Sm(k * self.sms + r - 1)
+        } else if r <= self.sms + self.channels {
+            Unit::Channel(k * self.channels + r - 1 - self.sms)
         } else {
-            None
+            Unit::Link(k)
+        })
+    }
+    /// The chiplet of unit `id`.
+    pub fn chiplet_of(&self, id: u32) -> u32 {
+        id / self.per_chiplet()
+    }
+}
+
+/// Which chiplet is the home of an address, and the address inside that chiplet's memory
+/// (`package.home`, `package.home_page_bytes`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HomeMap {
+    chiplets: Divisor,
+    page: Divisor,
+    hash: bool,
+}
+
+impl HomeMap {
+    pub(crate) fn new(cfg: &GpuConfig) -> HomeMap {
+        HomeMap {
+            chiplets: Divisor::new(cfg.chiplets as u64),
+            page: Divisor::new(cfg.package.home_page_bytes),
+            hash: cfg.package.home == crate::config::HomePolicy::Hash,
+        }
+    }
+
+    pub(crate) fn page_bytes(&self) -> u64 {
+        self.page.d
+    }
+
+    /// `(home chiplet, chiplet-local address)` of `addr`.
+    #[inline]
+    pub(crate) fn locate(&self, addr: u64) -> (u32, u64) {
+        if self.chiplets.d == 1 {
+            return (0, addr);
+        }
+        let page = self.page.div(addr);
+        if self.hash {
+            // XOR-fold: every bit of the page number moves the home.
+            let h = page ^ (page >> 7) ^ (page >> 15) ^ (page >> 23) ^ (page >> 31);
+            (self.chiplets.rem(h) as u32, addr)
+        } else {
+            (
+                self.chiplets.rem(page) as u32,
+                self.chiplets.div(page) * self.page.d + self.page.rem(addr),
+            )
         }
     }
 }
@@ -373,6 +465,7 @@ pub struct MemSpec {
     /// `l2.line_bytes` as a divisor.
     pub(crate) l2_line: Divisor,
     pub(crate) dram_map: DramMap,
+    pub(crate) home: HomeMap,
 }
 
 impl MemSpec {
@@ -419,6 +512,7 @@ impl MemSpec {
             slices_per_channel: Divisor::new(slices_n / channels),
             l2_line: Divisor::new(l2_geom.line_bytes),
             dram_map: DramMap::new(cfg),
+            home: HomeMap::new(cfg),
         }
     }
 
@@ -428,17 +522,26 @@ impl MemSpec {
         self.noc_latency_ps
     }
 
-    /// The home of an L2 line: `(channel, slice inside the channel, set inside the slice)`
-    /// (the memory-side hash in the module documentation).
+    /// The home of an L2 line: `(channel, slice inside the channel, set inside the slice)`,
+    /// the channel numbered across the package (the home chiplet's channels, then the
+    /// memory-side hash of the module documentation on the chiplet-local address).
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
-        let (channel, local) = self.dram_map.map(line_addr);
+        let (chiplet, addr) = self.home.locate(line_addr);
+        let (channel, local) = self.dram_map.map(addr);
         let line_in_channel = self.l2_line.div(local);
         let spc = &self.slices_per_channel;
         (
-            channel,
+            chiplet * self.ids.channels + channel,
             spc.rem(line_in_channel) as usize,
             spc.div(line_in_channel),
         )
+    }
+
+    /// The address of `addr` inside its home chiplet's memory (what that chiplet's DRAM
+    /// map sees).
+    #[inline]
+    pub(crate) fn chiplet_local(&self, addr: u64) -> u64 {
+        self.home.locate(addr).1
     }
 }
 

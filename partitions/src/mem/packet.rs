@@ -3,12 +3,18 @@
 
 use tessera_interconnect::Payload;
 
-/// One packet between units of a GPU.
+/// One packet between units of a GPU. Memory packets name the SM they serve (`sm`, its
+/// unit id), so they can travel through the chiplets' link interfaces and still be answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packet {
-    /// SM -> channel: read `sectors` of L2 line `line`; the reply names `tag` (the SM's
-    /// MSHR).
-    Read { line: u64, sectors: u64, tag: u32 },
+    /// SM -> channel: read `sectors` of L2 line `line`; the reply goes to unit `sm` and names
+    /// `tag` (the SM's MSHR).
+    Read {
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        sm: u32,
+    },
     /// SM -> channel: write `sectors` of L2 line `line` (no reply).
     Write { line: u64, sectors: u64 },
     /// SM -> channel: an atomic of `ops` lane operations on `sectors` of L2 line `line`.
@@ -17,15 +23,25 @@ pub enum Packet {
         sectors: u64,
         tag: u32,
         ops: u32,
+        sm: u32,
     },
-    /// Channel -> SM: the data of a read or the result of an atomic.
-    Reply { line: u64, sectors: u64, tag: u32 },
+    /// Channel -> SM `sm`: the data of a read or the result of an atomic.
+    Reply {
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        sm: u32,
+    },
     /// Local CP -> SM: CTA `cta` of kernel `kernel` (listing indices).
     Dispatch { kernel: u32, cta: u32 },
     /// SM -> local CP: CTA `cta` of kernel `kernel` has completed.
     CtaDone { kernel: u32, cta: u32 },
     /// Host -> channel: the trace's command `command` (a `MemcpyHtoD`) has happened.
     Memcpy { command: u32 },
+    /// Global CP -> local CP: run this chiplet's share of kernel `kernel`.
+    Slice { kernel: u32 },
+    /// Local CP -> global CP: this chiplet's share of kernel `kernel` has completed.
+    SliceDone { kernel: u32 },
 }
 
 /// A payload that is not a packet of this model.
@@ -40,26 +56,52 @@ const REPLY: u64 = 3;
 const DISPATCH: u64 = 4;
 const CTA_DONE: u64 = 5;
 const MEMCPY: u64 = 6;
+const SLICE: u64 = 7;
+const SLICE_DONE: u64 = 8;
+
+/// Largest unit id a memory packet can name (16 bits of the third word).
+pub const MAX_UNIT: u32 = u16::MAX as u32;
 
 impl Packet {
-    /// Inline form: `[address or first index, mask or second index, kind | tag << 8 | ops << 40]`.
+    /// Inline form: `[address or first index, mask or second index, kind | tag << 8 |
+    /// ops << 40 | sm << 48]` (`ops` at most 255: lanes of one warp; `sm` at most
+    /// [`MAX_UNIT`], checked when a GPU is built).
     pub fn to_payload(self) -> Payload {
-        let w = |a: u64, b: u64, kind: u64, tag: u32, ops: u32| {
-            Payload::Words3([a, b, kind | (tag as u64) << 8 | (ops as u64) << 40])
+        let w = |a: u64, b: u64, kind: u64, tag: u32, ops: u32, sm: u32| {
+            Payload::Words3([
+                a,
+                b,
+                kind | (tag as u64) << 8
+                    | ((ops & 0xff) as u64) << 40
+                    | ((sm & 0xffff) as u64) << 48,
+            ])
         };
         match self {
-            Packet::Read { line, sectors, tag } => w(line, sectors, READ, tag, 0),
-            Packet::Write { line, sectors } => w(line, sectors, WRITE, 0, 0),
+            Packet::Read {
+                line,
+                sectors,
+                tag,
+                sm,
+            } => w(line, sectors, READ, tag, 0, sm),
+            Packet::Write { line, sectors } => w(line, sectors, WRITE, 0, 0, 0),
             Packet::Atomic {
                 line,
                 sectors,
                 tag,
                 ops,
-            } => w(line, sectors, ATOMIC, tag, ops),
-            Packet::Reply { line, sectors, tag } => w(line, sectors, REPLY, tag, 0),
-            Packet::Dispatch { kernel, cta } => w(kernel as u64, cta as u64, DISPATCH, 0, 0),
-            Packet::CtaDone { kernel, cta } => w(kernel as u64, cta as u64, CTA_DONE, 0, 0),
-            Packet::Memcpy { command } => w(command as u64, 0, MEMCPY, 0, 0),
+                sm,
+            } => w(line, sectors, ATOMIC, tag, ops, sm),
+            Packet::Reply {
+                line,
+                sectors,
+                tag,
+                sm,
+            } => w(line, sectors, REPLY, tag, 0, sm),
+            Packet::Dispatch { kernel, cta } => w(kernel as u64, cta as u64, DISPATCH, 0, 0, 0),
+            Packet::CtaDone { kernel, cta } => w(kernel as u64, cta as u64, CTA_DONE, 0, 0, 0),
+            Packet::Memcpy { command } => w(command as u64, 0, MEMCPY, 0, 0, 0),
+            Packet::Slice { kernel } => w(kernel as u64, 0, SLICE, 0, 0, 0),
+            Packet::SliceDone { kernel } => w(kernel as u64, 0, SLICE_DONE, 0, 0, 0),
         }
     }
 
@@ -69,12 +111,14 @@ impl Packet {
             return Err(PacketError(p.clone()));
         };
         let tag = (c >> 8) as u32;
-        let ops = (c >> 40) as u32;
+        let ops = ((c >> 40) & 0xff) as u32;
+        let sm = (c >> 48) as u32;
         Ok(match c & 0xff {
             READ => Packet::Read {
                 line: a,
                 sectors: b,
                 tag,
+                sm,
             },
             WRITE => Packet::Write {
                 line: a,
@@ -85,11 +129,13 @@ impl Packet {
                 sectors: b,
                 tag,
                 ops,
+                sm,
             },
             REPLY => Packet::Reply {
                 line: a,
                 sectors: b,
                 tag,
+                sm,
             },
             DISPATCH => Packet::Dispatch {
                 kernel: a as u32,
@@ -100,8 +146,23 @@ impl Packet {
                 cta: b as u32,
             },
             MEMCPY => Packet::Memcpy { command: a as u32 },
+            SLICE => Packet::Slice { kernel: a as u32 },
+            SLICE_DONE => Packet::SliceDone { kernel: a as u32 },
             _ => return Err(PacketError(p.clone())),
         })
+    }
+
+    /// Bytes on a wire (NoC or link): the 8-byte header plus the data sectors a write,
+    /// atomic or reply carries (`sector_bytes` each).
+    pub fn wire_bytes(&self, sector_bytes: u64) -> u64 {
+        let data = |m: u64| m.count_ones() as u64 * sector_bytes;
+        super::HEADER_BYTES
+            + match *self {
+                Packet::Write { sectors, .. }
+                | Packet::Atomic { sectors, .. }
+                | Packet::Reply { sectors, .. } => data(sectors),
+                _ => 0,
+            }
     }
 }
 
@@ -116,6 +177,7 @@ mod tests {
                 line: 0x7f00_0000_0080,
                 sectors: 0b1010,
                 tag: u32::MAX,
+                sm: MAX_UNIT,
             },
             Packet::Write {
                 line: 128,
@@ -126,12 +188,16 @@ mod tests {
                 sectors: 1,
                 tag: 7,
                 ops: 32,
+                sm: 5,
             },
             Packet::Reply {
                 line: 0,
                 sectors: 0xf,
                 tag: 3,
+                sm: 1,
             },
+            Packet::Slice { kernel: 3 },
+            Packet::SliceDone { kernel: 2 },
             Packet::Dispatch {
                 kernel: 4,
                 cta: 1_000_000,

@@ -1,0 +1,203 @@
+//! The link interface of a chiplet: where memory packets leave for, and arrive from, the
+//! other chiplets of the package (DESIGN.md section 5; the inter-chiplet link model is
+//! [`tessera_interconnect::ChipletLink`]).
+//!
+//! An SM whose line is homed on another chiplet sends its request over its own chiplet's
+//! NoC to this unit instead of to an L2 slice; a channel answering an SM of another chiplet
+//! does the same with the reply. The interface routes each packet by its destination
+//! chiplet (the line's home for requests, the SM's chiplet for replies) along the
+//! topology's minimal route ([`tessera_interconnect::Topology::next_hop`]): onto the
+//! egress link toward the next chiplet (serialization at the link bandwidth, in order, plus
+//! `package.link.packet_overhead_bytes`; the packet is at the next interface
+//! `package.link.latency_ps` after its last byte left), or, at the destination, across the
+//! NoC (`noc.latency_cycles`) to the L2 slice or SM. The interface has no NoC port of its
+//! own: the link is the narrow resource it models.
+//!
+//! With `topology: switch`, the switch's port down to a chiplet is modelled at that
+//! chiplet's interface: a packet from the switch first waits for that port (serialization
+//! and latency again), then goes on. A remote load therefore costs, over a local one,
+//! exactly two NoC traversals, two link latencies and the serialization of the request and
+//! of the reply (times two hops through a switch), plus any queueing.
+
+use std::sync::Arc;
+
+use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
+
+use super::{MemSpec, Net, Packet, Unit};
+use crate::config::{GpuConfig, LinkTopology};
+use crate::Picos;
+
+/// The counters of one direction of a link, for the stats (`from`/`to`: chiplets, `None`
+/// for the switch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkReport {
+    pub from: Option<u32>,
+    pub to: Option<u32>,
+    pub stats: LinkStats,
+    /// Picoseconds spent transmitting.
+    pub busy_ps: Picos,
+}
+
+/// A packet the interface cannot route.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("link interface of chiplet {chiplet}: cannot route {pkt:?}")]
+pub struct RouteError {
+    pub chiplet: u32,
+    pub pkt: Packet,
+}
+
+/// The topology of `cfg`'s package.
+pub fn topology(cfg: &GpuConfig) -> Topology {
+    match cfg.package.topology {
+        LinkTopology::FullyConnected => Topology::FullyConnected,
+        LinkTopology::Ring => Topology::Ring,
+        LinkTopology::Mesh2d => Topology::Mesh2D {
+            cols: cfg.package.mesh_cols,
+        },
+        LinkTopology::Switch => Topology::Switch,
+    }
+}
+
+/// One direction of each link, from `cfg`.
+pub fn link_spec(cfg: &GpuConfig) -> LinkSpec {
+    let l = &cfg.package.link;
+    LinkSpec {
+        bandwidth_bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
+        clock_hz: l.clock_hz,
+        latency_ps: l.latency_ps,
+        packet_overhead_bytes: l.packet_overhead_bytes as u64,
+    }
+}
+
+/// The link interface of one chiplet: the sending side of each of its links (and, behind a
+/// switch, the switch's port down to it).
+pub struct LinkInterface {
+    spec: Arc<MemSpec>,
+    chiplet: u32,
+    unit: u32,
+    topology: Topology,
+    /// Egress links by the next hop they lead to (`None`: the switch).
+    egress: Vec<(Option<u32>, ChipletLink)>,
+    /// The switch's port down to this chiplet (`topology: switch` only).
+    from_switch: Option<ChipletLink>,
+}
+
+impl LinkInterface {
+    pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, chiplet: u32) -> LinkInterface {
+        let topology = topology(cfg);
+        let n = spec.ids.chiplets;
+        let ls = link_spec(cfg);
+        let egress = topology
+            .links(n)
+            .into_iter()
+            .filter(|&(from, _)| from == Some(chiplet))
+            .map(|(_, to)| (to, ChipletLink::new(ls)))
+            .collect();
+        LinkInterface {
+            unit: spec.ids.link(chiplet),
+            spec,
+            chiplet,
+            egress,
+            from_switch: (topology == Topology::Switch).then(|| ChipletLink::new(ls)),
+            topology,
+        }
+    }
+
+    /// Its chiplet.
+    pub fn chiplet(&self) -> u32 {
+        self.chiplet
+    }
+
+    /// The chiplet a packet is going to.
+    fn destination(&self, pkt: &Packet) -> Option<u32> {
+        let ids = &self.spec.ids;
+        match *pkt {
+            Packet::Read { line, .. }
+            | Packet::Write { line, .. }
+            | Packet::Atomic { line, .. } => Some(self.spec.l2_home(line).0 / ids.channels),
+            Packet::Reply { sm, .. } => match ids.unit(sm) {
+                Some(Unit::Sm(_)) => Some(ids.chiplet_of(sm)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A packet from unit `src` arrives at `now`: routes it on.
+    pub fn on_packet(
+        &mut self,
+        now: Picos,
+        src: u32,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) -> Result<(), RouteError> {
+        let err = || RouteError {
+            chiplet: self.chiplet,
+            pkt,
+        };
+        let dst = self.destination(&pkt).ok_or_else(err)?;
+        let ids = self.spec.ids;
+        let bytes = pkt.wire_bytes(self.spec.l2_geom.sector_bytes);
+        let from_other_chiplet = matches!(ids.unit(src), Some(Unit::Link(k)) if k != self.chiplet);
+        if from_other_chiplet {
+            if let Some(down) = self.from_switch.as_mut() {
+                // Through the switch's port down to this chiplet first; it comes back here
+                // (from this unit) when its last byte is in.
+                let at = down.send_whole(now, bytes);
+                net.send(self.unit, self.unit, at, pkt);
+                return Ok(());
+            }
+        }
+        if dst == self.chiplet {
+            let to = match pkt {
+                Packet::Reply { sm, .. } => sm,
+                Packet::Read { line, .. }
+                | Packet::Write { line, .. }
+                | Packet::Atomic { line, .. } => ids.channel(self.spec.l2_home(line).0),
+                _ => return Err(err()),
+            };
+            net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);
+            return Ok(());
+        }
+        let (_, next) = self
+            .topology
+            .next_hop(ids.chiplets, Some(self.chiplet), dst)
+            .ok_or_else(err)?;
+        let link = self
+            .egress
+            .iter_mut()
+            .find(|(to, _)| *to == next)
+            .map(|(_, l)| l)
+            .ok_or_else(err)?;
+        let at = link.send_whole(now, bytes);
+        // Through a switch, the packet goes to the destination's interface (which models
+        // the switch's port down to it).
+        let hop = next.unwrap_or(dst);
+        net.send(self.unit, ids.link(hop), at, pkt);
+        Ok(())
+    }
+
+    /// Counters of each link this interface sends on, by destination, then the switch's
+    /// port down to it.
+    pub fn reports(&self) -> Vec<LinkReport> {
+        let mut v: Vec<LinkReport> = self
+            .egress
+            .iter()
+            .map(|(to, l)| LinkReport {
+                from: Some(self.chiplet),
+                to: *to,
+                stats: *l.stats(),
+                busy_ps: l.busy_ps(),
+            })
+            .collect();
+        if let Some(l) = &self.from_switch {
+            v.push(LinkReport {
+                from: None,
+                to: Some(self.chiplet),
+                stats: *l.stats(),
+                busy_ps: l.busy_ps(),
+            });
+        }
+        v
+    }
+}
