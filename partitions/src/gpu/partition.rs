@@ -43,6 +43,11 @@ pub(super) struct Wires {
     /// By unit id: the next sequence number of its packets.
     seq: Vec<u64>,
     out: Vec<Message>,
+    /// The time being processed: no packet may arrive before it (the causality check the
+    /// engine makes at partition boundaries, made here for packets that stay inside).
+    now: Picos,
+    /// The first packet that broke it: `(src, dst, arrive_at, now)`.
+    early: Option<(u32, u32, Picos, Picos)>,
 }
 
 impl Wires {
@@ -69,6 +74,9 @@ impl Wires {
 
 impl Net for Wires {
     fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
+        if arrive_at < self.now && self.early.is_none() {
+            self.early = Some((src, dst, arrive_at, self.now));
+        }
         let seq = self.seq[src as usize];
         self.seq[src as usize] += 1;
         let payload = pkt.to_payload();
@@ -299,6 +307,8 @@ impl<'t> GpuPartition<'t> {
                 wake: WakeQueue::new(n),
                 seq: vec![0; n],
                 out: Vec::new(),
+                now: 0,
+                early: None,
             },
             slot,
             cps,
@@ -531,7 +541,14 @@ impl Partition for GpuPartition<'_> {
             }
             self.wires.wake.pop();
             self.now = t;
+            self.wires.now = t;
             self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
+            if let Some((src, dst, at, now)) = self.wires.early {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "unit {src} sent unit {dst} a packet arriving at {at} ps, before the \
+                     current time {now} ps"
+                ))));
+            }
         }
         self.now = self.now.max(end);
         for m in self.wires.out.drain(..) {
