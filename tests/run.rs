@@ -247,7 +247,14 @@ fn stats_keys_come_in_the_fixed_order() {
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(
         keys(&s),
-        ["stats_version", "config", "totals", "kernels", "chiplets"]
+        [
+            "stats_version",
+            "config",
+            "totals",
+            "kernels",
+            "chiplets",
+            "links"
+        ]
     );
     let t = keys(&s["totals"]);
     assert_eq!(
@@ -291,6 +298,10 @@ fn stats_keys_come_in_the_fixed_order() {
         ]
     );
     assert_eq!(s["chiplets"].as_array().unwrap().len(), 1);
+    assert!(
+        s["links"].as_array().unwrap().is_empty(),
+        "one chiplet has no links"
+    );
 }
 
 #[test]
