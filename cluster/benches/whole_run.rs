@@ -9,6 +9,10 @@
 //!   `configs/titanv.yaml`;
 //! - `gemm_titanv_4_partitions`: the gemm run cut into 4 SM-cluster partitions (same
 //!   results, the cost of one-cycle windows on one thread).
+//! - `{gemm,triad}_a100_4chiplet_t{1,2}`: gemm m = n = k = 128 and the triad above on
+//!   `configs/a100-4chiplet.yaml` (one partition per chiplet, lookahead = the link
+//!   latency), on the sequential transport and on 2 threads (same results): the speedup
+//!   of threads on this machine.
 //!
 //! Run with `cargo bench -p tessera-cluster --bench whole_run`. The same numbers for the
 //! issue's full sizes come from `tessera run` (its stderr line), see docs/benchmarks.md.
@@ -16,7 +20,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tessera_cluster::run_gpu;
+use tessera_cluster::run_gpu_threads;
 use tessera_partitions::config::GpuConfig;
 use tessera_traces::TraceFile;
 
@@ -43,9 +47,13 @@ fn record(dir: &Path, workload: &str, params: &[(&str, &str)]) -> PathBuf {
 }
 
 fn bench_run(c: &mut Criterion, name: &str, cfg: &GpuConfig, tst: &Path) {
+    bench_threads(c, name, cfg, tst, 1)
+}
+
+fn bench_threads(c: &mut Criterion, name: &str, cfg: &GpuConfig, tst: &Path, threads: usize) {
     let trace = TraceFile::open(tst).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
-    let (stats, _) = run_gpu(cfg, &trace).unwrap_or_else(|e| panic!("{e}"));
+    let (stats, _) = run_gpu_threads(cfg, &trace, threads).unwrap_or_else(|e| panic!("{e}"));
     let secs = t0.elapsed().as_secs_f64();
     let t = &stats.totals;
     eprintln!(
@@ -60,7 +68,7 @@ fn bench_run(c: &mut Criterion, name: &str, cfg: &GpuConfig, tst: &Path) {
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Elements(t.warp_insts));
     g.bench_function(name, |b| {
-        b.iter(|| run_gpu(cfg, &trace).unwrap_or_else(|e| panic!("{e}")))
+        b.iter(|| run_gpu_threads(cfg, &trace, threads).unwrap_or_else(|e| panic!("{e}")))
     });
     g.finish();
 }
@@ -90,6 +98,23 @@ fn whole_run(c: &mut Criterion) {
         ],
     );
     bench_run(c, "gemm_titanv_4_partitions", &cut, &gemm);
+    let chiplets = config("a100-4chiplet.yaml", &[]);
+    for threads in [1, 2] {
+        bench_threads(
+            c,
+            &format!("gemm_a100_4chiplet_t{threads}"),
+            &chiplets,
+            &gemm,
+            threads,
+        );
+        bench_threads(
+            c,
+            &format!("triad_a100_4chiplet_t{threads}"),
+            &chiplets,
+            &triad,
+            threads,
+        );
+    }
 }
 
 criterion_group!(benches, whole_run);

@@ -108,15 +108,17 @@ impl LinkInterface {
         self.chiplet
     }
 
-    /// The chiplet a packet is going to.
-    fn destination(&self, pkt: &Packet) -> Option<u32> {
+    /// The chiplet a packet is going to, and the unit there: the home channel of a
+    /// request's line, the SM of a reply.
+    fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.spec.ids;
         match *pkt {
-            Packet::Read { line, .. }
-            | Packet::Write { line, .. }
-            | Packet::Atomic { line, .. } => Some(self.spec.l2_home(line).0 / ids.channels),
+            Packet::Read { line, .. } | Packet::Write { line, .. } | Packet::Atomic { line, .. } => {
+                let channel = self.spec.l2_home(line).0;
+                Some((channel / ids.channels, ids.channel(channel)))
+            }
             Packet::Reply { sm, .. } => match ids.unit(sm) {
-                Some(Unit::Sm(_)) => Some(ids.chiplet_of(sm)),
+                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
                 _ => None,
             },
             _ => None,
@@ -135,7 +137,7 @@ impl LinkInterface {
             chiplet: self.chiplet,
             pkt,
         };
-        let dst = self.destination(&pkt).ok_or_else(err)?;
+        let (dst, to) = self.destination(&pkt).ok_or_else(err)?;
         let ids = self.spec.ids;
         let bytes = pkt.wire_bytes(self.spec.l2_geom.sector_bytes);
         let from_other_chiplet = matches!(ids.unit(src), Some(Unit::Link(k)) if k != self.chiplet);
@@ -149,13 +151,6 @@ impl LinkInterface {
             }
         }
         if dst == self.chiplet {
-            let to = match pkt {
-                Packet::Reply { sm, .. } => sm,
-                Packet::Read { line, .. }
-                | Packet::Write { line, .. }
-                | Packet::Atomic { line, .. } => ids.channel(self.spec.l2_home(line).0),
-                _ => return Err(err()),
-            };
             net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);
             return Ok(());
         }
