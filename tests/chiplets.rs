@@ -179,3 +179,25 @@ fn zero_link_latency_is_an_error_naming_the_key() {
     let e = assert_clean_failure(&o, &["package.link.latency_ps", "lookahead"]);
     assert!(e.contains("--set"), "{e}");
 }
+
+/// `package.home: first_touch` homes each page where the annotated footprint of the CTAs
+/// that touch it first runs: a stencil's rows (1 KiB, 4 to a page) stay on the chiplet that
+/// sweeps them (64 rows each), and only the pages at the halos cross (the CPCoh study's placement, dalmia-2023 section 5.4.3.1).
+/// Page interleave sends 3 of every 4 lines elsewhere. Threads still change nothing.
+#[test]
+fn first_touch_keeps_a_stencil_local() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stencil2d", &["nx=256", "ny=256", "iters=3"]);
+    let remote = |home: &str| {
+        let set = format!("package.home={home}");
+        let text = run(&tst, &["--set", &set]);
+        assert!(run(&tst, &["--set", &set, "--threads", "2"]) == text);
+        let s = json(&text);
+        sum(&s, |c| c["memory"]["remote_requests"].as_u64().unwrap())
+    };
+    let (ft, pi) = (remote("first_touch"), remote("page_interleave"));
+    assert!(
+        ft * 10 < pi,
+        "first touch {ft} remote requests, page interleave {pi}"
+    );
+}

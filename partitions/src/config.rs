@@ -220,6 +220,14 @@ config_enum! {
         /// Page `p` is homed at chiplet `hash(p) mod chiplets` (XOR-fold of the page number),
         /// which spreads strided footprints that page interleaving maps to one chiplet.
         Hash = "hash",
+        /// First touch, as the trace's array annotations predict it (the policy of the
+        /// CPCoh study, dalmia-2023 section 5.4.3.1): kernel by kernel in command order, a
+        /// page is homed at the chiplet whose CTAs' annotated footprint covers it first
+        /// (the lowest such chiplet within one kernel, since its chiplets start together).
+        /// Pages no annotation covers (and every page of a trace without annotations, such
+        /// as an Accel-Sim import) are page-interleaved. Decided before the run from the
+        /// annotations, not by the simulated order of accesses.
+        FirstTouch = "first_touch",
     }
 }
 
@@ -255,8 +263,7 @@ section! {
     /// section out.
     pub struct PackageConfig {
         /// Home of each address (its DRAM channel and memory-side L2 slice). Presets:
-        /// `page_interleave` (the first-touch policy of dalmia-2023 section 5.4.3.1 needs a
-        /// page table and is not modelled).
+        /// `page_interleave`, or `first_touch` where the modelled study uses it.
         home: HomePolicy = Kind::Enum(HomePolicy::NAMES), unit "-", Some("page_interleave");
         /// Page size of the home mapping (a power of two, a multiple of both line sizes).
         /// Presets: 4 KiB, the GPU's small page.

@@ -105,6 +105,7 @@ fn every_preset_loads_and_validates() {
         "titanv",
         "a100",
         "rtx3070",
+        "a100-4chiplet",
     ] {
         assert!(
             names.iter().any(|n| n == required),
@@ -114,7 +115,8 @@ fn every_preset_loads_and_validates() {
     for p in &all {
         let c = GpuConfig::load(p, &[]).unwrap_or_else(|e| panic!("{e}"));
         c.validate().unwrap();
-        assert_eq!(c.partition_count(), 1, "{}", p.display());
+        // One partition per chiplet by default (the SM-cluster cut is a run-time choice).
+        assert_eq!(c.partition_count(), c.chiplets, "{}", p.display());
         let stem = p.file_stem().unwrap().to_string_lossy();
         assert_eq!(c.name, stem, "name of {}", p.display());
     }

@@ -210,7 +210,7 @@ pub fn build<'t>(cfg: &GpuConfig, trace: &'t TraceFile) -> Result<GpuSystem<'t>,
             crate::mem::MAX_UNIT
         )));
     }
-    let mem_spec = Arc::new(MemSpec::new(cfg));
+    let mem_spec = Arc::new(MemSpec::for_trace(cfg, trace));
     let sm_spec = Arc::new(SmSpec::from_config(cfg));
     let mut cps: Vec<Option<CommandProcessor>> =
         CommandProcessor::build(cfg, trace.commands(), trace.kernels())?

@@ -113,7 +113,9 @@ impl LinkInterface {
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.spec.ids;
         match *pkt {
-            Packet::Read { line, .. } | Packet::Write { line, .. } | Packet::Atomic { line, .. } => {
+            Packet::Read { line, .. }
+            | Packet::Write { line, .. }
+            | Packet::Atomic { line, .. } => {
                 let channel = self.spec.l2_home(line).0;
                 Some((channel / ids.channels, ids.channel(channel)))
             }

@@ -89,7 +89,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::config::{GpuConfig, WriteAllocate, WritePolicy};
+use std::sync::Arc;
+
+use crate::config::{GpuConfig, GridSplit, HomePolicy, WriteAllocate, WritePolicy};
 use serde::Serialize;
 use tessera_interconnect::Picos;
 
@@ -320,11 +322,13 @@ impl UnitIds {
 
 /// Which chiplet is the home of an address, and the address inside that chiplet's memory
 /// (`package.home`, `package.home_page_bytes`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct HomeMap {
     chiplets: Divisor,
     page: Divisor,
-    hash: bool,
+    policy: HomePolicy,
+    /// First touch: disjoint, sorted page intervals `[first, end)` and their chiplet.
+    touched: Arc<Vec<(u64, u64, u32)>>,
 }
 
 impl HomeMap {
@@ -332,8 +336,61 @@ impl HomeMap {
         HomeMap {
             chiplets: Divisor::new(cfg.chiplets as u64),
             page: Divisor::new(cfg.package.home_page_bytes),
-            hash: cfg.package.home == crate::config::HomePolicy::Hash,
+            policy: cfg.package.home,
+            touched: Arc::new(Vec::new()),
         }
+    }
+
+    /// With `first_touch`, homes the pages the kernels of `commands` touch, from their
+    /// array annotations (the policy's documentation in the config reference).
+    pub(crate) fn first_touch(
+        &mut self,
+        cfg: &GpuConfig,
+        commands: &[tessera_traces::Command],
+        kernels: &[tessera_traces::KernelMeta],
+    ) {
+        if self.policy != HomePolicy::FirstTouch || self.chiplets.d == 1 {
+            return;
+        }
+        let n = self.chiplets.d as u32;
+        // Disjoint intervals by first page.
+        let mut homes: std::collections::BTreeMap<u64, (u64, u32)> = Default::default();
+        for c in commands {
+            let tessera_traces::Command::KernelLaunch { kernel, .. } = *c else {
+                continue;
+            };
+            let Some(meta) = kernels.get(kernel as usize) else {
+                continue;
+            };
+            let total = meta.counts.ctas;
+            // The global CP's split (gpu/cp.rs): chiplet k runs CTAs [k N / n, (k+1) N / n).
+            let chiplet_of = |cta: u32| match cfg.package.grid_split {
+                GridSplit::Contiguous => (0..n)
+                    .rev()
+                    .find(|&k| k as u64 * total / n as u64 <= cta as u64)
+                    .unwrap_or(0),
+                GridSplit::RoundRobin => cta % n,
+            };
+            // This kernel's claims: (chiplet, first page, end page), lowest chiplet first.
+            let mut claims = Vec::new();
+            for a in &meta.annotations {
+                if a.ranges.is_empty() {
+                    claims.push((0, a.base, a.base.saturating_add(a.bytes)));
+                }
+                for r in &a.ranges {
+                    claims.push((chiplet_of(r.first_cta).min(n - 1), r.lo, r.hi));
+                }
+            }
+            claims.sort_unstable();
+            for (chiplet, lo, hi) in claims {
+                if hi <= lo {
+                    continue;
+                }
+                let (first, end) = (self.page.div(lo), self.page.div(hi - 1) + 1);
+                claim(&mut homes, first, end, chiplet);
+            }
+        }
+        self.touched = Arc::new(homes.into_iter().map(|(f, (e, c))| (f, e, c)).collect());
     }
 
     pub(crate) fn page_bytes(&self) -> u64 {
@@ -347,15 +404,52 @@ impl HomeMap {
             return (0, addr);
         }
         let page = self.page.div(addr);
-        if self.hash {
-            // XOR-fold: every bit of the page number moves the home.
-            let h = page ^ (page >> 7) ^ (page >> 15) ^ (page >> 23) ^ (page >> 31);
-            (self.chiplets.rem(h) as u32, addr)
-        } else {
-            (
+        match self.policy {
+            HomePolicy::PageInterleave => (
                 self.chiplets.rem(page) as u32,
                 self.chiplets.div(page) * self.page.d + self.page.rem(addr),
-            )
+            ),
+            HomePolicy::Hash => {
+                // XOR-fold: every bit of the page number moves the home.
+                let h = page ^ (page >> 7) ^ (page >> 15) ^ (page >> 23) ^ (page >> 31);
+                (self.chiplets.rem(h) as u32, addr)
+            }
+            HomePolicy::FirstTouch => {
+                let t = &self.touched;
+                let i = t.partition_point(|e| e.1 <= page);
+                match t.get(i) {
+                    Some(&(first, _, chiplet)) if first <= page => (chiplet, addr),
+                    _ => (self.chiplets.rem(page) as u32, addr),
+                }
+            }
+        }
+    }
+}
+
+/// Homes the pages of `[first, end)` not homed yet at `chiplet`.
+fn claim(
+    homes: &mut std::collections::BTreeMap<u64, (u64, u32)>,
+    first: u64,
+    end: u64,
+    chiplet: u32,
+) {
+    let mut at = first;
+    // An interval starting before `first` may cover its start.
+    if let Some((_, &(e, _))) = homes.range(..=first).next_back() {
+        at = at.max(e);
+    }
+    while at < end {
+        match homes.range(at..end).next().map(|(&f, &(e, _))| (f, e)) {
+            Some((f, e)) => {
+                if f > at {
+                    homes.insert(at, (f, chiplet));
+                }
+                at = e;
+            }
+            None => {
+                homes.insert(at, (end, chiplet));
+                at = end;
+            }
         }
     }
 }
@@ -469,6 +563,14 @@ pub struct MemSpec {
 }
 
 impl MemSpec {
+    /// The spec of `cfg` for a run of `trace`'s command list (the first-touch homes come
+    /// from its kernels' annotations).
+    pub fn for_trace(cfg: &GpuConfig, trace: &tessera_traces::TraceFile) -> MemSpec {
+        let mut s = MemSpec::new(cfg);
+        s.home.first_touch(cfg, trace.commands(), trace.kernels());
+        s
+    }
+
     pub fn new(cfg: &GpuConfig) -> MemSpec {
         let l1_geom = Geometry::new(cfg.l1d.line_bytes, cfg.l1d.sector_bytes);
         let l2_geom = Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes);
@@ -542,6 +644,23 @@ impl MemSpec {
     #[inline]
     pub(crate) fn chiplet_local(&self, addr: u64) -> u64 {
         self.home.locate(addr).1
+    }
+}
+
+#[cfg(test)]
+mod home_tests {
+    use super::claim;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn first_claim_of_a_page_wins() {
+        let mut h = BTreeMap::new();
+        claim(&mut h, 10, 20, 1);
+        claim(&mut h, 0, 30, 2); // only the gaps [0, 10) and [20, 30)
+        claim(&mut h, 15, 25, 0); // nothing left
+        claim(&mut h, 5, 12, 3); // nothing left
+        let v: Vec<_> = h.into_iter().collect();
+        assert_eq!(v, vec![(0, (10, 2)), (10, (20, 1)), (20, (30, 2))]);
     }
 }
 
