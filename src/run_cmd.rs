@@ -118,7 +118,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         std::io::stderr().is_terminal().then_some(&mut show);
-    let (stats, _windows) = run_gpu_progress(&cfg, &trace, threads, report)
+    let (stats, windows) = run_gpu_progress(&cfg, &trace, threads, report)
         .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     if shown {
         eprintln!();
@@ -135,6 +135,13 @@ pub fn run(a: RunArgs) -> Result<()> {
         t.gpu_tot_sim_cycle as f64 / 1e6 / secs.max(1e-9),
         peak_rss_note()
     );
+    if parts > 1 {
+        // The engine's side of the run: how often the partitions synchronized.
+        eprintln!(
+            "engine: {parts} partitions, {} windows, {} messages between partitions",
+            windows.windows, windows.messages
+        );
+    }
     Ok(())
 }
 
