@@ -249,6 +249,21 @@ config_enum! {
     }
 }
 
+config_enum! {
+    /// Which L2 organization a chiplet has (DESIGN.md section 5, "Memory hierarchy").
+    pub enum L2Organization {
+        /// Memory-side L2 (NVIDIA style): each slice caches only the addresses homed at its
+        /// DRAM channel, so the L2s are coherent and kernel boundaries need no L2 action.
+        MemorySide = "memory_side",
+        /// Private L2 per chiplet plus a shared LLC sliced by home (AMD style, dalmia-2023
+        /// chapter 5): a chiplet's L2 slices cache any line its SMs use; misses, remote
+        /// stores and write-backs go to the home chiplet's LLC slice (`llc`), atomics are
+        /// performed there; every kernel boundary writes back and invalidates every L2
+        /// (CPCoh's "Baseline", dalmia-2023 section 5.2).
+        Private = "private",
+    }
+}
+
 section! {
     /// The chiplets of the package and how they connect (used when `chiplets` > 1;
     /// DESIGN.md section 5). Every key has a default so single-chiplet configs leave the
@@ -269,6 +284,46 @@ section! {
         mesh_cols: u32 = Kind::U32, unit "chiplets", Some("2");
         /// One direction of each inter-chiplet link.
         link: LinkConfig = Kind::Section(LinkConfig::KEYS), unit "-", None;
+        /// L2 organization: `memory_side` (the `l2` slices cache only the lines homed at
+        /// their channel) or `private` (the `l2` slices of a chiplet cache any line its SMs
+        /// use, `llc` is the shared last-level cache sliced by home, and every kernel
+        /// boundary writes back and invalidates each chiplet's L2). Presets: `memory_side`
+        /// for NVIDIA parts, `private` for the CPCoh (dalmia-2023 Table 5.1) presets.
+        l2: L2Organization = Kind::Enum(L2Organization::NAMES), unit "-", Some("memory_side");
+        /// With `l2: private`: whether a read of a line homed on another chiplet allocates
+        /// it in the requesting chiplet's L2 (`false`: the data is passed to the SMs and not
+        /// kept). Stores to such lines are always written through to the home LLC (an L2
+        /// copy is updated, never dirtied). Ignored with `memory_side`. Presets: `true`
+        /// (dalmia-2023 section 5.4.1: the L2s cache remote data, hence the flushes).
+        cache_remote_reads: bool = Kind::Bool, unit "-", Some("true");
+    }
+}
+
+section! {
+    /// The last-level cache of a chiplet with `package.l2: private` (ignored with
+    /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
+    /// (L2 misses, remote and write-through stores, L2 write-backs and atomics of every
+    /// chiplet come here), sectored like the L2 (`l2.sector_bytes`), LRU, write-back to its
+    /// DRAM channel. Its clock, data-port bandwidth and atomic ALU are the L2's
+    /// (`l2.clock_hz`, `l2.bandwidth_bytes_per_cycle`, `l2.atomic_latency_cycles`). Every key
+    /// has a default, so memory-side configs leave the section out.
+    pub struct LlcConfig {
+        /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
+        /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
+        /// Table 5.1 "L3 Size 16 MB" over the chiplets.
+        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304");
+        /// Ways per set. Presets: Table 5.1 "16 way".
+        assoc: u32 = Kind::U32, unit "ways", Some("16");
+        /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
+        /// Presets: Table 5.1 "64B line".
+        line_bytes: u32 = Kind::U32, unit "bytes", Some("128");
+        /// Cycles from a request's arrival at the slice to its response's departure on a
+        /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
+        /// the NoC traversals (derivation in the preset).
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100");
+        /// Miss status holding registers per LLC slice (misses to its DRAM channel in
+        /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64");
     }
 }
 
@@ -317,9 +372,12 @@ section! {
         shared_mem: SharedMemConfig = Kind::Section(SharedMemConfig::KEYS), unit "-", None;
         /// The on-chip network between SMs and L2 slices (its own clock).
         noc: NocConfig = Kind::Section(NocConfig::KEYS), unit "-", None;
-        /// The memory-side L2: slices, each caching only addresses homed at its DRAM
-        /// channel (its own clock).
+        /// The L2 of a chiplet (its own clock): with `package.l2: memory_side`, slices each
+        /// caching only addresses homed at its DRAM channel; with `private`, slices caching
+        /// any line the chiplet's SMs use.
         l2: L2Config = Kind::Section(L2Config::KEYS), unit "-", None;
+        /// The last-level cache sliced by home, with `package.l2: private` (L2 clock).
+        llc: LlcConfig = Kind::Section(LlcConfig::KEYS), unit "-", None;
         /// DRAM channels (their own clock).
         dram: DramConfig = Kind::Section(DramConfig::KEYS), unit "-", None;
         /// The kernel launch path, one key per segment so nothing is counted twice

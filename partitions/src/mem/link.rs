@@ -13,6 +13,10 @@
 //! NoC (`noc.latency_cycles`) to the L2 slice or SM. The interface has no NoC port of its
 //! own: the link is the narrow resource it models.
 //!
+//! With `package.l2: private`, the interface carries the private L2 slices' LLC requests
+//! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
+//! channel unit in the same way.
+//!
 //! With `topology: switch`, the switch's port down to a chiplet is modelled at that
 //! chiplet's interface: a packet from the switch first waits for that port (serialization
 //! and latency again), then goes on. A remote load therefore costs, over a local one,
@@ -119,6 +123,14 @@ impl LinkInterface {
                 Some(Unit::Sm(_)) => Some(ids.chiplet_of(sm)),
                 _ => None,
             },
+            // Private L2 <-> home LLC (`package.l2: private`).
+            Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
+                Some(self.spec.llc_home(line).0 / ids.channels)
+            }
+            Packet::LlcReply { unit, .. } => match ids.unit(unit) {
+                Some(Unit::Channel(_)) => Some(ids.chiplet_of(unit)),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -154,6 +166,10 @@ impl LinkInterface {
                 Packet::Read { line, .. }
                 | Packet::Write { line, .. }
                 | Packet::Atomic { line, .. } => ids.channel(self.spec.l2_home(line).0),
+                Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
+                    ids.channel(self.spec.llc_home(line).0)
+                }
+                Packet::LlcReply { unit, .. } => unit,
                 _ => return Err(err()),
             };
             net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);

@@ -201,7 +201,8 @@ mem_stats! {
     l2_pending_hits,
     /// L2 miss requests that found every MSHR of their slice busy and waited.
     l2_mshr_waits,
-    /// Dirty L2 sectors written back to DRAM.
+    /// Dirty L2 sectors written back on eviction: to DRAM (memory-side L2), or to the home
+    /// LLC (private L2).
     l2_writeback_sectors,
     /// Dirty L1D sectors written to L2 (write-back L1 policies).
     l1d_writeback_sectors,
@@ -218,6 +219,27 @@ mem_stats! {
     /// Request packets (reads, writes, atomics) an SM sent to a line homed on another
     /// chiplet (through the link interfaces).
     remote_requests,
+    /// LLC sector accesses (`package.l2: private`; 0 with a memory-side L2): L2 misses,
+    /// write-through and written-back stores, atomics. `llc_hits + llc_misses =
+    /// llc_accesses`.
+    llc_accesses,
+    llc_hits,
+    llc_misses,
+    /// Dirty LLC sectors written back to DRAM.
+    llc_writeback_sectors,
+    /// Request packets (reads and writes) private L2 slices sent to the LLC slice of a line
+    /// homed on another chiplet (through the link interfaces).
+    llc_remote_requests,
+    /// LLC sectors installed by host-to-device copies (`package.l2: private`).
+    memcpy_llc_sectors,
+    /// Dirty L2 sectors written back to their home LLC by kernel-boundary flushes.
+    l2_flush_writeback_sectors,
+    /// Valid L2 lines invalidated by kernel-boundary flushes.
+    l2_flush_invalidated_lines,
+    /// L2 read sector misses on a line whose tag a kernel-boundary flush invalidated while
+    /// the sector was valid (the line still in its way): the inter-kernel hits the flushes
+    /// lost (included in `l2_misses`).
+    l2_flush_lost_hits,
 }
 
 fn popcount(m: u64) -> u64 {
@@ -466,6 +488,16 @@ pub struct MemSpec {
     pub(crate) l2_line: Divisor,
     pub(crate) dram_map: DramMap,
     pub(crate) home: HomeMap,
+    /// `package.l2: private`.
+    pub(crate) private: bool,
+    pub(crate) cache_remote_reads: bool,
+    /// L2 slices per chiplet (`l2.slices`), the private-mode slice interleave.
+    pub(crate) l2_slices: Divisor,
+    pub(crate) llc_sets: u64,
+    pub(crate) llc_assoc: u32,
+    pub(crate) llc_mshrs: u32,
+    pub(crate) llc_hit_ps: Picos,
+    pub(crate) llc_size_bytes: u64,
 }
 
 impl MemSpec {
@@ -513,7 +545,46 @@ impl MemSpec {
             l2_line: Divisor::new(l2_geom.line_bytes),
             dram_map: DramMap::new(cfg),
             home: HomeMap::new(cfg),
+            private: cfg.package.l2 == crate::config::L2Organization::Private,
+            cache_remote_reads: cfg.package.cache_remote_reads,
+            l2_slices: Divisor::new(slices_n),
+            llc_sets: cfg.llc.size_bytes
+                / channels
+                / ((cfg.llc.assoc as u64).max(1) * l2_geom.line_bytes).max(1),
+            llc_assoc: cfg.llc.assoc,
+            llc_mshrs: cfg.llc.mshrs_per_slice,
+            llc_hit_ps: cfg.llc.hit_latency_cycles as Picos * cfg.l2_period_ps(),
+            llc_size_bytes: cfg.llc.size_bytes,
         }
+    }
+
+    /// With a private L2: the L2 slice of chiplet `chiplet` that caches `line_addr`:
+    /// `(channel, slice inside the channel, set inside the slice)`, the channel numbered
+    /// across the package. Lines interleave over the chiplet's `l2.slices` slices by line
+    /// index (slice `i % slices`, set `i / slices`), whatever their home.
+    #[inline]
+    pub(crate) fn private_slot(&self, chiplet: u32, line_addr: u64) -> (u32, usize, u64) {
+        let i = self.l2_line.div(line_addr);
+        let s = self.l2_slices.rem(i);
+        let spc = &self.slices_per_channel;
+        (
+            chiplet * self.ids.channels + spc.div(s) as u32,
+            spc.rem(s) as usize,
+            self.l2_slices.div(i),
+        )
+    }
+
+    /// With a private L2: the LLC slice homing `line_addr`, `(channel, set)`: the line's
+    /// home channel (as [`MemSpec::l2_home`]; one LLC slice per channel) and its line index
+    /// inside that channel as the set.
+    #[inline]
+    pub(crate) fn llc_home(&self, line_addr: u64) -> (u32, u64) {
+        let (chiplet, addr) = self.home.locate(line_addr);
+        let (channel, local) = self.dram_map.map(addr);
+        (
+            chiplet * self.ids.channels + channel,
+            self.l2_line.div(local),
+        )
     }
 
     /// The one-way NoC latency: the least time between sending and receiving a packet
