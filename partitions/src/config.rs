@@ -634,14 +634,16 @@ section! {
 }
 
 section! {
-    /// The memory-side L2 of a chiplet. A load's end-to-end latency on an L2 hit is about
+    /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
+    /// caches any line and misses go to the `llc`). A load's end-to-end latency on an L2 hit is about
     /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
     /// its own clock, plus queueing.
     pub struct L2Config {
         /// L2 clock. Presets: the simulator config's L2 clock domain.
         clock_hz: u64 = Kind::U64, unit "Hz", None;
-        /// L2 slices per chiplet; a multiple of `dram.channels` (each slice caches the
-        /// addresses of one channel). Presets: vendor slice count or the simulator config's
+        /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
+        /// slice caches the addresses of one channel; a private L2 interleaves lines over
+        /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
         /// memory sub-partitions.
         slices: u32 = Kind::U32, unit "slices", None;
         /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
