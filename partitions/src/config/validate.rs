@@ -458,14 +458,26 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
                 llc.line_bytes, l2.line_bytes
             )
         })?;
+        // The largest valid size at most the one given (at least one set per slice), for
+        // the error messages: the default suits few channel counts.
+        let suggest = || {
+            let set = d.channels as u64 * llc.assoc.max(1) as u64 * llc.line_bytes.max(1) as u64;
+            let mut s = set;
+            while s.saturating_mul(2) <= llc.size_bytes {
+                s *= 2;
+            }
+            s
+        };
         v.ensure(
             llc.size_bytes.is_multiple_of(d.channels as u64),
             "llc.size_bytes",
             || {
                 format!(
                     "{} bytes do not split evenly among the {} slices (one per channel, \
-                     dram.channels)",
-                    llc.size_bytes, d.channels
+                     dram.channels); e.g. {} would",
+                    llc.size_bytes,
+                    d.channels,
+                    suggest()
                 )
             },
         )?;
@@ -479,7 +491,12 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
             ConfigError::Key { origin, key, msg } if key == "llc.size_bytes" => ConfigError::Key {
                 origin,
                 key,
-                msg: format!("per slice ({} slices, one per channel): {msg}", d.channels),
+                msg: format!(
+                    "per slice ({} slices, one per channel): {msg}; e.g. llc.size_bytes: {} \
+                     would do",
+                    d.channels,
+                    suggest()
+                ),
             },
             e => e,
         })?;
