@@ -94,6 +94,11 @@ fn stencil2d_flushes_private_l2s_and_memory_side_does_not() {
         assert_eq!(m[k].as_u64(), Some(0), "{k} with a memory-side L2: {m}");
     }
     assert_eq!(m["warp_insts"], t["warp_insts"]);
+    // One chiplet: its CP is both global and local CP, and still flushes.
+    let one = json(&run(&tst, &["--set", "chiplets=1"]));
+    for k in FLUSH_KEYS {
+        assert!(one["totals"][k].as_u64().unwrap() > 0, "{k} with 1 chiplet");
+    }
 }
 
 /// The flush rides the launch path (cp.rs): the global CP's request to each local CP takes

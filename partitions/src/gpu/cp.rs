@@ -28,7 +28,7 @@
 //!   `gcp_to_lcp_ps` later); each local CP tells each of its DRAM channel units
 //!   (`cta_dispatch_ps`), which writes its private L2 slices' dirty sectors back to their
 //!   home LLC and invalidates every line, and acknowledges (`cta_dispatch_ps`) when its last
-//!   write-back has started to leave; when all its channels have, the local CP acknowledges
+//!   write-back has left; when all its channels have, the local CP acknowledges
 //!   to the global CP (`completion_ps`). The kernel completes, and the next may start, when
 //!   the last acknowledgement is in. With a memory-side L2 there is no flush.
 

@@ -934,8 +934,8 @@ impl MemChannel {
     /// no-op otherwise): every private L2 slice sends its dirty sectors to their home LLC
     /// (through its NoC egress, so they queue behind each other) and invalidates every
     /// line, keeping the tags marked so later misses on them count as lost inter-kernel
-    /// hits. Returns when the last write-back starts to leave (`now` when there is none):
-    /// the unit's acknowledgement goes to its local CP then.
+    /// hits. Returns when the last write-back's last byte has left (`now` when there is
+    /// none): the unit's acknowledgement goes to its local CP then.
     pub fn flush(&mut self, now: Picos, net: &mut dyn Net) -> Picos {
         let mut last = now;
         if !self.spec.private {
@@ -956,7 +956,12 @@ impl MemChannel {
                         line,
                         sectors: dirty,
                     };
-                    last = last.max(self.send_to_llc(now, slice, now, line, pkt, bytes, net));
+                    let start = self.send_to_llc(now, slice, now, line, pkt, bytes, net);
+                    // Its last byte has left when its serialization on the NoC port ends.
+                    let rate =
+                        self.spec.noc_bytes_per_cycle as u128 * self.spec.noc_clock_hz as u128;
+                    let ser = (bytes as u128 * 1_000_000_000_000).div_ceil(rate.max(1));
+                    last = last.max(start + ser as Picos);
                 }
                 self.slices[slice].cache.invalidate_sectors(i, valid);
                 self.private[slice].flushed[i] |= valid;
