@@ -208,6 +208,20 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         pct(t.l2_hits, t.l2_accesses),
         t.l2_misses
     );
+    if t.llc_accesses > 0 || t.l2_flush_invalidated_lines > 0 {
+        // A private L2 (package.l2: private): its LLC and kernel-boundary flushes.
+        outln!(
+            "LLC: {} accesses, {} hits ({:.1}%), {} misses; L2 flushes: {} sectors written back, \
+             {} lines invalidated, {} lost hits",
+            t.llc_accesses,
+            t.llc_hits,
+            pct(t.llc_hits, t.llc_accesses),
+            t.llc_misses,
+            t.l2_flush_writeback_sectors,
+            t.l2_flush_invalidated_lines,
+            t.l2_flush_lost_hits
+        );
+    }
     outln!(
         "DRAM: {} reads, {} writes, {} bytes",
         t.dram_reads,

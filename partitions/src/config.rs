@@ -257,6 +257,21 @@ config_enum! {
     }
 }
 
+config_enum! {
+    /// Which L2 organization a chiplet has (DESIGN.md section 5, "Memory hierarchy").
+    pub enum L2Organization {
+        /// Memory-side L2 (NVIDIA style): each slice caches only the addresses homed at its
+        /// DRAM channel, so the L2s are coherent and kernel boundaries need no L2 action.
+        MemorySide = "memory_side",
+        /// Private L2 per chiplet plus a shared LLC sliced by home (AMD style, dalmia-2023
+        /// chapter 5): a chiplet's L2 slices cache any line its SMs use; misses, remote
+        /// stores and write-backs go to the home chiplet's LLC slice (`llc`), atomics are
+        /// performed there; every kernel boundary writes back and invalidates every L2
+        /// (CPCoh's "Baseline", dalmia-2023 section 5.2).
+        Private = "private",
+    }
+}
+
 section! {
     /// The chiplets of the package and how they connect (used when `chiplets` > 1;
     /// DESIGN.md section 5). Every key has a default so single-chiplet configs leave the
@@ -276,6 +291,46 @@ section! {
         mesh_cols: u32 = Kind::U32, unit "chiplets", Some("2");
         /// One direction of each inter-chiplet link.
         link: LinkConfig = Kind::Section(LinkConfig::KEYS), unit "-", None;
+        /// L2 organization: `memory_side` (the `l2` slices cache only the lines homed at
+        /// their channel) or `private` (the `l2` slices of a chiplet cache any line its SMs
+        /// use, `llc` is the shared last-level cache sliced by home, and every kernel
+        /// boundary writes back and invalidates each chiplet's L2). Presets: `memory_side`
+        /// for NVIDIA parts, `private` for the CPCoh (dalmia-2023 Table 5.1) presets.
+        l2: L2Organization = Kind::Enum(L2Organization::NAMES), unit "-", Some("memory_side");
+        /// With `l2: private`: whether a read of a line homed on another chiplet allocates
+        /// it in the requesting chiplet's L2 (`false`: the data is passed to the SMs and not
+        /// kept). Stores to such lines are always written through to the home LLC (an L2
+        /// copy is updated, never dirtied). Ignored with `memory_side`. Presets: `true`
+        /// (dalmia-2023 section 5.4.1: the L2s cache remote data, hence the flushes).
+        cache_remote_reads: bool = Kind::Bool, unit "-", Some("true");
+    }
+}
+
+section! {
+    /// The last-level cache of a chiplet with `package.l2: private` (ignored with
+    /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
+    /// (L2 misses, remote and write-through stores, L2 write-backs and atomics of every
+    /// chiplet come here), sectored like the L2 (`l2.sector_bytes`), LRU, write-back to its
+    /// DRAM channel. Its clock, data-port bandwidth and atomic ALU are the L2's
+    /// (`l2.clock_hz`, `l2.bandwidth_bytes_per_cycle`, `l2.atomic_latency_cycles`). Every key
+    /// has a default, so memory-side configs leave the section out.
+    pub struct LlcConfig {
+        /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
+        /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
+        /// Table 5.1 "L3 Size 16 MB" over the chiplets.
+        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304");
+        /// Ways per set. Presets: Table 5.1 "16 way".
+        assoc: u32 = Kind::U32, unit "ways", Some("16");
+        /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
+        /// Presets: Table 5.1 "64B line".
+        line_bytes: u32 = Kind::U32, unit "bytes", Some("128");
+        /// Cycles from a request's arrival at the slice to its response's departure on a
+        /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
+        /// the NoC traversals (derivation in the preset).
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100");
+        /// Miss status holding registers per LLC slice (misses to its DRAM channel in
+        /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64");
     }
 }
 
@@ -324,9 +379,12 @@ section! {
         shared_mem: SharedMemConfig = Kind::Section(SharedMemConfig::KEYS), unit "-", None;
         /// The on-chip network between SMs and L2 slices (its own clock).
         noc: NocConfig = Kind::Section(NocConfig::KEYS), unit "-", None;
-        /// The memory-side L2: slices, each caching only addresses homed at its DRAM
-        /// channel (its own clock).
+        /// The L2 of a chiplet (its own clock): with `package.l2: memory_side`, slices each
+        /// caching only addresses homed at its DRAM channel; with `private`, slices caching
+        /// any line the chiplet's SMs use.
         l2: L2Config = Kind::Section(L2Config::KEYS), unit "-", None;
+        /// The last-level cache sliced by home, with `package.l2: private` (L2 clock).
+        llc: LlcConfig = Kind::Section(LlcConfig::KEYS), unit "-", None;
         /// DRAM channels (their own clock).
         dram: DramConfig = Kind::Section(DramConfig::KEYS), unit "-", None;
         /// The kernel launch path, one key per segment so nothing is counted twice
@@ -583,14 +641,16 @@ section! {
 }
 
 section! {
-    /// The memory-side L2 of a chiplet. A load's end-to-end latency on an L2 hit is about
+    /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
+    /// caches any line and misses go to the `llc`). A load's end-to-end latency on an L2 hit is about
     /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
     /// its own clock, plus queueing.
     pub struct L2Config {
         /// L2 clock. Presets: the simulator config's L2 clock domain.
         clock_hz: u64 = Kind::U64, unit "Hz", None;
-        /// L2 slices per chiplet; a multiple of `dram.channels` (each slice caches the
-        /// addresses of one channel). Presets: vendor slice count or the simulator config's
+        /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
+        /// slice caches the addresses of one channel; a private L2 interleaves lines over
+        /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
         /// memory sub-partitions.
         slices: u32 = Kind::U32, unit "slices", None;
         /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
@@ -730,7 +790,9 @@ section! {
     /// Host-to-device copies in the command list.
     pub struct MemcpyConfig {
         /// A copy also installs the copied lines in L2 (Accel-Sim's
-        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit. Presets: that option.
+        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit; with `package.l2:
+        /// private`, in the LLC slices at the lines' homes instead (the copy arrives at the
+        /// home memory; the private L2s start cold). Presets: that option.
         fills_l2: bool = Kind::Bool, unit "-", None;
     }
 }

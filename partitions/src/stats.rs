@@ -11,8 +11,9 @@ use tessera_traces::OpClass;
 
 /// Version of the stats JSON layout; raised when a key changes meaning or moves (2: stalls
 /// over the whole run, per-chiplet I-cache and operand-collector counters; 3: one entry per
-/// chiplet, `links`, `memory.remote_requests`).
-pub const STATS_VERSION: u32 = 3;
+/// chiplet, `links`, `memory.remote_requests`; 4: the LLC and kernel-boundary flush
+/// counters of a private L2, in `totals` and `memory`).
+pub const STATS_VERSION: u32 = 4;
 
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -73,6 +74,16 @@ pub struct Totals {
     pub dram_reads: u64,
     pub dram_writes: u64,
     pub dram_bytes: u64,
+    /// LLC sector accesses, hits and misses (`package.l2: private`; 0 with a memory-side L2).
+    pub llc_accesses: u64,
+    pub llc_hits: u64,
+    pub llc_misses: u64,
+    /// Kernel-boundary flushes of the private L2s: dirty sectors written back to their home
+    /// LLC, valid lines invalidated, and later read sector misses on lines they invalidated
+    /// (the inter-kernel L2 hits lost; `memory` of each chiplet has the same counters).
+    pub l2_flush_writeback_sectors: u64,
+    pub l2_flush_invalidated_lines: u64,
+    pub l2_flush_lost_hits: u64,
     /// Scheduler-cycle breakdown, summed over every SM over the whole run.
     pub stalls: StallStats,
 }

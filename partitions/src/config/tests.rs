@@ -495,6 +495,7 @@ fn missing_required_keys_are_errors_and_defaults_fill_in() {
             !(t.starts_with("chiplets:")
                 || t.starts_with("package:")
                 || t.starts_with("link:")
+                || t.starts_with("llc:")
                 || t.ends_with("# the default")
                 || t.starts_with("partitioning:")
                 || t.starts_with("mode:")
@@ -683,4 +684,70 @@ fn ctas_that_never_fit_are_errors() {
     assert!(a.max_ctas_per_sm(0, 32, 0).is_err());
     // 163 KB (the opt-in maximum) fits once.
     assert_eq!(a.max_ctas_per_sm(128, 32, 163 * 1024).unwrap(), 1);
+}
+
+#[test]
+fn llc_keys_are_checked_only_with_a_private_l2() {
+    let load = |sets: &[(&str, &str)]| GpuConfig::load(preset("a100"), &set(sets));
+    // Memory-side (the default): the llc section is unused, so not checked.
+    load(&[("llc.line_bytes", "64")]).unwrap();
+    // a100's 4 MiB default does not split over its 40 channels; 40 slices x 64 sets x 16
+    // ways x 128 B does.
+    let e = err_text(load(&[("package.l2", "private")]));
+    assert!(e.contains("llc.size_bytes: "), "{e}");
+    let private = ("package.l2", "private");
+    let size = ("llc.size_bytes", "5242880");
+    load(&[private, size]).unwrap();
+    let load = |sets: &[(&str, &str)]| {
+        let mut v = vec![size];
+        v.extend_from_slice(sets);
+        GpuConfig::load(preset("a100"), &set(&v))
+    };
+    let e = err_text(load(&[private, ("llc.line_bytes", "64")]));
+    assert!(
+        e.contains("llc.line_bytes: 64 differs from l2.line_bytes (128)"),
+        "{e}"
+    );
+    let e = err_text(load(&[private, ("llc.assoc", "15")]));
+    assert!(e.contains("llc.assoc: "), "{e}");
+    let e = err_text(load(&[private, ("llc.size_bytes", "1000")]));
+    assert!(e.contains("llc.size_bytes: "), "{e}");
+    let e = err_text(load(&[private, ("llc.hit_latency_cycles", "0")]));
+    assert!(
+        e.contains("llc.hit_latency_cycles: must be at least 1"),
+        "{e}"
+    );
+    let e = err_text(load(&[("package.l2", "shared")]));
+    assert!(e.contains("package.l2"), "{e}");
+}
+
+#[test]
+fn radeon7_presets_have_the_figures_of_dalmia_table_5_1() {
+    let two = GpuConfig::load(preset("radeon7-2chiplet"), &[]).unwrap();
+    let four = GpuConfig::load(preset("radeon7-4chiplet"), &[]).unwrap();
+    for c in [&two, &four] {
+        assert_eq!(c.package.l2, L2Organization::Private);
+        assert_eq!(c.core.sm_count, 60);
+        assert_eq!(c.core.clock_hz, 1_801_000_000);
+        assert_eq!(c.l1d.size_bytes, 16 * 1024);
+        assert_eq!(c.l2.size_bytes, 8 << 20);
+        assert_eq!((c.l2.assoc, c.llc.assoc), (32, 16));
+        // 16 MB of L3 and 16 GB of HBM (1 TB/s) over the whole package.
+        assert_eq!(c.llc.size_bytes * c.chiplets as u64, 16 << 20);
+        assert_eq!(
+            c.dram_peak_bytes_per_s() * c.chiplets as u128,
+            1_024_000_000_000
+        );
+        // 768 GB/s bidirectional per chiplet.
+        let l = &c.package.link;
+        assert_eq!(
+            2 * l.bandwidth_bytes_per_cycle as u64 * l.clock_hz,
+            768_000_000_000
+        );
+        assert_eq!(
+            (c.launch.gcp_to_lcp_ps, c.launch.completion_ps),
+            (2_000_000, 2_000_000)
+        );
+    }
+    assert_eq!((two.chiplets, four.chiplets), (2, 4));
 }

@@ -1,6 +1,6 @@
 //! Impossible values: each error names the key path and where the value came from.
 
-use super::{ConfigError, GpuConfig, LinkTopology, PartitionMode, SchedulerPolicy};
+use super::{ConfigError, GpuConfig, L2Organization, LinkTopology, PartitionMode, SchedulerPolicy};
 
 struct Check<'a> {
     origin: &'a dyn Fn(&str) -> String,
@@ -447,6 +447,62 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
             )
         },
     )?;
+
+    // The LLC, used only with a private L2.
+    if c.package.l2 == L2Organization::Private {
+        let llc = &c.llc;
+        v.nonzero("llc.size_bytes", llc.size_bytes)?;
+        v.ensure(llc.line_bytes == l2.line_bytes, "llc.line_bytes", || {
+            format!(
+                "{} differs from l2.line_bytes ({}): an L2 line is filled from one LLC line",
+                llc.line_bytes, l2.line_bytes
+            )
+        })?;
+        // The largest valid size at most the one given (at least one set per slice), for
+        // the error messages: the default suits few channel counts.
+        let suggest = || {
+            let set = d.channels as u64 * llc.assoc.max(1) as u64 * llc.line_bytes.max(1) as u64;
+            let mut s = set;
+            while s.saturating_mul(2) <= llc.size_bytes {
+                s *= 2;
+            }
+            s
+        };
+        v.ensure(
+            llc.size_bytes.is_multiple_of(d.channels as u64),
+            "llc.size_bytes",
+            || {
+                format!(
+                    "{} bytes do not split evenly among the {} slices (one per channel, \
+                     dram.channels); e.g. {} would",
+                    llc.size_bytes,
+                    d.channels,
+                    suggest()
+                )
+            },
+        )?;
+        v.cache(
+            "llc",
+            llc.size_bytes / d.channels as u64,
+            llc.assoc,
+            llc.line_bytes,
+        )
+        .map_err(|e| match e {
+            ConfigError::Key { origin, key, msg } if key == "llc.size_bytes" => ConfigError::Key {
+                origin,
+                key,
+                msg: format!(
+                    "per slice ({} slices, one per channel): {msg}; e.g. llc.size_bytes: {} \
+                     would do",
+                    d.channels,
+                    suggest()
+                ),
+            },
+            e => e,
+        })?;
+        v.nonzero("llc.hit_latency_cycles", llc.hit_latency_cycles as u64)?;
+        v.nonzero("llc.mshrs_per_slice", llc.mshrs_per_slice as u64)?;
+    }
 
     // Launch path.
     let l = &c.launch;

@@ -22,6 +22,15 @@
 //! - **Completion**: the kernel is complete, for the host, when the last slice report has
 //!   reached the global CP (with one chiplet: `completion_ps` after the local CP has the
 //!   last CTA's report).
+//! - **Kernel-boundary flush** (`package.l2: private` only: CPCoh's "Baseline",
+//!   dalmia-2023 section 5.2, a release and acquire at every kernel boundary): when the last
+//!   slice report is in, the global CP sends every local CP a flush request (arriving
+//!   `gcp_to_lcp_ps` later); each local CP tells each of its DRAM channel units
+//!   (`cta_dispatch_ps`), which writes its private L2 slices' dirty sectors back to their
+//!   home LLC and invalidates every line, and acknowledges (`cta_dispatch_ps`) when its last
+//!   write-back has left; when all its channels have, the local CP acknowledges
+//!   to the global CP (`completion_ps`). The kernel completes, and the next may start, when
+//!   the last acknowledgement is in. With a memory-side L2 there is no flush.
 
 use std::collections::VecDeque;
 
@@ -48,9 +57,21 @@ struct Running {
     submit_ps: Picos,
     total: u32,
     per_sm: u32,
-    /// Slice reports received, and when the latest arrived.
+    /// Slice reports received, and when the latest arrived (then, while the L2s are being
+    /// flushed, the latest flush acknowledgement).
     reported: u32,
     last_report_ps: Picos,
+    /// Flush acknowledgements received (`package.l2: private`).
+    flushed: u32,
+}
+
+/// A local CP's flush in progress: acknowledgements from its channels so far, and when the
+/// latest arrived.
+#[derive(Clone, Copy, Debug)]
+struct LocalFlush {
+    kernel: u32,
+    acks: u32,
+    last_ps: Picos,
 }
 
 /// The host and the global CP (chiplet 0's unit).
@@ -100,6 +121,11 @@ pub struct CommandProcessor {
     /// Slices handed over inside this unit (chiplet 0), with their arrival.
     pending: VecDeque<(Picos, u32)>,
     slice: Option<Slice>,
+    /// Kernel boundaries flush the private L2s (`package.l2: private`).
+    flush_l2: bool,
+    /// Flush requests received (or handed over inside chiplet 0's unit), with their arrival.
+    pending_flush: VecDeque<(Picos, u32)>,
+    flushing: Option<LocalFlush>,
 }
 
 impl CommandProcessor {
@@ -153,6 +179,9 @@ impl CommandProcessor {
                 }),
                 pending: VecDeque::new(),
                 slice: None,
+                flush_l2: cfg.package.l2 == crate::config::L2Organization::Private,
+                pending_flush: VecDeque::new(),
+                flushing: None,
             })
             .collect())
     }
@@ -174,6 +203,9 @@ impl CommandProcessor {
     /// The next time the CP acts on its own (not counting packets it will receive).
     pub fn next_event(&self) -> Option<Picos> {
         let mut next = self.pending.front().map(|p| p.0);
+        if let Some(&(t, _)) = self.pending_flush.front() {
+            next = Some(next.map_or(t, |n: Picos| n.min(t)));
+        }
         if let Some(g) = &self.global {
             let host = (!g.host_blocked && g.next_cmd < g.commands.len()).then_some(g.host_ps);
             let start = match (g.running, g.queue.front()) {
@@ -231,7 +263,7 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         let arrive = at + self.completion_ps;
         if self.global.is_some() {
-            self.on_slice_done(arrive, kernel, kernels)
+            self.on_slice_done(arrive, kernel, kernels, net)
         } else {
             net.send(
                 self.unit(),
@@ -249,9 +281,11 @@ impl CommandProcessor {
         at: Picos,
         kernel: u32,
         kernels: &[KernelMeta],
+        net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         let chiplets = self.ids.chiplets;
         let period = self.period;
+        let (flush_l2, unit, gcp_to_lcp) = (self.flush_l2, self.unit(), self.gcp_to_lcp_ps);
         let Some(g) = self.global.as_mut() else {
             return Err(GpuError::Protocol(format!(
                 "chiplet {}'s CP, which has no global CP, got a slice report",
@@ -266,6 +300,121 @@ impl CommandProcessor {
         r.reported += 1;
         r.last_report_ps = r.last_report_ps.max(at);
         if r.reported == chiplets {
+            if !flush_l2 {
+                let r = *r;
+                g.finish_kernel(r, kernels, period);
+                return Ok(());
+            }
+            // Every chiplet's L2 is written back and invalidated before the kernel counts
+            // as complete.
+            let lcp = r.last_report_ps + gcp_to_lcp;
+            for c in 0..chiplets {
+                if c == self.chiplet {
+                    self.pending_flush.push_back((lcp, kernel));
+                } else {
+                    net.send(unit, self.ids.cp(c), lcp, Packet::Flush { kernel });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The local CP receives the flush request after `kernel` (from chiplet 0's global CP).
+    pub fn on_flush(&mut self, at: Picos, kernel: u32) {
+        self.pending_flush.push_back((at, kernel));
+    }
+
+    /// The local CP starts the flush after `kernel` at `at`: each of its channels is told.
+    fn start_flush(&mut self, at: Picos, kernel: u32, net: &mut dyn Net) -> Result<(), GpuError> {
+        if self.flushing.is_some() {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {} got a flush request after kernel {kernel} while flushing",
+                self.chiplet
+            )));
+        }
+        let channels = self.ids.channels;
+        for c in 0..channels {
+            let ch = self.ids.channel(self.chiplet * channels + c);
+            net.send(
+                self.unit(),
+                ch,
+                at + self.cta_dispatch_ps,
+                Packet::Flush { kernel },
+            );
+        }
+        self.flushing = Some(LocalFlush {
+            kernel,
+            acks: 0,
+            last_ps: at,
+        });
+        Ok(())
+    }
+
+    /// A channel of this chiplet acknowledges the flush after `kernel` at `at`; the last one
+    /// makes the local CP acknowledge to the global CP (`completion_ps` later).
+    pub fn on_channel_flushed(
+        &mut self,
+        at: Picos,
+        kernel: u32,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        let channels = self.ids.channels;
+        let Some(f) = self.flushing.as_mut().filter(|f| f.kernel == kernel) else {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {}'s local CP got a flush acknowledgement of kernel {kernel}, which it \
+                 is not flushing",
+                self.chiplet
+            )));
+        };
+        f.acks += 1;
+        f.last_ps = f.last_ps.max(at);
+        if f.acks < channels {
+            return Ok(());
+        }
+        let arrive = f.last_ps + self.completion_ps;
+        self.flushing = None;
+        if self.global.is_some() {
+            self.on_flush_done(arrive, kernel, kernels)
+        } else {
+            net.send(
+                self.unit(),
+                UnitIds::CP,
+                arrive,
+                Packet::FlushDone { kernel },
+            );
+            Ok(())
+        }
+    }
+
+    /// The global CP has a chiplet's flush acknowledgement of `kernel` at `at`; the last one
+    /// completes the kernel.
+    pub fn on_flush_done(
+        &mut self,
+        at: Picos,
+        kernel: u32,
+        kernels: &[KernelMeta],
+    ) -> Result<(), GpuError> {
+        let chiplets = self.ids.chiplets;
+        let period = self.period;
+        let Some(g) = self.global.as_mut() else {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {}'s CP, which has no global CP, got a flush acknowledgement",
+                self.chiplet
+            )));
+        };
+        let Some(r) = g
+            .running
+            .as_mut()
+            .filter(|r| r.kernel == kernel && r.reported == chiplets)
+        else {
+            return Err(GpuError::Protocol(format!(
+                "a flush acknowledgement of kernel {kernel}, which is not being flushed"
+            )));
+        };
+        r.flushed += 1;
+        r.last_report_ps = r.last_report_ps.max(at);
+        if r.flushed == chiplets {
             let r = *r;
             g.finish_kernel(r, kernels, period);
         }
@@ -293,6 +442,13 @@ impl CommandProcessor {
             }
             self.pending.pop_front();
             self.start_slice(at, kernel, kernels, net)?;
+        }
+        while let Some(&(at, kernel)) = self.pending_flush.front() {
+            if at > t {
+                break;
+            }
+            self.pending_flush.pop_front();
+            self.start_flush(at, kernel, net)?;
         }
         Ok(())
     }
@@ -359,6 +515,7 @@ impl CommandProcessor {
                             per_sm: self.per_sm[k],
                             reported: 0,
                             last_report_ps: 0,
+                            flushed: 0,
                         });
                         // Every local CP gets its slice (empty ones too: they report at once).
                         let lcp = start + gcp_to_lcp;

@@ -147,6 +147,17 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
                 v.push(link(ids.link(k), ids.sm(s), noc_ps));
             }
         }
+        if cfg.package.l2 == crate::config::L2Organization::Private {
+            // Kernel-boundary flushes (local CP <-> its channels) and private L2 slices to
+            // the chiplet's LLC slices.
+            for c in channels.clone() {
+                v.push(link(cp, ids.channel(c), l.cta_dispatch_ps));
+                v.push(link(ids.channel(c), cp, l.cta_dispatch_ps));
+                for d in channels.clone().filter(|&d| d != c) {
+                    v.push(link(ids.channel(c), ids.channel(d), noc_ps));
+                }
+            }
+        }
         if ids.chiplets > 1 {
             for c in channels {
                 v.push(link(ids.channel(c), ids.link(k), noc_ps));
@@ -380,6 +391,12 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
             dram_reads: m.dram_reads,
             dram_writes: m.dram_writes,
             dram_bytes: m.dram_bytes,
+            llc_accesses: m.llc_accesses,
+            llc_hits: m.llc_hits,
+            llc_misses: m.llc_misses,
+            l2_flush_writeback_sectors: m.l2_flush_writeback_sectors,
+            l2_flush_invalidated_lines: m.l2_flush_invalidated_lines,
+            l2_flush_lost_hits: m.l2_flush_lost_hits,
             stalls,
         },
         kernels,

@@ -350,6 +350,15 @@ impl<'t> GpuPartition<'t> {
             Slot::Sm(i) => self.process_sm(i, u, t)?,
             Slot::Channel(i) => {
                 while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
+                    if let Packet::Flush { kernel } = pkt {
+                        // From its local CP: the acknowledgement goes back when the last
+                        // write-back has left.
+                        let left = self.channels[i].flush(at, &mut self.wires);
+                        let cp = self.wires.ids.cp(self.wires.ids.chiplet_of(u));
+                        let ack = Packet::FlushDone { kernel };
+                        self.wires.send(u, cp, left + self.cta_dispatch_ps, ack);
+                        continue;
+                    }
                     if let Packet::Memcpy { command } = pkt {
                         if let Some(tessera_traces::Command::MemcpyHtoD { addr, bytes, .. }) =
                             self.trace.commands().get(command as usize)
@@ -382,7 +391,14 @@ impl<'t> GpuPartition<'t> {
                 }
                 (Packet::Slice { kernel }, Some(Unit::Cp(0))) => cp.on_slice(at, kernel),
                 (Packet::SliceDone { kernel }, Some(Unit::Cp(_))) => {
-                    cp.on_slice_done(at, kernel, kernels)?
+                    cp.on_slice_done(at, kernel, kernels, &mut self.wires)?
+                }
+                (Packet::Flush { kernel }, Some(Unit::Cp(0))) => cp.on_flush(at, kernel),
+                (Packet::FlushDone { kernel }, Some(Unit::Channel(_))) => {
+                    cp.on_channel_flushed(at, kernel, kernels, &mut self.wires)?
+                }
+                (Packet::FlushDone { kernel }, Some(Unit::Cp(_))) => {
+                    cp.on_flush_done(at, kernel, kernels)?
                 }
                 _ => {
                     return Err(GpuError::Protocol(format!(

@@ -188,6 +188,16 @@ impl SectorCache {
         self.meta[i].valid
     }
 
+    /// The dirty valid sectors of way `i`, and the number of ways (`sets * assoc`): a
+    /// kernel-boundary flush walks every way (a private L2's write-back).
+    pub(crate) fn dirty(&self, i: usize) -> u64 {
+        self.meta[i].dirty & self.meta[i].valid
+    }
+
+    pub(crate) fn ways(&self) -> usize {
+        self.tags.len()
+    }
+
     pub(crate) fn ready(&self, i: usize, s: u32) -> Picos {
         self.ready[i * self.spl + (s as usize).min(self.spl - 1)]
     }

@@ -172,9 +172,14 @@ impl MemSystem {
         }
     }
 
-    /// Kernel boundary: every SM's L1D is invalidated (dirty sectors written to L2).
+    /// Kernel boundary: with `package.l2: private`, every chiplet's L2 is written back and
+    /// invalidated first (the packets are in flight when this returns); then every SM's L1D
+    /// is invalidated (dirty sectors written to L2).
     pub fn kernel_boundary(&mut self) {
         let now = self.now;
+        for c in &mut self.channels {
+            c.flush(now, &mut self.queue);
+        }
         for s in &mut self.sms {
             s.new_kernel(now, &mut self.queue);
         }

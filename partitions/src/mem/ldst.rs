@@ -148,10 +148,23 @@ impl LdStUnit {
         }
     }
 
-    /// Where a request for L2 line `line_addr` goes: its home channel's unit, or this
-    /// chiplet's link interface when the line is homed on another chiplet.
+    /// Where a read or write of L2 line `line_addr` goes: with a private L2, the channel
+    /// unit of this chiplet whose slice caches the line; else as [`LdStUnit::route_home`].
     #[inline]
     fn route(&mut self, line_addr: u64) -> u32 {
+        if self.spec.private {
+            let (ch, _, _) = self.spec.private_slot(self.chiplet, line_addr);
+            return self.spec.ids.channel(ch);
+        }
+        self.route_home(line_addr)
+    }
+
+    /// Where a request for L2 line `line_addr` goes when it must reach the line's home (a
+    /// memory-side L2 slice, or with a private L2 the LLC slice, where atomics are
+    /// performed): its home channel's unit, or this chiplet's link interface when the line
+    /// is homed on another chiplet.
+    #[inline]
+    fn route_home(&mut self, line_addr: u64) -> u32 {
         let (ch, _, _) = self.spec.l2_home(line_addr);
         let ids = &self.spec.ids;
         if ch / ids.channels == self.chiplet {
@@ -554,7 +567,10 @@ impl LdStUnit {
             };
             let dep = self.noc_out.reserve(now, t, bytes);
             self.stats.noc_request_bytes += bytes;
-            let dst = self.route(g.line_addr);
+            let dst = match op {
+                Op::Read => self.route(g.line_addr),
+                Op::Atomic(_) => self.route_home(g.line_addr),
+            };
             net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
         }
         let n = groups.len() as u32;

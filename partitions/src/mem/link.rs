@@ -13,6 +13,10 @@
 //! NoC (`noc.latency_cycles`) to the L2 slice or SM. The interface has no NoC port of its
 //! own: the link is the narrow resource it models.
 //!
+//! With `package.l2: private`, the interface carries the private L2 slices' LLC requests
+//! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
+//! channel unit in the same way.
+//!
 //! With `topology: switch`, the switch's port down to a chiplet is modelled at that
 //! chiplet's interface: a packet from the switch first waits for that port (serialization
 //! and latency again), then goes on. A remote load therefore costs, over a local one,
@@ -121,6 +125,15 @@ impl LinkInterface {
             }
             Packet::Reply { sm, .. } => match ids.unit(sm) {
                 Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
+                _ => None,
+            },
+            // Private L2 <-> home LLC (`package.l2: private`).
+            Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
+                let channel = self.spec.llc_home(line).0;
+                Some((channel / ids.channels, ids.channel(channel)))
+            }
+            Packet::LlcReply { unit, .. } => match ids.unit(unit) {
+                Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
                 _ => None,
             },
             _ => None,

@@ -4,7 +4,8 @@
 //! - [`LdStUnit`] (one per SM): the LD/ST unit's coalescer, the SM's L1D with its MSHRs,
 //!   the shared-memory banks, and the SM's NoC ports.
 //! - [`MemChannel`] (one per DRAM channel): the memory-side L2 slices homed at the channel
-//!   and the channel itself.
+//!   and the channel itself; with `package.l2: private`, some of the chiplet's private L2
+//!   slices, the LLC slice homed at the channel, and the channel.
 //!
 //! A unit is driven by its owner (the GPU partition, or the [`MemSystem`] test harness) in
 //! time order: [`LdStUnit::issue`] when a warp issues a memory instruction,
@@ -74,6 +75,38 @@
 //!   evicted; without it stores are written through. Atomics: read like a load, then the
 //!   slice's ALU (one lane operation per L2 cycle) answers `l2.atomic_latency_cycles` after
 //!   it starts; the line is dirtied.
+//! - **Private L2 + LLC** (`package.l2: private`, the AMD-style hierarchy of the CPCoh study,
+//!   dalmia-2023 section 5.4.1 and Fig. 5.1): a channel unit holds `l2.slices /
+//!   dram.channels` of its chiplet's L2 slices, the LLC slice homed at its channel and the
+//!   channel. An SM sends loads and stores to the L2 slice of *its own* chiplet that caches
+//!   the line (line index `i`: slice `i % l2.slices`, set `i / l2.slices`,
+//!   `MemSpec::private_slot`), whatever the line's home; atomics go to the home LLC slice
+//!   (through the link interface when remote) and are performed there as at a memory-side
+//!   slice. At the L2 slice a load's valid sectors hit as above; its missing sectors join
+//!   the line's MSHR when one is in flight (`l2_pending_hits`, asking the LLC only for
+//!   sectors not yet requested), else take one of `l2.mshrs_per_slice` (a miss finding none
+//!   waits in order, `l2_mshr_waits`, and starts when a fill frees one) and leave at once
+//!   as an `LlcRead` to the line's home LLC slice (over the NoC, plus the links when
+//!   remote). The LLC slice (`llc.size_bytes / dram.channels`, `llc.assoc` ways, LRU,
+//!   sectored, write-back) answers `llc.hit_latency_cycles` after the request is in, or
+//!   reads its DRAM channel on a miss as a memory-side slice does (`llc.mshrs_per_slice`);
+//!   the reply crosses its data port and NoC egress. The L2 fills the line when the reply
+//!   is in (a line homed on another chiplet only with `package.cache_remote_reads`; a dirty
+//!   victim is written back to its home LLC) and answers each waiting SM that has all its
+//!   sectors `l2.hit_latency_cycles` later. An unloaded L2 miss that hits the LLC of its
+//!   own chiplet thus costs an L2 hit plus 2 NoC traversals plus `llc.hit_latency_cycles`.
+//!   Stores to lines homed on the chiplet are written into L2 (write-back, allocate without
+//!   fetch, with `l2.write_back`); stores to remote lines are written through to the home
+//!   LLC (updating an L2 copy, never allocating one), so only local lines are ever dirty.
+//!   At every kernel boundary (`gpu/cp.rs`) each L2 slice sends its dirty sectors to their
+//!   home LLC through its NoC egress (`l2_flush_writeback_sectors`) and invalidates every
+//!   line (`l2_flush_invalidated_lines`), keeping the tags marked: a later read miss on a
+//!   sector a flush invalidated while its line still holds its way is a lost inter-kernel
+//!   hit (`l2_flush_lost_hits`). L1s are handled as with a memory-side L2 (an SM's dirty L1
+//!   sectors reach the L2 after the flush, when the SM starts the next kernel's CTA). Not
+//!   modelled: coherence of an L2 copy with a store of another chiplet inside a kernel (the
+//!   model is timing-only), write acknowledgements from the LLC, L2 copies of lines an
+//!   atomic changes at the home.
 //! - **DRAM** (`dram.rs`): `chunk = addr / dram.interleave_bytes`, `channel = chunk %
 //!   channels`, `local = (chunk / channels) * interleave_bytes + addr % interleave_bytes`,
 //!   then banks and rows inside the channel (see `dram.rs`).
@@ -83,7 +116,8 @@
 //!
 //! A `MemcpyHtoD` with `memcpy.fills_l2` installs the copied sectors in the L2 slices that
 //! home them, clean, and only the last `l2.size_bytes` of a larger copy (what LRU would
-//! leave). L1s are not coherent across kernels: an SM invalidates its L1D when it receives
+//! leave); with a private L2, in the LLC slices that home them (the last `llc.size_bytes`
+//! per chiplet), and the private L2s start cold. L1s are not coherent across kernels: an SM invalidates its L1D when it receives
 //! a CTA of a kernel other than its last one, sending dirty sectors of write-back L1s to L2.
 
 use std::cmp::Reverse;
@@ -203,7 +237,8 @@ mem_stats! {
     l2_pending_hits,
     /// L2 miss requests that found every MSHR of their slice busy and waited.
     l2_mshr_waits,
-    /// Dirty L2 sectors written back to DRAM.
+    /// Dirty L2 sectors written back on eviction: to DRAM (memory-side L2), or to the home
+    /// LLC (private L2).
     l2_writeback_sectors,
     /// Dirty L1D sectors written to L2 (write-back L1 policies).
     l1d_writeback_sectors,
@@ -220,6 +255,27 @@ mem_stats! {
     /// Request packets (reads, writes, atomics) an SM sent to a line homed on another
     /// chiplet (through the link interfaces).
     remote_requests,
+    /// LLC sector accesses (`package.l2: private`; 0 with a memory-side L2): L2 misses,
+    /// write-through and written-back stores, atomics. `llc_hits + llc_misses =
+    /// llc_accesses`.
+    llc_accesses,
+    llc_hits,
+    llc_misses,
+    /// Dirty LLC sectors written back to DRAM.
+    llc_writeback_sectors,
+    /// Request packets (reads and writes) private L2 slices sent to the LLC slice of a line
+    /// homed on another chiplet (through the link interfaces).
+    llc_remote_requests,
+    /// LLC sectors installed by host-to-device copies (`package.l2: private`).
+    memcpy_llc_sectors,
+    /// Dirty L2 sectors written back to their home LLC by kernel-boundary flushes.
+    l2_flush_writeback_sectors,
+    /// Valid L2 lines invalidated by kernel-boundary flushes.
+    l2_flush_invalidated_lines,
+    /// L2 read sector misses on a line whose tag a kernel-boundary flush invalidated while
+    /// the sector was valid (the line still in its way): the inter-kernel hits the flushes
+    /// lost (included in `l2_misses`).
+    l2_flush_lost_hits,
 }
 
 fn popcount(m: u64) -> u64 {
@@ -560,6 +616,16 @@ pub struct MemSpec {
     pub(crate) l2_line: Divisor,
     pub(crate) dram_map: DramMap,
     pub(crate) home: HomeMap,
+    /// `package.l2: private`.
+    pub(crate) private: bool,
+    pub(crate) cache_remote_reads: bool,
+    /// L2 slices per chiplet (`l2.slices`), the private-mode slice interleave.
+    pub(crate) l2_slices: Divisor,
+    pub(crate) llc_sets: u64,
+    pub(crate) llc_assoc: u32,
+    pub(crate) llc_mshrs: u32,
+    pub(crate) llc_hit_ps: Picos,
+    pub(crate) llc_size_bytes: u64,
 }
 
 impl MemSpec {
@@ -615,7 +681,46 @@ impl MemSpec {
             l2_line: Divisor::new(l2_geom.line_bytes),
             dram_map: DramMap::new(cfg),
             home: HomeMap::new(cfg),
+            private: cfg.package.l2 == crate::config::L2Organization::Private,
+            cache_remote_reads: cfg.package.cache_remote_reads,
+            l2_slices: Divisor::new(slices_n),
+            llc_sets: cfg.llc.size_bytes
+                / channels
+                / ((cfg.llc.assoc as u64).max(1) * l2_geom.line_bytes).max(1),
+            llc_assoc: cfg.llc.assoc,
+            llc_mshrs: cfg.llc.mshrs_per_slice,
+            llc_hit_ps: cfg.llc.hit_latency_cycles as Picos * cfg.l2_period_ps(),
+            llc_size_bytes: cfg.llc.size_bytes,
         }
+    }
+
+    /// With a private L2: the L2 slice of chiplet `chiplet` that caches `line_addr`:
+    /// `(channel, slice inside the channel, set inside the slice)`, the channel numbered
+    /// across the package. Lines interleave over the chiplet's `l2.slices` slices by line
+    /// index (slice `i % slices`, set `i / slices`), whatever their home.
+    #[inline]
+    pub(crate) fn private_slot(&self, chiplet: u32, line_addr: u64) -> (u32, usize, u64) {
+        let i = self.l2_line.div(line_addr);
+        let s = self.l2_slices.rem(i);
+        let spc = &self.slices_per_channel;
+        (
+            chiplet * self.ids.channels + spc.div(s) as u32,
+            spc.rem(s) as usize,
+            self.l2_slices.div(i),
+        )
+    }
+
+    /// With a private L2: the LLC slice homing `line_addr`, `(channel, set)`: the line's
+    /// home channel (as [`MemSpec::l2_home`]; one LLC slice per channel) and its line index
+    /// inside that channel as the set.
+    #[inline]
+    pub(crate) fn llc_home(&self, line_addr: u64) -> (u32, u64) {
+        let (chiplet, addr) = self.home.locate(line_addr);
+        let (channel, local) = self.dram_map.map(addr);
+        (
+            chiplet * self.ids.channels + channel,
+            self.l2_line.div(local),
+        )
     }
 
     /// The one-way NoC latency: the least time between sending and receiving a packet

@@ -42,6 +42,31 @@ pub enum Packet {
     Slice { kernel: u32 },
     /// Local CP -> global CP: this chiplet's share of kernel `kernel` has completed.
     SliceDone { kernel: u32 },
+    /// Private L2 slice -> home LLC slice: read `sectors` of line `line`; the reply goes to
+    /// channel unit `unit` and names `tag` (the requesting slice inside that unit).
+    LlcRead {
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        unit: u32,
+    },
+    /// Private L2 slice -> home LLC slice: write `sectors` of line `line` (a write-through
+    /// store, or a write-back of dirty sectors; no reply).
+    LlcWrite { line: u64, sectors: u64 },
+    /// Home LLC slice -> private L2 slice `tag` of channel unit `unit`: the data of an
+    /// [`Packet::LlcRead`].
+    LlcReply {
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        unit: u32,
+    },
+    /// Global CP -> local CP, and local CP -> its channels: write back and invalidate the
+    /// private L2 at the end of kernel `kernel` (the kernel-boundary release and acquire).
+    Flush { kernel: u32 },
+    /// Channel -> local CP (its write-backs have left), and local CP -> global CP (all its
+    /// channels have): the flush after kernel `kernel` is done.
+    FlushDone { kernel: u32 },
 }
 
 /// A payload that is not a packet of this model.
@@ -58,6 +83,11 @@ const CTA_DONE: u64 = 5;
 const MEMCPY: u64 = 6;
 const SLICE: u64 = 7;
 const SLICE_DONE: u64 = 8;
+const LLC_READ: u64 = 9;
+const LLC_WRITE: u64 = 10;
+const LLC_REPLY: u64 = 11;
+const FLUSH: u64 = 12;
+const FLUSH_DONE: u64 = 13;
 
 /// Largest unit id a memory packet can name (16 bits of the third word).
 pub const MAX_UNIT: u32 = u16::MAX as u32;
@@ -102,6 +132,21 @@ impl Packet {
             Packet::Memcpy { command } => w(command as u64, 0, MEMCPY, 0, 0, 0),
             Packet::Slice { kernel } => w(kernel as u64, 0, SLICE, 0, 0, 0),
             Packet::SliceDone { kernel } => w(kernel as u64, 0, SLICE_DONE, 0, 0, 0),
+            Packet::LlcRead {
+                line,
+                sectors,
+                tag,
+                unit,
+            } => w(line, sectors, LLC_READ, tag, 0, unit),
+            Packet::LlcWrite { line, sectors } => w(line, sectors, LLC_WRITE, 0, 0, 0),
+            Packet::LlcReply {
+                line,
+                sectors,
+                tag,
+                unit,
+            } => w(line, sectors, LLC_REPLY, tag, 0, unit),
+            Packet::Flush { kernel } => w(kernel as u64, 0, FLUSH, 0, 0, 0),
+            Packet::FlushDone { kernel } => w(kernel as u64, 0, FLUSH_DONE, 0, 0, 0),
         }
     }
 
@@ -148,6 +193,24 @@ impl Packet {
             MEMCPY => Packet::Memcpy { command: a as u32 },
             SLICE => Packet::Slice { kernel: a as u32 },
             SLICE_DONE => Packet::SliceDone { kernel: a as u32 },
+            LLC_READ => Packet::LlcRead {
+                line: a,
+                sectors: b,
+                tag,
+                unit: sm,
+            },
+            LLC_WRITE => Packet::LlcWrite {
+                line: a,
+                sectors: b,
+            },
+            LLC_REPLY => Packet::LlcReply {
+                line: a,
+                sectors: b,
+                tag,
+                unit: sm,
+            },
+            FLUSH => Packet::Flush { kernel: a as u32 },
+            FLUSH_DONE => Packet::FlushDone { kernel: a as u32 },
             _ => return Err(PacketError(p.clone())),
         })
     }
@@ -160,7 +223,9 @@ impl Packet {
             + match *self {
                 Packet::Write { sectors, .. }
                 | Packet::Atomic { sectors, .. }
-                | Packet::Reply { sectors, .. } => data(sectors),
+                | Packet::Reply { sectors, .. }
+                | Packet::LlcWrite { sectors, .. }
+                | Packet::LlcReply { sectors, .. } => data(sectors),
                 _ => 0,
             }
     }
@@ -204,6 +269,24 @@ mod tests {
             },
             Packet::CtaDone { kernel: 0, cta: 9 },
             Packet::Memcpy { command: 12 },
+            Packet::LlcRead {
+                line: 0x40,
+                sectors: 0b11,
+                tag: 3,
+                unit: MAX_UNIT,
+            },
+            Packet::LlcWrite {
+                line: 0x80,
+                sectors: 0b10,
+            },
+            Packet::LlcReply {
+                line: 0xc0,
+                sectors: 1,
+                tag: 7,
+                unit: 42,
+            },
+            Packet::Flush { kernel: 5 },
+            Packet::FlushDone { kernel: 6 },
         ];
         for p in all {
             assert_eq!(Packet::from_payload(&p.to_payload()), Ok(p));
