@@ -12,8 +12,9 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, read_cta_header, unzigzag, AddrRecord, Addrs, BaseState,
-    ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
+    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrRecord, Addrs,
+    BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo,
+    WarpInst,
 };
 use std::sync::Arc;
 
@@ -131,7 +132,6 @@ impl CtaStream {
         let mut head_addrs = Vec::new();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
-        let mut list = Vec::new();
         let mut total = 0u64;
         let mut max_slot: Option<u32> = None;
         let table = &mut scratch.table[..];
@@ -198,23 +198,27 @@ impl CtaStream {
                         seen[s] = stamp;
                         bases.push((s as u32, table[s]));
                     }
-                    let out = if in_head { &mut head_addrs } else { &mut list };
-                    (mode, addrs) = decode_addrs(&mut ac, &mut table[s], mask, v2, out)?;
-                    // Relative to the warp's head, as a cursor's buffer holds it.
-                    if let Addrs::List { start, .. } = &mut addrs {
-                        *start -= ha0 as u32;
+                    if in_head {
+                        (mode, addrs) =
+                            decode_addrs(&mut ac, &mut table[s], mask, v2, &mut head_addrs)?;
+                        // Relative to the warp's head, as a cursor's buffer holds it.
+                        if let Addrs::List { start, .. } = &mut addrs {
+                            *start -= ha0 as u32;
+                        }
+                    } else {
+                        // Past the head only the base state is needed (and the checks).
+                        skip_addrs(&mut ac, &mut table[s], mask, v2)?;
                     }
-                    list.clear();
                 }
                 if has_ops && info.operands > 0 && mask != 0 {
+                    let n_ops = info.operands as u32 * mask.count_ones();
                     if in_head {
                         head_op_index.push((i as u32, (head_ops.len() - ho0) as u32));
-                    }
-                    for _ in 0..info.operands as u32 * mask.count_ones() {
-                        let v = oc.varint()?;
-                        if in_head {
-                            head_ops.push(unzigzag(v) as u64);
+                        for _ in 0..n_ops {
+                            head_ops.push(unzigzag(oc.varint()?) as u64);
                         }
+                    } else {
+                        oc.skip_varints(n_ops)?;
                     }
                 }
                 if in_head {
