@@ -85,6 +85,14 @@ impl BwPort {
                 // `c` is `t` exactly: no division.
                 return t;
             }
+            Some(last) if last.0 <= c => {
+                // Inside the last interval (a queue behind it, the next most common case):
+                // the earliest gap is right after it, which the general path below would
+                // find and merge the same way.
+                let start = last.1;
+                last.1 = start + d;
+                return self.to_ps(start);
+            }
             Some(_) => {}
         }
         // The earliest gap at or after `c` that holds `d`: start after the interval that
