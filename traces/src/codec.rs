@@ -134,7 +134,7 @@ impl<'a> Cursor<'a> {
     /// Skips `n` varints, with the checks (and errors) of as many [`Cursor::varint`]s:
     /// for values only checked, not used (a CTA's first pass), eight bytes at a time.
     #[inline]
-    pub fn skip_varints(&mut self, mut n: u32) -> CResult<()> {
+    pub fn skip_varints(&mut self, mut n: u64) -> CResult<()> {
         const HIGH: u64 = 0x8080_8080_8080_8080;
         const ONES: u64 = 0x0101_0101_0101_0101;
         while n > 0 {
@@ -155,10 +155,10 @@ impl<'a> Cursor<'a> {
             // Byte i of `upto`: the varints ending in bytes 0..=i (a multiply, not a
             // popcount, which baseline x86-64 lacks).
             let upto = (ends >> 7).wrapping_mul(ONES);
-            let k = (upto >> 56) as u32;
+            let k = upto >> 56;
             if k >= n {
                 // The first byte whose count reaches n (no byte carries: counts <= 8).
-                let reached = upto.wrapping_add((0x80 - n as u64).wrapping_mul(ONES)) & HIGH;
+                let reached = upto.wrapping_add((0x80 - n).wrapping_mul(ONES)) & HIGH;
                 self.pos += (reached.trailing_zeros() / 8 + 1) as usize;
                 return Ok(());
             }
@@ -1013,7 +1013,7 @@ pub(crate) fn skip_addrs(
             let len = list_len(mode, mask);
             if len > 0 {
                 state.decode(ac.varint()?, dod);
-                ac.skip_varints(len - 1)?;
+                ac.skip_varints(len as u64 - 1)?;
             }
             Ok(())
         }
@@ -1070,7 +1070,7 @@ mod tests {
                     }
                 })
                 .collect();
-            for n in 0..12u32 {
+            for n in 0..12u64 {
                 let mut a = Cursor::new(&buf);
                 let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
                 let mut b = Cursor::new(&buf);
@@ -1080,7 +1080,7 @@ mod tests {
                     assert_eq!(a.pos(), b.pos(), "{buf:x?} n={n}");
                 }
                 let mut c = Cursor::new(&buf);
-                let run = c.one_byte_varints(n);
+                let run = c.one_byte_varints(n as u32);
                 assert!(run.len() <= n as usize && run.iter().all(|&b| b < 0x80));
                 assert_eq!(c.pos(), run.len());
                 assert!(run.len() == n as usize || buf.get(run.len()).is_none_or(|&b| b >= 0x80));
