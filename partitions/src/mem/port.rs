@@ -164,6 +164,29 @@ mod tests {
     }
 
     #[test]
+    fn dropping_expired_intervals_changes_nothing() {
+        // A rising floor (requests at or after it) against a port that keeps everything:
+        // the same starts, through many batch drops of the front. About half busy (a
+        // 32 B burst is 823 ps), so that both gaps and queues occur.
+        let (mut a, mut b) = (
+            BwPort::new(32, 1_215_000_000),
+            BwPort::new(32, 1_215_000_000),
+        );
+        let mut x = 3u64;
+        let mut floor = 0;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            floor += (x >> 60) * 1_000;
+            let t = floor + (x >> 30) % 20_000;
+            let bytes = 32 << ((x >> 20) % 3);
+            assert_eq!(a.reserve(floor, t, bytes), b.reserve(0, t, bytes));
+        }
+        assert!(a.busy.len() * 10 < b.busy.len());
+    }
+
+    #[test]
     fn gaps_are_filled_and_intervals_never_overlap() {
         let mut p = BwPort::new(40, 1_410_000_000);
         let a = p.reserve(0, 10_000, 128);
