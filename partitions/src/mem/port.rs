@@ -67,8 +67,9 @@ impl BwPort {
         while self.busy.get(self.head).is_some_and(|&(_, e)| e <= floor_u) {
             self.head += 1;
         }
-        if self.head >= 64 && self.head * 2 >= self.busy.len() {
-            // Amortized: each interval is moved at most once per halving.
+        if self.head >= 4 && self.head * 2 >= self.busy.len() {
+            // At most as many live intervals move as dead ones leave: amortized O(1), and
+            // a port holds few more intervals than are live (memory per port stays small).
             self.busy.drain(..self.head);
             self.head = 0;
         }
