@@ -131,6 +131,53 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Skips `n` varints, with the checks (and errors) of as many [`Cursor::varint`]s:
+    /// for values only checked, not used (a CTA's first pass), eight bytes at a time.
+    #[inline]
+    pub fn skip_varints(&mut self, mut n: u64) -> CResult<()> {
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        while n > 0 {
+            let word = self
+                .buf
+                .get(self.pos..)
+                .and_then(|r| r.first_chunk::<8>())
+                .map(|w| u64::from_le_bytes(*w));
+            // Each byte below 0x80 ends a varint; those ending in this word began in it
+            // (the word starts at a varint boundary), so are at most 8 bytes: no overflow.
+            let ends = word.map_or(0, |w| !w & HIGH);
+            if ends == 0 {
+                // A varint of 8 bytes or more, or the column's last bytes: exact checks.
+                self.varint()?;
+                n -= 1;
+                continue;
+            }
+            // Byte i of `upto`: the varints ending in bytes 0..=i (a multiply, not a
+            // popcount, which baseline x86-64 lacks).
+            let upto = (ends >> 7).wrapping_mul(ONES);
+            let k = upto >> 56;
+            if k >= n {
+                // The first byte whose count reaches n (no byte carries: counts <= 8).
+                let reached = upto.wrapping_add((0x80 - n).wrapping_mul(ONES)) & HIGH;
+                self.pos += (reached.trailing_zeros() / 8 + 1) as usize;
+                return Ok(());
+            }
+            self.pos += ((63 - ends.leading_zeros()) / 8 + 1) as usize;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    /// The longest run of one-byte varints among the next `n` (consumed).
+    #[inline]
+    pub fn one_byte_varints(&mut self, n: u32) -> &'a [u8] {
+        let r = self.buf.get(self.pos..).unwrap_or(&[]);
+        let r = &r[..r.len().min(n as usize)];
+        let run = &r[..r.iter().position(|&b| b >= 0x80).unwrap_or(r.len())];
+        self.pos += run.len();
+        run
+    }
+
     #[inline]
     pub fn u32(&mut self) -> CResult<u32> {
         u32::try_from(self.varint()?).map_err(|_| CodecError("value does not fit 32 bits"))
@@ -921,12 +968,54 @@ pub(crate) fn decode_addrs(
                 addrs.reserve(len as usize);
                 let mut a = state.decode(ac.varint()?, dod);
                 addrs.push(a);
-                for _ in 1..len {
-                    a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
-                    addrs.push(a);
+                let mut left = len - 1;
+                while left > 0 {
+                    // Lanes a few words apart (shared-memory tiles) take one byte per
+                    // delta: runs of those decode without varint steps or per-push
+                    // capacity checks.
+                    let run = ac.one_byte_varints(left);
+                    addrs.extend(run.iter().map(|&b| {
+                        a = a.wrapping_add(unzigzag(b as u64) as u64);
+                        a
+                    }));
+                    left -= run.len() as u32;
+                    if left > 0 {
+                        a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
+                        addrs.push(a);
+                        left -= 1;
+                    }
                 }
             }
             Ok((mode, Addrs::List { start, len }))
+        }
+        _ => Err(CodecError("unknown address mode")),
+    }
+}
+
+/// [`decode_addrs`] for a record only checked and stepped over: the same checks and base
+/// state, but a list's addresses after its base are skipped, not decoded.
+#[inline(always)]
+pub(crate) fn skip_addrs(
+    ac: &mut Cursor<'_>,
+    state: &mut BaseState,
+    mask: u32,
+    dod: bool,
+) -> CResult<()> {
+    let mode = ac.byte()?;
+    match mode {
+        ADDR_STRIDE => {
+            state.decode(ac.varint()?, dod);
+            i32::try_from(unzigzag(ac.varint()?))
+                .map_err(|_| CodecError("stride does not fit 32 bits"))?;
+            Ok(())
+        }
+        ADDR_LIST | ADDR_DELTA => {
+            let len = list_len(mode, mask);
+            if len > 0 {
+                state.decode(ac.varint()?, dod);
+                ac.skip_varints(len as u64 - 1)?;
+            }
+            Ok(())
         }
         _ => Err(CodecError("unknown address mode")),
     }
@@ -955,6 +1044,55 @@ mod tests {
         for v in [0i64, -1, 1, i64::MIN, i64::MAX, -4096] {
             assert_eq!(unzigzag(zigzag(v)), v);
         }
+    }
+
+    /// `skip_varints(n)` agrees with `n` calls of `varint` (position, and error or not)
+    /// on every buffer, malformed ones included; so do the one-byte runs.
+    #[test]
+    fn skipping_agrees_with_reading() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            // Mostly short varints, some long runs of continuation bytes and 10-byte ones.
+            let high = [0x00, 0x80, 0xff, 0x40][(x >> 8) as usize % 4] as u8;
+            let mut y = x;
+            let buf: Vec<u8> = (0..len)
+                .map(|i| {
+                    y = y.rotate_left(7) ^ (i as u64);
+                    let b = (y as u8) & 0x7f;
+                    if (y >> 20).is_multiple_of(3) {
+                        b | high & 0x80
+                    } else {
+                        b | if round.is_multiple_of(5) { 0x80 } else { 0 }
+                    }
+                })
+                .collect();
+            for n in 0..12u64 {
+                let mut a = Cursor::new(&buf);
+                let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
+                let mut b = Cursor::new(&buf);
+                let rb = b.skip_varints(n);
+                assert_eq!(ra.is_ok(), rb.is_ok(), "{buf:x?} n={n}");
+                if ra.is_ok() {
+                    assert_eq!(a.pos(), b.pos(), "{buf:x?} n={n}");
+                }
+                let mut c = Cursor::new(&buf);
+                let run = c.one_byte_varints(n as u32);
+                assert!(run.len() <= n as usize && run.iter().all(|&b| b < 0x80));
+                assert_eq!(c.pos(), run.len());
+                assert!(run.len() == n as usize || buf.get(run.len()).is_none_or(|&b| b >= 0x80));
+            }
+        }
+        // Ten-byte varints (the longest), exactly at the limit and past it.
+        let mut b = Vec::new();
+        put_varint(&mut b, u64::MAX);
+        put_varint(&mut b, 5);
+        assert!(Cursor::new(&b).skip_varints(2).is_ok());
+        b[9] = 2;
+        assert!(Cursor::new(&b).skip_varints(2).is_err());
     }
 
     #[test]

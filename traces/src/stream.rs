@@ -12,8 +12,9 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, read_cta_header, unzigzag, AddrRecord, Addrs, BaseState,
-    ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
+    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrRecord, Addrs,
+    BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo,
+    WarpInst,
 };
 use std::sync::Arc;
 
@@ -55,6 +56,8 @@ pub struct StreamScratch {
     stamp: u64,
     /// The slots whose `table` entry the current CTA set.
     touched: Vec<u32>,
+    /// The current warp's instructions after its head: static slot and mask.
+    tail: Vec<(u32, u32)>,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -131,7 +134,6 @@ impl CtaStream {
         let mut head_addrs = Vec::new();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
-        let mut list = Vec::new();
         let mut total = 0u64;
         let mut max_slot: Option<u32> = None;
         let table = &mut scratch.table[..];
@@ -161,7 +163,9 @@ impl CtaStream {
                 ));
             }
             let has_ops = !oc.is_empty();
-            let k = n.min(BUF_INSTS as u64);
+            // At most the static column's length (checked above), itself within the record.
+            let n = n as usize;
+            let k = n.min(BUF_INSTS as usize);
             let (h0, ha0, ho0, hi0, b0) = (
                 head.len(),
                 head_addrs.len(),
@@ -169,13 +173,15 @@ impl CtaStream {
                 head_op_index.len(),
                 bases.len(),
             );
+            // Column by column, as `decode_cta` (the same checks, so the same records
+            // fail): the head decoded into `head`, the rest only checked, its static
+            // slots and masks kept in `tail` for the address and operand columns.
+            let tail = &mut scratch.tail;
+            tail.clear();
             let mut prev_slot: i64 = -1;
-            let mut mask = u32::MAX;
-            let mut resume = None;
-            for i in 0..n {
-                if i == k {
-                    resume = Some((sc.pos(), mc.pos(), ac.pos(), oc.pos(), prev_slot, mask));
-                }
+            // The warp's highest slot (meaningful when it has instructions).
+            let mut top = 0;
+            for _ in 0..k {
                 prev_slot = prev_slot
                     .wrapping_add(1)
                     .wrapping_add(unzigzag(sc.varint()?));
@@ -183,57 +189,135 @@ impl CtaStream {
                 let info = slots
                     .get(s)
                     .ok_or(CodecError("static instruction index out of range"))?;
-                max_slot = max_slot.max(Some(s as u32));
+                head.push(info.inst(s as u32));
+                top = top.max(s);
+            }
+            let resume_slot = (sc.pos(), prev_slot);
+            // Slots are checked against `n_slots` as one flag (branch-light); a negative
+            // index wraps to a huge one.
+            let n_slots = slots.len();
+            let mut bad = false;
+            if n > k && sc.remaining() == n - k {
+                // Every entry one byte (straight-line code and short jumps).
+                let bytes = sc.rest();
+                if bytes.iter().any(|&b| b >= 0x80) {
+                    return Err(CodecError("static column entry longer than its column"));
+                }
+                tail.extend(bytes.iter().map(|&b| {
+                    prev_slot = prev_slot.wrapping_add(1 + unzigzag(b as u64));
+                    let s = prev_slot as usize;
+                    bad |= s >= n_slots;
+                    top = top.max(s);
+                    (s as u32, 0)
+                }));
+            } else if n > k {
+                tail.reserve(n - k);
+                for _ in k..n {
+                    prev_slot = prev_slot
+                        .wrapping_add(1)
+                        .wrapping_add(unzigzag(sc.varint()?));
+                    let s = prev_slot as usize;
+                    bad |= s >= n_slots;
+                    top = top.max(s);
+                    tail.push((s as u32, 0));
+                }
+            }
+            if bad {
+                return Err(CodecError("static instruction index out of range"));
+            }
+            // Below `n_slots`: checked.
+            if n > 0 {
+                max_slot = max_slot.max(Some(top as u32));
+            }
+            let mut mask = u32::MAX;
+            for inst in &mut head[h0..] {
                 mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                let in_head = i < k;
-                let (mut mode, mut addrs) = (0, Addrs::None);
-                if info.has_mem {
+                inst.mask = mask;
+            }
+            let resume_mask = (mc.pos(), mask);
+            if n > k && mc.remaining() == n - k {
+                // Every entry one byte (same mask, all, none, or low lanes flipped).
+                for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
+                    if b >= 0x80 {
+                        return Err(CodecError("mask column entry longer than its column"));
+                    }
+                    mask = apply_mask_code(mask, b as u64, v2)?;
+                    *m = mask;
+                }
+            } else {
+                for (_, m) in tail.iter_mut() {
+                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                    *m = mask;
+                }
+            }
+            for inst in &mut head[h0..] {
+                // In range: checked by the static column's loop.
+                if slots[inst.slot as usize].has_mem {
+                    let s = inst.slot as usize;
                     if ac.is_empty() {
                         return Err(CodecError("memory instruction without its addresses"));
                     }
                     if !table[s].seen() {
                         touched.push(s as u32);
                     }
-                    if !in_head && seen[s] != stamp {
+                    (inst.addr_mode, inst.addrs) =
+                        decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
+                    // Relative to the warp's head, as a cursor's buffer holds it.
+                    if let Addrs::List { start, .. } = &mut inst.addrs {
+                        *start -= ha0 as u32;
+                    }
+                }
+            }
+            let resume_addr = ac.pos();
+            for &(s, m) in tail.iter() {
+                let s = s as usize;
+                if slots[s].has_mem {
+                    if ac.is_empty() {
+                        return Err(CodecError("memory instruction without its addresses"));
+                    }
+                    if !table[s].seen() {
+                        touched.push(s as u32);
+                    }
+                    if seen[s] != stamp {
                         seen[s] = stamp;
                         bases.push((s as u32, table[s]));
                     }
-                    let out = if in_head { &mut head_addrs } else { &mut list };
-                    (mode, addrs) = decode_addrs(&mut ac, &mut table[s], mask, v2, out)?;
-                    // Relative to the warp's head, as a cursor's buffer holds it.
-                    if let Addrs::List { start, .. } = &mut addrs {
-                        *start -= ha0 as u32;
-                    }
-                    list.clear();
+                    // Past the head only the base state is needed (and the checks).
+                    skip_addrs(&mut ac, &mut table[s], m, v2)?;
                 }
-                if has_ops && info.operands > 0 && mask != 0 {
-                    if in_head {
+            }
+            let mut resume_op = oc.pos();
+            if has_ops {
+                for (i, inst) in head[h0..].iter().enumerate() {
+                    let per_lane = slots[inst.slot as usize].operands as u32;
+                    if per_lane > 0 && inst.mask != 0 {
                         head_op_index.push((i as u32, (head_ops.len() - ho0) as u32));
-                    }
-                    for _ in 0..info.operands as u32 * mask.count_ones() {
-                        let v = oc.varint()?;
-                        if in_head {
-                            head_ops.push(unzigzag(v) as u64);
+                        for _ in 0..per_lane * inst.mask.count_ones() {
+                            head_ops.push(unzigzag(oc.varint()?) as u64);
                         }
                     }
                 }
-                if in_head {
-                    head.push(WarpInst {
-                        mask,
-                        addr_mode: mode,
-                        addrs,
-                        ..info.inst(s as u32)
-                    });
-                }
+                resume_op = oc.pos();
+                // The rest only checked: one skip over all their operands.
+                let rest: u64 = tail
+                    .iter()
+                    .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
+                    .sum();
+                oc.skip_varints(rest)?;
             }
             if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
                 return Err(CodecError(
                     "column has bytes left after the warp's last instruction",
                 ));
             }
-            let (sp, mp, ap, op, ps, m) =
-                resume.unwrap_or((sc.pos(), mc.pos(), ac.pos(), oc.pos(), prev_slot, mask));
-            total += n;
+            let (sp, ps) = if n > k {
+                resume_slot
+            } else {
+                (sc.pos(), prev_slot)
+            };
+            let (mp, m) = resume_mask;
+            let (ap, op) = (resume_addr, resume_op);
+            total += n as u64;
             warps.push(WarpHead {
                 warp_id,
                 // At most the static column's length, itself within the record.

@@ -92,8 +92,16 @@ impl SectorCache {
 
     /// The way holding `tag` in set `set % sets`.
     pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
-        let base = self.set_of(set) * self.assoc;
-        let ways = &self.tags[base..base + self.assoc];
+        let s = self.set_of(set);
+        let base = s * self.assoc;
+        // Only the ways in use can hold a line (the others are `INVALID`, which only a
+        // search for `INVALID` itself, never a line address in practice, must still see).
+        let n = if tag == INVALID {
+            self.assoc
+        } else {
+            self.filled[s] as usize
+        };
+        let ways = &self.tags[base..base + n];
         // A branch-free pass first (it vectorizes; a miss, the common case when streaming,
         // costs no more), then the position of a hit. L1s of 56 and 64 ways are searched on
         // every access.

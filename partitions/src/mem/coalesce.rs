@@ -155,19 +155,19 @@ pub fn shared_passes(lanes: &[(u32, u64)], width: u32, banks: u32, bank_bytes: u
     let last_byte = (width as u64).max(1) - 1;
     // Conflict-free at a glance (the common case: consecutive or broadcast words): when
     // every word touched lies in a window of at most `banks` words, no bank holds two.
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    if bb.is_power_of_two() {
-        let sh = bb.trailing_zeros();
-        for &(_, addr) in lanes {
-            lo = lo.min(addr >> sh);
-            hi = hi.max(addr.saturating_add(last_byte) >> sh);
-        }
-    } else {
-        for &(_, addr) in lanes {
-            lo = lo.min(addr / bb);
-            hi = hi.max(addr.saturating_add(last_byte) / bb);
-        }
+    // Word numbers only grow with the address, so the window is that of the lowest and
+    // highest lane address (one min/max pass, no per-lane division or saturation).
+    let (mut amin, mut amax) = (u64::MAX, 0u64);
+    for &(_, addr) in lanes {
+        amin = amin.min(addr);
+        amax = amax.max(addr);
     }
+    let (lo, hi) = if bb.is_power_of_two() {
+        let sh = bb.trailing_zeros();
+        (amin >> sh, amax.saturating_add(last_byte) >> sh)
+    } else {
+        (amin / bb, amax.saturating_add(last_byte) / bb)
+    };
     if lanes.is_empty() || hi - lo < banks {
         return 1;
     }

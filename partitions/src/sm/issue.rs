@@ -292,6 +292,13 @@ struct Entry {
 /// every public call: a change that can only make a warp's times earlier (a barrier
 /// release, a memory reply, a new warp) lowers them; one that can make them later (an
 /// issue, which also moves a unit's free time) rescans the scheduler's warps.
+///
+/// "Exact" for `min_e2` and `issue_at` means exact once clamped to the SM's current
+/// cycle (`Sm::now`), which is how every reader uses them (stall intervals start at it,
+/// the next event is at least it, a warp may issue at it): after an issue, a time of
+/// the issuing warp by the next cycle may stand for the minimum without a rescan, so
+/// either may be later than the true minimum, but then both are at most the current
+/// cycle. Each is still attained by the warp its `arg_` names.
 struct SchedState {
     /// Its resident warps, oldest first.
     entries: Vec<Entry>,
@@ -547,7 +554,7 @@ impl SchedState {
     /// while the warps attaining the minima are untouched. Not for `two_level` (its pool
     /// update rescans).
     #[inline]
-    fn after_issue(&mut self, ws: &WarpState) {
+    fn after_issue(&mut self, ws: &WarpState, now: u64) {
         debug_assert_eq!(self.cap, 0);
         let p = ws.pos;
         let e = Entry {
@@ -569,8 +576,12 @@ impl SchedState {
         // `min_e2` as `min_e1`; `issue_at`: also the warps of the issued class may have got
         // later (its unit's free time moved), so the minimum stands while its warp still
         // attains it.
+        // Where a minimum's warp no longer attains it, a time of this warp by the next
+        // cycle still does without a rescan: at most that cycle, where readers clamp
+        // (see `SchedState`).
+        let bound = now + 1;
         let mut exact = true;
-        if e.e2 <= self.min_e2 {
+        if e.e2 <= self.min_e2 || (self.arg_e2 == p && e.e2 <= bound) {
             (self.min_e2, self.arg_e2) = (e.e2, p);
         } else if self.arg_e2 == p {
             exact = false;
@@ -581,7 +592,11 @@ impl SchedState {
         } else if self.arg_issue == p
             || self.earliest(&self.entries[self.arg_issue as usize]) != self.issue_at
         {
-            exact = false;
+            if at <= bound {
+                (self.issue_at, self.arg_issue) = (at, p);
+            } else {
+                exact = false;
+            }
         }
         if !exact {
             self.rescan_e2();
@@ -756,7 +771,7 @@ impl Sm {
     }
 
     /// Test hook: checks that every scheduler's cached times equal what a rescan of its
-    /// warps gives (the caches are maintained incrementally; a stale one would still
+    /// warps gives (clamped to now where `SchedState` says) (the caches are maintained incrementally; a stale one would still
     /// give identical results with and without idle skipping, so that test cannot
     /// catch it). Returns what differs.
     #[doc(hidden)]
@@ -781,14 +796,26 @@ impl Sm {
             fresh.pool_at = sc.pool_at;
             fresh.coll_at = sc.coll_at;
             fresh.rescan();
-            let got = (sc.min_e1, sc.min_e2, sc.issue_at, sc.due, sc.next_issue);
-            let want = (
-                fresh.min_e1,
-                fresh.min_e2,
-                fresh.issue_at,
-                fresh.due,
-                fresh.next_issue,
-            );
+            // `min_e2`, `issue_at` and so `next_issue` are exact once clamped to now (see
+            // `SchedState`), and never earlier than the true minimum.
+            let n = self.now;
+            let clamped = |c: &SchedState| {
+                (
+                    c.min_e1,
+                    c.min_e2.max(n),
+                    c.issue_at.max(n),
+                    c.due,
+                    c.next_issue.max(n),
+                )
+            };
+            let got = clamped(sc);
+            let want = clamped(&fresh);
+            if sc.min_e2 < fresh.min_e2 || sc.issue_at < fresh.issue_at {
+                return Err(format!(
+                    "scheduler {s} at cycle {}: cached minimum below the rescan's",
+                    self.now
+                ));
+            }
             if got != want {
                 return Err(format!(
                     "scheduler {s} at cycle {}: cached (e1, e2, issue, due, next) {got:?}, \
@@ -1310,7 +1337,7 @@ impl Sm {
         let ws = &self.warps[w];
         let sc = &mut self.scheds[s];
         if sc.cap == 0 {
-            sc.after_issue(ws);
+            sc.after_issue(ws, now);
         } else {
             // Its times may have got later: the caller rescans; this copies them.
             sc.lower(ws);
