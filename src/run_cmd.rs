@@ -228,6 +228,18 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         t.dram_writes,
         t.dram_bytes
     );
+    if let Some(busiest) = s.links.iter().max_by_key(|l| (l.busy_ps, l.wire_bytes)) {
+        // Inter-chiplet links: the traffic, and the link that was busiest.
+        outln!(
+            "links: {} packets, {} bytes on the wire; busiest {} -> {}: {:.1}% busy, longest wait {} ps",
+            s.links.iter().map(|l| l.packets).sum::<u64>(),
+            s.links.iter().map(|l| l.wire_bytes).sum::<u64>(),
+            busiest.from,
+            busiest.to,
+            pct(busiest.busy_ps, t.sim_time_ps),
+            busiest.max_queued_ps
+        );
+    }
     let st = &t.stalls;
     outln!(
         "issue slots: {} used ({:.1}%), stalls: unit busy {:.1}%, scoreboard {:.1}%, barrier {:.1}%, no warp {:.1}%",
