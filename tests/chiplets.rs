@@ -7,23 +7,9 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const PRESET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/a100-4chiplet.yaml");
-
-/// Records `workload` with `params` into `dir`.
-fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
-    let tst = dir.join(format!("{workload}.tst"));
-    let mut a: Vec<String> = vec!["trace".into(), "gen".into(), workload.into()];
-    for p in params {
-        a.push("-p".into());
-        a.push(p.to_string());
-    }
-    a.push("-o".into());
-    a.push(tst.display().to_string());
-    tessera_ok(&a);
-    tst
-}
 
 /// `tessera run --config a100-4chiplet.yaml --trace <tst> <extra...>`: the stats text.
 fn run(tst: &Path, extra: &[&str]) -> String {

@@ -14,20 +14,6 @@ fn config(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Records `workload` with `params` into `dir`; returns the .tst path.
-fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
-    let tst = dir.join(format!("{workload}.tst"));
-    let mut a: Vec<&std::ffi::OsStr> = vec!["trace".as_ref(), "gen".as_ref(), workload.as_ref()];
-    for p in params {
-        a.push("-p".as_ref());
-        a.push(p.as_ref());
-    }
-    a.push("-o".as_ref());
-    a.push(tst.as_os_str());
-    tessera_ok(&a);
-    tst
-}
-
 /// `tessera run --config configs/radeon7-4chiplet.yaml --trace <tst> <extra...>`: the stats
 /// JSON text.
 fn run(tst: &Path, extra: &[&str]) -> String {

@@ -50,20 +50,6 @@ fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
 }
 
-/// Records `workload` with `params` into `dir`; returns the .tst path.
-fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
-    let tst = dir.join(format!("{workload}.tst"));
-    let mut a: Vec<&std::ffi::OsStr> = vec!["trace".as_ref(), "gen".as_ref(), workload.as_ref()];
-    for p in params {
-        a.push("-p".as_ref());
-        a.push(p.as_ref());
-    }
-    a.push("-o".as_ref());
-    a.push(tst.as_os_str());
-    tessera_ok(&a);
-    tst
-}
-
 /// The stats' instruction counts equal the trace's (`trace info --json` totals), per run and
 /// per kernel.
 fn check_retired(stats: &serde_json::Value, tst: &Path) {

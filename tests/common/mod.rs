@@ -245,3 +245,18 @@ pub fn without_file_fields(mut v: serde_json::Value) -> serde_json::Value {
     v.as_object_mut().unwrap().remove("file");
     v
 }
+
+/// Records built-in `workload` with `params` (`key=value`) into `dir` with `tessera trace
+/// gen`; returns the .tst path.
+pub fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
+    let tst = dir.join(format!("{workload}.tst"));
+    let mut a: Vec<&std::ffi::OsStr> = vec!["trace".as_ref(), "gen".as_ref(), workload.as_ref()];
+    for p in params {
+        a.push("-p".as_ref());
+        a.push(p.as_ref());
+    }
+    a.push("-o".as_ref());
+    a.push(tst.as_os_str());
+    tessera_ok(&a);
+    tst
+}

@@ -285,23 +285,25 @@ impl MemChannel {
         net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
     }
 
-    /// A read of `sectors` of an L2 line arriving at `ta`; returns when the reply can leave.
-    fn l2_read(
+    /// Looks up `sectors` of an L2 line arriving at `ta` and counts the accesses: returns
+    /// when the present sectors can leave (`ta + l2.hit_latency`, later for sectors still
+    /// being filled, which count as pending hits), the missing sectors, and the way when the
+    /// line is present.
+    fn l2_lookup(
         &mut self,
-        now: Picos,
         slice: usize,
         set: u64,
         ta: Picos,
         line_addr: u64,
         sectors: u64,
-    ) -> Picos {
+    ) -> (Picos, u64, Option<usize>) {
         self.stats.l2_accesses += popcount(sectors);
-        let l2_hit_ps = self.spec.l2_hit_ps;
-        let hit_at = ta + l2_hit_ps;
+        let hit_at = ta + self.spec.l2_hit_ps;
         let mut resp = hit_at;
         let mut missing = sectors;
         let c = &mut self.slices[slice].cache;
-        if let Some(i) = c.find(set, line_addr) {
+        let found = c.find(set, line_addr);
+        if let Some(i) = found {
             c.touch(i);
             let present = sectors & c.valid(i);
             missing &= !present;
@@ -318,6 +320,21 @@ impl MemChannel {
                 }
             }
         }
+        (resp, missing, found)
+    }
+
+    /// A read of `sectors` of an L2 line arriving at `ta`; returns when the reply can leave.
+    fn l2_read(
+        &mut self,
+        now: Picos,
+        slice: usize,
+        set: u64,
+        ta: Picos,
+        line_addr: u64,
+        sectors: u64,
+    ) -> Picos {
+        let l2_hit_ps = self.spec.l2_hit_ps;
+        let (mut resp, missing, _) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
             self.stats.l2_misses += popcount(missing);
             let (tm, waited) = self.slices[slice].mshrs.acquire(ta);
@@ -648,27 +665,8 @@ impl MemChannel {
         net: &mut dyn Net,
     ) {
         let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
-        self.stats.l2_accesses += popcount(sectors);
-        let hit_at = ta + self.spec.l2_hit_ps;
-        let mut resp = hit_at;
-        let mut missing = sectors;
-        let c = &mut self.slices[slice].cache;
-        if let Some(i) = c.find(set, line) {
-            c.touch(i);
-            let present = sectors & c.valid(i);
-            missing &= !present;
-            let mut m = present;
-            while m != 0 {
-                let r = c.ready(i, m.trailing_zeros());
-                m &= m - 1;
-                if r > hit_at {
-                    self.stats.l2_misses += 1;
-                    self.stats.l2_pending_hits += 1;
-                    resp = resp.max(r);
-                } else {
-                    self.stats.l2_hits += 1;
-                }
-            }
+        let (resp, missing, found) = self.l2_lookup(slice, set, ta, line, sectors);
+        if let Some(i) = found {
             let flushed = &mut self.private[slice].flushed[i];
             let lost = missing & *flushed;
             if lost != 0 {
