@@ -345,12 +345,7 @@ impl MemChannel {
             if let Some(ev) = ev {
                 self.l2_writeback(now, tm, ev);
             }
-            let bytes = popcount(missing) * self.spec.l2_geom.sector_bytes;
-            let a = self.dram.map(self.spec.chiplet_local(line_addr));
-            let td = self.dram.access(now, tm, a, bytes, DramOp::Read);
-            self.stats.dram_reads += popcount(missing);
-            self.stats.dram_read_bytes += bytes;
-            self.stats.dram_bytes += bytes;
+            let td = self.dram_access(now, tm, line_addr, missing, DramOp::Read);
             self.slices[slice].cache.fill(i, missing, td + l2_hit_ps);
             self.slices[slice].mshrs.release(td);
             resp = resp.max(td + l2_hit_ps);
@@ -379,12 +374,7 @@ impl MemChannel {
             c.fill(i, new, t);
             c.mark_dirty(i, sectors);
         } else {
-            let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
-            let a = self.dram.map(self.spec.chiplet_local(line_addr));
-            self.dram.access(now, t, a, bytes, DramOp::Write);
-            self.stats.dram_writes += popcount(sectors);
-            self.stats.dram_write_bytes += bytes;
-            self.stats.dram_bytes += bytes;
+            self.dram_access(now, t, line_addr, sectors, DramOp::Write);
         }
     }
 
@@ -411,13 +401,28 @@ impl MemChannel {
     }
 
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
-        let bytes = popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
-        let a = self.dram.map(self.spec.chiplet_local(ev.line_addr));
-        self.dram.access(now, t, a, bytes, DramOp::Write);
         self.stats.l2_writeback_sectors += popcount(ev.dirty);
-        self.stats.dram_writes += popcount(ev.dirty);
-        self.stats.dram_write_bytes += bytes;
+        self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
+    }
+
+    /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);
+    /// returns when the access is done.
+    fn dram_access(&mut self, now: Picos, t: Picos, line: u64, sectors: u64, op: DramOp) -> Picos {
+        let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let a = self.dram.map(self.spec.chiplet_local(line));
+        let done = self.dram.access(now, t, a, bytes, op);
+        match op {
+            DramOp::Read => {
+                self.stats.dram_reads += popcount(sectors);
+                self.stats.dram_read_bytes += bytes;
+            }
+            DramOp::Write => {
+                self.stats.dram_writes += popcount(sectors);
+                self.stats.dram_write_bytes += bytes;
+            }
+        }
         self.stats.dram_bytes += bytes;
+        done
     }
 
     /// A host-to-device copy of `[addr, addr + bytes)` reached the GPU at `now`: with
@@ -1012,12 +1017,7 @@ impl MemChannel {
             if let Some(ev) = ev {
                 self.llc_writeback(now, tm, ev);
             }
-            let bytes = popcount(missing) * self.spec.l2_geom.sector_bytes;
-            let a = self.dram.map(self.spec.chiplet_local(line));
-            let td = self.dram.access(now, tm, a, bytes, DramOp::Read);
-            self.stats.dram_reads += popcount(missing);
-            self.stats.dram_read_bytes += bytes;
-            self.stats.dram_bytes += bytes;
+            let td = self.dram_access(now, tm, line, missing, DramOp::Read);
             if let Some(l) = self.llc.as_mut() {
                 l.cache.fill(i, missing, td + hit_ps);
                 l.mshrs.release(td);
@@ -1040,13 +1040,8 @@ impl MemChannel {
     }
 
     fn llc_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
-        let bytes = popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
-        let a = self.dram.map(self.spec.chiplet_local(ev.line_addr));
-        self.dram.access(now, t, a, bytes, DramOp::Write);
         self.stats.llc_writeback_sectors += popcount(ev.dirty);
-        self.stats.dram_writes += popcount(ev.dirty);
-        self.stats.dram_write_bytes += bytes;
-        self.stats.dram_bytes += bytes;
+        self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
     }
 
     /// Installs the part of `[start, end)` in LLC line `line` (homed here) clean, data there
