@@ -24,6 +24,7 @@ impl WakeQueue {
     }
 
     /// Queues `unit` at `at`, or moves it earlier if it is queued later.
+    #[inline]
     pub(super) fn schedule(&mut self, unit: u32, at: Picos) {
         let u = unit as usize;
         let i = match self.pos[u] {
@@ -47,6 +48,7 @@ impl WakeQueue {
     }
 
     /// Removes the earliest unit.
+    #[inline]
     pub(super) fn pop(&mut self) -> Option<(Picos, u32)> {
         let top = *self.heap.first()?;
         let last = self.heap.pop()?;
@@ -73,6 +75,7 @@ impl WakeQueue {
         self.pos[x.1 as usize] = i as u32;
     }
 
+    #[inline]
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
         let x = self.heap[i];

@@ -1524,6 +1524,7 @@ impl Sm {
 
     /// Runs cycle [`Sm::now`]: each scheduler issues at most one instruction (memory
     /// instructions go to `mem`) or counts a stall; then moves to the next cycle.
+    #[inline(never)]
     pub fn step(&mut self, mem: &mut impl MemPort) {
         let now = self.now;
         for s in 0..self.scheds.len() {
