@@ -9,26 +9,10 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-const PRESET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/a100-4chiplet.yaml");
-
 /// `tessera run --config a100-4chiplet.yaml --trace <tst> <extra...>`: the stats text.
 fn run(tst: &Path, extra: &[&str]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("stats.json");
-    let mut a: Vec<String> = ["run", "--config", PRESET, "--trace"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    a.push(tst.display().to_string());
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a.push("--stats-out".into());
-    a.push(out.display().to_string());
-    tessera_ok(&a);
-    std::fs::read_to_string(&out).unwrap()
-}
-
-fn json(s: &str) -> Value {
-    serde_json::from_str(s).unwrap()
+    let t = tst.to_str().unwrap();
+    run_stats("a100-4chiplet.yaml", &[&["--trace", t], extra].concat()).0
 }
 
 fn sum(s: &Value, f: impl Fn(&Value) -> u64) -> u64 {
@@ -153,10 +137,11 @@ fn smallest_link_latency_runs_exactly() {
 /// A link latency of zero would make the lookahead zero: a config error naming the key.
 #[test]
 fn zero_link_latency_is_an_error_naming_the_key() {
+    let cfg = config("a100-4chiplet.yaml");
     let o = tessera(&[
         "run",
         "--config",
-        PRESET,
+        cfg.to_str().unwrap(),
         "--workload",
         "vectoradd",
         "--set",

@@ -6,36 +6,13 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-
-fn config(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(name)
-}
+use std::path::Path;
 
 /// `tessera run --config configs/radeon7-4chiplet.yaml --trace <tst> <extra...>`: the stats
 /// JSON text.
 fn run(tst: &Path, extra: &[&str]) -> String {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("stats.json");
-    let cfg = config("radeon7-4chiplet.yaml");
-    let mut a: Vec<&std::ffi::OsStr> = vec![
-        "run".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        "--trace".as_ref(),
-        tst.as_os_str(),
-    ];
-    a.extend(extra.iter().map(std::ffi::OsStr::new));
-    a.push("--stats-out".as_ref());
-    a.push(out.as_os_str());
-    tessera_ok(&a);
-    std::fs::read_to_string(&out).unwrap()
-}
-
-fn json(s: &str) -> serde_json::Value {
-    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
+    let t = tst.to_str().unwrap();
+    run_stats("radeon7-4chiplet.yaml", &[&["--trace", t], extra].concat()).0
 }
 
 const FLUSH_KEYS: [&str; 3] = [

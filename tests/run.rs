@@ -5,27 +5,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-
-fn config(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(name)
-}
-
-/// `tessera run --config <cfg> <args...> --stats-out <tmp>`; returns (stats text, stdout).
-fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("stats.json");
-    let cfg = config(cfg);
-    let mut a: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), "--config".as_ref(), cfg.as_os_str()];
-    a.extend(args.iter().map(std::ffi::OsStr::new));
-    a.push("--stats-out".as_ref());
-    a.push(out.as_os_str());
-    let o = tessera_ok(&a);
-    assert!(!partial(&out).exists(), "the .partial file was left behind");
-    (std::fs::read_to_string(&out).unwrap(), stdout(&o))
-}
+use std::path::Path;
 
 /// `tessera run --config <cfg> --trace <tst> <extra...> [--stats-out <out>]`, for the
 /// runs expected to fail.
@@ -44,10 +24,6 @@ fn run_trace(cfg: &str, tst: &Path, extra: &[&str], out: Option<&Path>) -> std::
         a.push(out.as_os_str());
     }
     tessera(&a)
-}
-
-fn json(s: &str) -> serde_json::Value {
-    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
 }
 
 /// The stats' instruction counts equal the trace's (`trace info --json` totals), per run and

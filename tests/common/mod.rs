@@ -260,3 +260,30 @@ pub fn gen(dir: &Path, workload: &str, params: &[&str]) -> PathBuf {
     tessera_ok(&a);
     tst
 }
+
+/// `configs/<name>` of the repository.
+pub fn config(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(name)
+}
+
+/// `tessera run --config configs/<cfg> <args...> --stats-out <tmp>` (expected to succeed,
+/// leaving no `.partial` file); returns (stats text, stdout).
+pub fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("stats.json");
+    let cfg = config(cfg);
+    let mut a: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), "--config".as_ref(), cfg.as_os_str()];
+    a.extend(args.iter().map(std::ffi::OsStr::new));
+    a.push("--stats-out".as_ref());
+    a.push(out.as_os_str());
+    let o = tessera_ok(&a);
+    assert!(!partial(&out).exists(), "the .partial file was left behind");
+    (std::fs::read_to_string(&out).unwrap(), stdout(&o))
+}
+
+/// Parses stats (or any JSON) text.
+pub fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
+}
