@@ -3,28 +3,15 @@
 //! their bandwidth. The expectations are computed from the config's numbers by the
 //! composition documented in `mem/link.rs`, independently of the model's code.
 
+mod common;
+
+use common::{load, preset};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::mem::{Access, MemRequest, MemSystem, Space};
+use tessera_partitions::mem::MemSystem;
 use tessera_partitions::Picos;
 
-const PRESET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100-4chiplet.yaml");
-
 fn cfg(sets: &[(&str, &str)]) -> GpuConfig {
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    GpuConfig::load(PRESET, &sets).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn load(lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
-    MemRequest {
-        access: Access::Load,
-        space: Space::Global,
-        width_bytes: width,
-        lanes,
-        contiguous: None,
-    }
+    preset("a100-4chiplet.yaml", sets)
 }
 
 /// The `k`-th 128 B line of the pages homed at `chiplet` (page interleave over `chiplets`).

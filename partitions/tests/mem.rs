@@ -4,6 +4,9 @@
 //! streaming bandwidth against the configured peak, coalescing, bank conflicts and
 //! determinism. Each expectation names its source.
 
+mod common;
+
+use common::load;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::coalesce::{coalesce, shared_passes, Geometry, LineAccess};
 use tessera_partitions::mem::{Access, MemRequest, MemStats, MemSystem, Space};
@@ -13,16 +16,6 @@ const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
 fn a100() -> GpuConfig {
     GpuConfig::load(A100, &[]).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn load(lanes: &[(u32, u64)], width: u32) -> MemRequest<'_> {
-    MemRequest {
-        access: Access::Load,
-        space: Space::Global,
-        width_bytes: width,
-        lanes,
-        contiguous: None,
-    }
 }
 
 /// A dependent chain of single-lane 8-byte loads from SM 0 starting at `t`: each load

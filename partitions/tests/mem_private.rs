@@ -5,44 +5,30 @@
 //! kernel-boundary write-back and invalidation with its lost-hit counter, and a memory-side
 //! L2 with the same sequence counting none of it.
 
+mod common;
+
+use common::{preset, request};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::mem::{Access, MemRequest, MemStats, MemSystem, Space};
+use tessera_partitions::mem::{Access, MemStats, MemSystem};
 use tessera_partitions::Picos;
 
-const RADEON4: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../configs/radeon7-4chiplet.yaml"
-);
-
 fn cfg(sets: &[(&str, &str)]) -> GpuConfig {
-    let mut s: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
     // Exact compositions: no refresh.
-    s.push(("dram.t_refi_ps".into(), "0".into()));
-    GpuConfig::load(RADEON4, &s).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn req(access: Access, lanes: &[(u32, u64)]) -> MemRequest<'_> {
-    MemRequest {
-        access,
-        space: Space::Global,
-        width_bytes: 4,
-        lanes,
-        contiguous: None,
-    }
+    preset(
+        "radeon7-4chiplet.yaml",
+        &[sets, &[("dram.t_refi_ps", "0")]].concat(),
+    )
 }
 
 /// One lane loading the word at `addr` from SM `sm` at `t`; returns its latency.
 fn load(m: &mut MemSystem, t: Picos, sm: u32, addr: u64) -> Picos {
-    m.access(t, sm, &req(Access::Load, &[(0, addr)])) - t
+    m.access(t, sm, &request(Access::Load, 4, &[(0, addr)])) - t
 }
 
 /// A full 64 B line stored from SM `sm` at `t` (16 lanes of 4 B).
 fn store_line(m: &mut MemSystem, t: Picos, sm: u32, line: u64) {
     let lanes: Vec<(u32, u64)> = (0..16u32).map(|l| (l, line + 4 * l as u64)).collect();
-    m.access(t, sm, &req(Access::Store, &lanes));
+    m.access(t, sm, &request(Access::Store, 4, &lanes));
 }
 
 /// L1 hit + 2 NoC traversals + L2 hit: a load's latency on an L2 hit (docs/config.md).
@@ -113,8 +99,8 @@ fn misses_merge_and_wait_for_mshrs() {
     // Two SMs miss on one line at once: one LLC read (an L2 pending hit).
     let c = cfg(&[]);
     let mut m = MemSystem::new(&c);
-    m.issue(0, 0, &req(Access::Load, &[(0, LOCAL)]));
-    m.issue(0, 1, &req(Access::Load, &[(0, LOCAL)]));
+    m.issue(0, 0, &request(Access::Load, 4, &[(0, LOCAL)]));
+    m.issue(0, 1, &request(Access::Load, 4, &[(0, LOCAL)]));
     assert_eq!(m.run().len(), 2);
     let s = m.stats();
     assert_eq!((s.l2_misses, s.l2_pending_hits, s.llc_accesses), (2, 1, 1));
@@ -123,8 +109,8 @@ fn misses_merge_and_wait_for_mshrs() {
     let c = cfg(&[("l2.mshrs_per_slice", "1")]);
     let mut m = MemSystem::new(&c);
     m.memcpy_to_device(0, 4096);
-    m.issue(0, 0, &req(Access::Load, &[(0, LOCAL)]));
-    m.issue(0, 1, &req(Access::Load, &[(0, LOCAL + 16 * 64)]));
+    m.issue(0, 0, &request(Access::Load, 4, &[(0, LOCAL)]));
+    m.issue(0, 1, &request(Access::Load, 4, &[(0, LOCAL + 16 * 64)]));
     let done = m.run();
     assert_eq!(done.len(), 2);
     let s = m.stats();
@@ -139,7 +125,7 @@ fn atomics_are_performed_at_the_home_llc() {
     let c = cfg(&[]);
     let mut m = MemSystem::new(&c);
     let lanes: Vec<(u32, u64)> = (0..4u32).map(|l| (l, REMOTE + 4 * l as u64)).collect();
-    m.access(0, 0, &req(Access::Atomic, &lanes));
+    m.access(0, 0, &request(Access::Atomic, 4, &lanes));
     let s = m.stats();
     assert_eq!((s.l2_atomics, s.l2_accesses, s.llc_accesses), (1, 0, 1));
     assert_eq!(s.remote_requests, 1, "the SM sends it to the home chiplet");
