@@ -262,21 +262,67 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         let arrive = at + self.completion_ps;
+        self.send_to_global_cp(arrive, Packet::SliceDone { kernel }, kernels, net)
+    }
+
+    /// Sends `pkt` (a slice or a flush request) to every chiplet's local CP, arriving at
+    /// `at`; this unit's own local CP takes it by the same path as a packet, without one.
+    fn send_to_local_cps(&mut self, at: Picos, pkt: Packet, net: &mut dyn Net) {
+        for c in 0..self.ids.chiplets {
+            if c == self.chiplet {
+                self.on_global_packet(at, pkt);
+            } else {
+                net.send(self.unit(), self.ids.cp(c), at, pkt);
+            }
+        }
+    }
+
+    /// Sends `pkt` (a slice or flush report) to the global CP, arriving at `at`; on chiplet
+    /// 0 it is taken by the same path as a packet, without one.
+    fn send_to_global_cp(
+        &mut self,
+        at: Picos,
+        pkt: Packet,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
         if self.global.is_some() {
-            self.on_slice_done(arrive, kernel, kernels, net)
+            self.on_local_report(at, pkt, kernels, net)
         } else {
-            net.send(
-                self.unit(),
-                UnitIds::CP,
-                arrive,
-                Packet::SliceDone { kernel },
-            );
+            net.send(self.unit(), UnitIds::CP, at, pkt);
             Ok(())
         }
     }
 
+    /// The local CP receives a packet of the global CP at `at`: its slice of a kernel to
+    /// run, or the flush to do after one (other packets are not the global CP's).
+    pub fn on_global_packet(&mut self, at: Picos, pkt: Packet) {
+        match pkt {
+            Packet::Slice { kernel } => self.pending.push_back((at, kernel)),
+            Packet::Flush { kernel } => self.pending_flush.push_back((at, kernel)),
+            _ => {}
+        }
+    }
+
+    /// The global CP receives a local CP's report at `at`: a slice done, or a flush done.
+    pub fn on_local_report(
+        &mut self,
+        at: Picos,
+        pkt: Packet,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<(), GpuError> {
+        match pkt {
+            Packet::SliceDone { kernel } => self.on_slice_done(at, kernel, kernels, net),
+            Packet::FlushDone { kernel } => self.on_flush_done(at, kernel, kernels),
+            other => Err(GpuError::Protocol(format!(
+                "the global CP received {other:?} as a local CP's report"
+            ))),
+        }
+    }
+
     /// The global CP has a slice report of `kernel` at `at`.
-    pub fn on_slice_done(
+    fn on_slice_done(
         &mut self,
         at: Picos,
         kernel: u32,
@@ -285,7 +331,7 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         let chiplets = self.ids.chiplets;
         let period = self.period;
-        let (flush_l2, unit, gcp_to_lcp) = (self.flush_l2, self.unit(), self.gcp_to_lcp_ps);
+        let (flush_l2, gcp_to_lcp) = (self.flush_l2, self.gcp_to_lcp_ps);
         let Some(g) = self.global.as_mut() else {
             return Err(GpuError::Protocol(format!(
                 "chiplet {}'s CP, which has no global CP, got a slice report",
@@ -308,20 +354,9 @@ impl CommandProcessor {
             // Every chiplet's L2 is written back and invalidated before the kernel counts
             // as complete.
             let lcp = r.last_report_ps + gcp_to_lcp;
-            for c in 0..chiplets {
-                if c == self.chiplet {
-                    self.pending_flush.push_back((lcp, kernel));
-                } else {
-                    net.send(unit, self.ids.cp(c), lcp, Packet::Flush { kernel });
-                }
-            }
+            self.send_to_local_cps(lcp, Packet::Flush { kernel }, net);
         }
         Ok(())
-    }
-
-    /// The local CP receives the flush request after `kernel` (from chiplet 0's global CP).
-    pub fn on_flush(&mut self, at: Picos, kernel: u32) {
-        self.pending_flush.push_back((at, kernel));
     }
 
     /// The local CP starts the flush after `kernel` at `at`: each of its channels is told.
@@ -374,22 +409,12 @@ impl CommandProcessor {
         }
         let arrive = f.last_ps + self.completion_ps;
         self.flushing = None;
-        if self.global.is_some() {
-            self.on_flush_done(arrive, kernel, kernels)
-        } else {
-            net.send(
-                self.unit(),
-                UnitIds::CP,
-                arrive,
-                Packet::FlushDone { kernel },
-            );
-            Ok(())
-        }
+        self.send_to_global_cp(arrive, Packet::FlushDone { kernel }, kernels, net)
     }
 
     /// The global CP has a chiplet's flush acknowledgement of `kernel` at `at`; the last one
     /// completes the kernel.
-    pub fn on_flush_done(
+    fn on_flush_done(
         &mut self,
         at: Picos,
         kernel: u32,
@@ -419,11 +444,6 @@ impl CommandProcessor {
             g.finish_kernel(r, kernels, period);
         }
         Ok(())
-    }
-
-    /// The local CP receives its slice of `kernel` (from another chiplet's global CP).
-    pub fn on_slice(&mut self, at: Picos, kernel: u32) {
-        self.pending.push_back((at, kernel));
     }
 
     /// Does everything due at `t` (host commands, a kernel start, a slice start).
@@ -461,10 +481,10 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         let (ids, unit) = (self.ids, self.unit());
         let (host_to_gcp, gcp_to_lcp) = (self.host_to_gcp_ps, self.gcp_to_lcp_ps);
-        let Some(g) = self.global.as_mut() else {
-            return Ok(());
-        };
         loop {
+            let Some(g) = self.global.as_mut() else {
+                return Ok(());
+            };
             let mut progressed = false;
             while !g.host_blocked && g.next_cmd < g.commands.len() && g.host_ps <= t {
                 progressed = true;
@@ -518,15 +538,8 @@ impl CommandProcessor {
                             flushed: 0,
                         });
                         // Every local CP gets its slice (empty ones too: they report at once).
-                        let lcp = start + gcp_to_lcp;
-                        for c in 0..ids.chiplets {
-                            if c == self.chiplet {
-                                self.pending.push_back((lcp, q.kernel));
-                            } else {
-                                let pkt = Packet::Slice { kernel: q.kernel };
-                                net.send(unit, ids.cp(c), lcp, pkt);
-                            }
-                        }
+                        let pkt = Packet::Slice { kernel: q.kernel };
+                        self.send_to_local_cps(start + gcp_to_lcp, pkt, net);
                     }
                 }
             }

@@ -389,16 +389,14 @@ impl<'t> GpuPartition<'t> {
                 (Packet::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
                     cp.on_cta_done(at, sm, kernel, kernels, &mut self.wires)?
                 }
-                (Packet::Slice { kernel }, Some(Unit::Cp(0))) => cp.on_slice(at, kernel),
-                (Packet::SliceDone { kernel }, Some(Unit::Cp(_))) => {
-                    cp.on_slice_done(at, kernel, kernels, &mut self.wires)?
+                (Packet::Slice { .. } | Packet::Flush { .. }, Some(Unit::Cp(0))) => {
+                    cp.on_global_packet(at, pkt)
                 }
-                (Packet::Flush { kernel }, Some(Unit::Cp(0))) => cp.on_flush(at, kernel),
                 (Packet::FlushDone { kernel }, Some(Unit::Channel(_))) => {
                     cp.on_channel_flushed(at, kernel, kernels, &mut self.wires)?
                 }
-                (Packet::FlushDone { kernel }, Some(Unit::Cp(_))) => {
-                    cp.on_flush_done(at, kernel, kernels)?
+                (Packet::SliceDone { .. } | Packet::FlushDone { .. }, Some(Unit::Cp(_))) => {
+                    cp.on_local_report(at, pkt, kernels, &mut self.wires)?
                 }
                 _ => {
                     return Err(GpuError::Protocol(format!(
