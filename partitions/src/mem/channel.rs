@@ -531,18 +531,39 @@ impl MemChannel {
 /// `package.l2: private`: the private L2 slices, the LLC slice and the kernel-boundary
 /// flush (the model is in the module documentation of [`crate::mem`]).
 impl MemChannel {
+    /// The private L2 slice and set of `line` when this channel holds them (for this
+    /// chiplet's SMs), else the error naming the channel that does.
+    fn private_slot_here(&self, line: u64) -> Result<(usize, u64), ChannelError> {
+        let (ch, slice, set) = self.spec.private_slot(self.chiplet(), line);
+        if ch != self.channel {
+            return Err(ChannelError::NotHome {
+                channel: self.channel,
+                line,
+                home: ch,
+            });
+        }
+        Ok((slice, set))
+    }
+
+    /// The LLC set of `line` when this channel is its home, else the error naming the home.
+    fn llc_set_here(&self, line: u64) -> Result<u64, ChannelError> {
+        let (home, set) = self.spec.llc_home(line);
+        if home != self.channel {
+            return Err(ChannelError::NotHome {
+                channel: self.channel,
+                line,
+                home,
+            });
+        }
+        Ok(set)
+    }
+
     fn on_packet_private(
         &mut self,
         now: Picos,
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
-        let chiplet = self.chiplet();
-        let not_here = |line: u64, home: u32| ChannelError::NotHome {
-            channel: self.channel,
-            line,
-            home,
-        };
         match pkt {
             Packet::Read {
                 line,
@@ -550,17 +571,11 @@ impl MemChannel {
                 tag,
                 sm,
             } => {
-                let (ch, slice, set) = self.spec.private_slot(chiplet, line);
-                if ch != self.channel {
-                    return Err(not_here(line, ch));
-                }
+                let (slice, set) = self.private_slot_here(line)?;
                 self.private_read(now, slice, set, line, sectors, sm, tag, net);
             }
             Packet::Write { line, sectors } => {
-                let (ch, slice, set) = self.spec.private_slot(chiplet, line);
-                if ch != self.channel {
-                    return Err(not_here(line, ch));
-                }
+                let (slice, set) = self.private_slot_here(line)?;
                 self.private_write(now, slice, set, line, sectors, net);
             }
             Packet::Atomic {
@@ -571,10 +586,7 @@ impl MemChannel {
                 sm,
             } => {
                 // Performed at the home LLC slice, bypassing the private L2s.
-                let (home, set) = self.spec.llc_home(line);
-                if home != self.channel {
-                    return Err(not_here(line, home));
-                }
+                let set = self.llc_set_here(line)?;
                 let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
                 let ta = self.llc_port_in(now, HEADER_BYTES + data);
                 let ready = self.llc_read(now, set, ta, line, sectors);
@@ -600,10 +612,7 @@ impl MemChannel {
                 tag,
                 unit,
             } => {
-                let (home, set) = self.spec.llc_home(line);
-                if home != self.channel {
-                    return Err(not_here(line, home));
-                }
+                let set = self.llc_set_here(line)?;
                 let ta = self.llc_port_in(now, HEADER_BYTES);
                 let ready = self.llc_read(now, set, ta, line, sectors);
                 let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
@@ -616,10 +625,7 @@ impl MemChannel {
                 self.send_data(now, From::Llc, ready, data, unit, pkt, net);
             }
             Packet::LlcWrite { line, sectors } => {
-                let (home, set) = self.spec.llc_home(line);
-                if home != self.channel {
-                    return Err(not_here(line, home));
-                }
+                let set = self.llc_set_here(line)?;
                 let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
                 let ta = self.llc_port_in(now, HEADER_BYTES + data);
                 self.stats.llc_accesses += popcount(sectors);
