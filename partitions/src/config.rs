@@ -306,6 +306,93 @@ section! {
     }
 }
 
+config_enum! {
+    /// The GPU-to-GPU fabric of a multi-GPU system (`system.gpu_link.topology`). Both are
+    /// switch-shaped: each GPU has a port to one central switch, two link traversals
+    /// between any two GPUs; they differ only in what the switch is called in the stats
+    /// (`nvswitch`, `pcie_host`), since the figures of the port are the config's.
+    pub enum GpuLinkTopology {
+        /// NVLink ports to NVSwitch chips (a DGX/HGX board).
+        Nvswitch = "nvswitch",
+        /// PCIe ports to the host's root complex (peer-to-peer over PCIe).
+        PcieHost = "pcie_host",
+    }
+}
+
+section! {
+    /// The GPUs of the simulated system and how they connect to each other and to the
+    /// host (DESIGN.md sections 4 and 5). Every other section describes one GPU; with
+    /// `gpus` > 1 the system is `gpus` identical GPUs of `chiplets` chiplets each. Every key
+    /// has a default (one GPU, copies that take no time), so single-GPU configs leave the
+    /// section out.
+    pub struct SystemConfig {
+        /// Number of GPUs. A trace's commands and kernels run on the GPU of their `device`
+        /// (device `d` on GPU `d`; a trace naming a device >= `gpus` is an error when `gpus`
+        /// > 1, and runs every device on the one GPU when `gpus` is 1). Presets: 1, or the
+        /// board's GPU count (`dgx-8gpu.yaml`: 8).
+        gpus: u32 = Kind::U32, unit "GPUs", Some("1");
+        /// The GPU-to-GPU fabric (peer memory accesses), used when `gpus` > 1.
+        gpu_link: GpuLinkConfig = Kind::Section(GpuLinkConfig::KEYS), unit "-", None;
+        /// The host-to-GPU path of `MemcpyHtoD` copies.
+        host_link: HostLinkConfig = Kind::Section(HostLinkConfig::KEYS), unit "-", None;
+    }
+}
+
+section! {
+    /// One direction of a GPU's port to the GPU switch (`system.gpu_link`). Each chiplet of
+    /// a GPU has its own port to the switch with `1 / chiplets` of the GPU's bandwidth (so
+    /// `bandwidth_bytes_per_cycle` must be a multiple of `chiplets`); with one chiplet per
+    /// GPU that is the GPU's port. A peer request leaves its chiplet's link interface on the
+    /// port up to the switch (serialization of the packet plus `packet_overhead_bytes` at
+    /// the port's bandwidth, then `latency_ps`), then goes down the switch's port to the
+    /// home chiplet (serialization and `latency_ps` again), crosses that chiplet's NoC to
+    /// its L2 slice, and the reply comes back the same way. The switch itself has no
+    /// internal contention. `latency_ps` bounds the lookahead of a cut between GPUs.
+    pub struct GpuLinkConfig {
+        /// Wiring: `nvswitch` or `pcie_host`, both a switch (see the type). Presets: as the
+        /// modelled board.
+        topology: GpuLinkTopology = Kind::Enum(GpuLinkTopology::NAMES), unit "-", Some("nvswitch");
+        /// Port clock. Presets: the core clock, so the bandwidth reads per core cycle.
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000");
+        /// Bytes per port cycle, one direction, for the whole GPU (split evenly over its
+        /// chiplets' ports). Presets: the GPU's NVLink bandwidth per direction divided by
+        /// the clock (arithmetic in the preset).
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64");
+        /// One hop, GPU to switch or switch to GPU: from the last byte leaving the sender
+        /// to the packet at the receiver. At least 1 ps when `gpus` > 1 (it bounds the
+        /// lookahead). Presets: cited per preset.
+        latency_ps: u64 = Kind::U64, unit "ps", Some("500000");
+        /// Bytes added to every packet on the port (framing, CRC). Presets: cited per
+        /// preset.
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("16");
+    }
+}
+
+section! {
+    /// The host-to-GPU path of `MemcpyHtoD` copies (`cudaMemcpy`, synchronous). A copy to
+    /// device `d` first waits for every kernel the host launched on `d` to complete, then
+    /// takes `latency_ps + ceil(bytes / bandwidth_bytes_per_s)` of simulated time, during
+    /// which the host waits; the copied data reaches `d`'s DRAM channels
+    /// `launch.host_to_gcp_ps` after the copy ends (where `memcpy.fills_l2` installs it).
+    pub struct HostLinkConfig {
+        /// Copy bandwidth, one direction. 0: copies take no simulated time (and
+        /// `latency_ps` is ignored), as in Accel-Sim; the default, so single-GPU presets
+        /// keep their results. Presets: 0, or the measured pageable/pinned copy rate
+        /// (`dgx-8gpu.yaml`).
+        bandwidth_bytes_per_s: u64 = Kind::U64, unit "bytes/s", Some("0");
+        /// Fixed time per copy before its bytes flow (driver, DMA setup, PCIe round trip).
+        /// Used only with `bandwidth_bytes_per_s` > 0. Presets: cited per preset.
+        latency_ps: u64 = Kind::U64, unit "ps", Some("0");
+        /// With `system.gpus` > 1: a kernel's completion reaches the host this long after
+        /// its GPU's global CP has it (an interrupt or a polled flag crossing PCIe), for every
+        /// GPU alike; a `MemcpyHtoD` waiting for the device's kernels starts then. With one
+        /// GPU it is not used (the host and the global CP see a completion together, as
+        /// `launch.completion_ps` says). At least 1 ps when `gpus` > 1 (it bounds the
+        /// lookahead). Presets: cited per preset.
+        completion_ps: u64 = Kind::U64, unit "ps", Some("1000000");
+    }
+}
+
 section! {
     /// The last-level cache of a chiplet with `package.l2: private` (ignored with
     /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
@@ -368,6 +455,8 @@ section! {
         chiplets: u32 = Kind::U32, unit "chiplets", Some("1");
         /// The chiplets of the package: home mapping, grid split, links.
         package: PackageConfig = Kind::Section(PackageConfig::KEYS), unit "-", None;
+        /// The GPUs of the system (`gpus`) and their links to each other and to the host.
+        system: SystemConfig = Kind::Section(SystemConfig::KEYS), unit "-", None;
         /// How the GPU is cut into simulation partitions. Never changes results.
         partitioning: PartitioningConfig = Kind::Section(PartitioningConfig::KEYS), unit "-", None;
         /// The SM core: occupancy limits, schedulers, operand collection, functional units,
@@ -881,12 +970,13 @@ impl GpuConfig {
         Self::period_ps(self.dram.clock_hz)
     }
 
-    /// Simulation partitions: `chiplets`, times `partitioning.sm_clusters` when cutting by
-    /// SM cluster.
+    /// Simulation partitions: `chiplets` times `system.gpus`, times
+    /// `partitioning.sm_clusters` when cutting by SM cluster.
     pub fn partition_count(&self) -> u32 {
+        let chiplets = self.chiplets * self.system.gpus.max(1);
         match self.partitioning.mode {
-            PartitionMode::Chiplet => self.chiplets,
-            PartitionMode::SmCluster => self.chiplets * self.partitioning.sm_clusters,
+            PartitionMode::Chiplet => chiplets,
+            PartitionMode::SmCluster => chiplets * self.partitioning.sm_clusters,
         }
     }
 

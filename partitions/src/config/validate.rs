@@ -128,6 +128,55 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
         )?;
     }
 
+    // The system of GPUs.
+    let sys = &c.system;
+    v.nonzero("system.gpus", sys.gpus as u64)?;
+    v.ensure(sys.gpus <= 64, "system.gpus", || {
+        format!("{} GPUs: at most 64 are supported", sys.gpus)
+    })?;
+    if sys.gpus > 1 {
+        let gl = &sys.gpu_link;
+        v.clock("system.gpu_link.clock_hz", gl.clock_hz)?;
+        v.nonzero(
+            "system.gpu_link.bandwidth_bytes_per_cycle",
+            gl.bandwidth_bytes_per_cycle as u64,
+        )?;
+        v.ensure(
+            gl.bandwidth_bytes_per_cycle.is_multiple_of(c.chiplets.max(1)),
+            "system.gpu_link.bandwidth_bytes_per_cycle",
+            || {
+                format!(
+                    "{} bytes per cycle cannot be split evenly over the {} chiplets' ports to \
+                     the switch",
+                    gl.bandwidth_bytes_per_cycle, c.chiplets
+                )
+            },
+        )?;
+        v.ensure(gl.latency_ps > 0, "system.gpu_link.latency_ps", || {
+            "must be at least 1 ps when system.gpus > 1: the GPU link latency bounds the \
+             lookahead of a cut between GPUs, and a zero lookahead cannot make progress"
+                .into()
+        })?;
+        v.ensure(
+            sys.host_link.completion_ps > 0,
+            "system.host_link.completion_ps",
+            || {
+                "must be at least 1 ps when system.gpus > 1: a kernel completion crosses from \
+                 a GPU's partition to the host's, and bounds the lookahead"
+                    .into()
+            },
+        )?;
+        v.ensure(
+            c.package.l2 == L2Organization::MemorySide,
+            "package.l2",
+            || {
+                "private L2s are not modelled with system.gpus > 1 (peer lines would need a \
+                 caching rule); use memory_side"
+                    .into()
+            },
+        )?;
+    }
+
     // Partitioning.
     let p = &c.partitioning;
     v.nonzero("partitioning.sm_clusters", p.sm_clusters as u64)?;

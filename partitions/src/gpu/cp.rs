@@ -3,12 +3,25 @@
 //! host replaying the command list and the global CP (a placement choice). They talk to
 //! each other, to SMs and to DRAM channels only through packets.
 //!
+//! With `system.gpus` > 1 each GPU has its own global CP (on its chiplet 0's unit) with
+//! its own in-order stream, and the host (on GPU 0's chiplet 0 unit) replays the command
+//! list in order with CUDA semantics: a `KernelLaunch` goes to the global CP of the GPU of
+//! its `device` (a packet arriving `launch.host_to_gcp_ps` later; for GPU 0 inside the
+//! unit, as with one GPU) and the host moves on, so kernels of different GPUs overlap; a
+//! `MemcpyHtoD` to device `d` waits for the host to have seen every kernel it launched on
+//! `d` complete, then takes `system.host_link` time (below), the host waiting. A global CP
+//! reports each kernel's completion to the host, which sees it
+//! `system.host_link.completion_ps` later (GPU 0's too, so every GPU is treated alike).
+//! The rest of this documentation is per GPU.
+//!
 //! - **Host** (command list, in order): `KernelLaunch` is submitted at the host's current
 //!   time and occupies the host for `launch.host_to_gcp_ps` (back-to-back launches are
 //!   spaced by it). `MemcpyHtoD` is synchronous, as `cudaMemcpy` is: the host first waits
-//!   until every kernel it submitted has completed, then the copy reaches every DRAM
-//!   channel `launch.host_to_gcp_ps` later (no time is modelled for the copy itself).
-//!   `Alloc` is ignored.
+//!   until every kernel it submitted to the copy's GPU has completed, then the copy takes
+//!   `system.host_link.latency_ps + ceil(bytes / bandwidth_bytes_per_s)` (nothing with a
+//!   bandwidth of 0, the default: as Accel-Sim, no time for the copy itself), the host
+//!   waiting, and reaches the GPU's DRAM channels `launch.host_to_gcp_ps` after it ends.
+//!   `Alloc` is ignored here (it places pages on GPUs, `mem::GpuHomes`).
 //! - **Global CP**: a kernel arrives `host_to_gcp_ps` after its submission and starts at the
 //!   later of its arrival and the previous kernel's completion (one stream, in order). It
 //!   splits the grid across chiplets (`package.grid_split`: contiguous ranges or round
@@ -46,6 +59,8 @@ use super::{cycle_at, GpuError};
 #[derive(Clone, Copy, Debug)]
 struct Queued {
     kernel: u32,
+    /// Its launch's rank among the command list's launches.
+    launch: u32,
     submit_ps: Picos,
     arrive_ps: Picos,
 }
@@ -54,6 +69,7 @@ struct Queued {
 #[derive(Clone, Copy, Debug)]
 struct Running {
     kernel: u32,
+    launch: u32,
     submit_ps: Picos,
     total: u32,
     per_sm: u32,
@@ -74,23 +90,35 @@ struct LocalFlush {
     last_ps: Picos,
 }
 
-/// The host and the global CP (chiplet 0's unit).
-struct GlobalCp {
+/// The host replaying the command list (GPU 0's chiplet 0 unit).
+struct Host {
     commands: Vec<Command>,
     next_cmd: usize,
     /// When the host may issue its next command.
     host_ps: Picos,
-    /// The host waits for every submitted kernel to complete (a `MemcpyHtoD`).
-    host_blocked: bool,
-    /// Kernels submitted and not yet complete.
-    outstanding: usize,
+    /// The host waits for every kernel it submitted to this GPU (a `MemcpyHtoD`).
+    blocked_on: Option<u32>,
+    /// By GPU: kernels submitted whose completion the host has not seen yet.
+    outstanding: Vec<usize>,
+    /// GPU 0's completions on their way to the host (several GPUs), when it sees them.
+    seen: VecDeque<Picos>,
+    /// Kernel launches in the command list, those submitted, and those seen complete.
+    launches: usize,
+    launched: u32,
+    completed: usize,
+    /// `system.host_link`: copy bandwidth (0: copies take no time) and latency.
+    copy_bytes_per_s: u64,
+    copy_latency_ps: Picos,
+}
+
+/// A GPU's global CP (its chiplet 0's unit).
+struct GlobalCp {
     queue: VecDeque<Queued>,
     running: Option<Running>,
-    /// When the previous kernel completed (as seen by the host).
+    /// When the previous kernel completed.
     prev_end_ps: Picos,
-    kernels: Vec<KernelStats>,
-    /// Kernel launches in the command list.
-    launches: usize,
+    /// The kernels' stats by launch rank.
+    kernels: Vec<(u32, KernelStats)>,
 }
 
 /// The local CP's share of a kernel: CTAs `first + i * stride` for `i < count`.
@@ -104,19 +132,26 @@ struct Slice {
     done: u32,
 }
 
-/// The command processor unit of one chiplet: its local CP, and on chiplet 0 the host and
-/// the global CP.
+/// The command processor unit of one chiplet: its local CP, on a GPU's chiplet 0 its global
+/// CP, and on GPU 0's chiplet 0 the host.
 pub struct CommandProcessor {
     chiplet: u32,
+    /// The GPU of `chiplet`, and its first chiplet (the global CP's).
+    gpu: u32,
+    gpu_base: u32,
     ids: UnitIds,
     period: Picos,
     host_to_gcp_ps: Picos,
     gcp_to_lcp_ps: Picos,
     cta_dispatch_ps: Picos,
     completion_ps: Picos,
+    /// A global CP's completion to the host (`system.host_link.completion_ps`; 0 with one
+    /// GPU, where they are one unit).
+    to_host_ps: Picos,
     split: GridSplit,
     /// Per CTA-per-SM limit of each kernel (the occupancy calculation).
     per_sm: Vec<u32>,
+    host: Option<Host>,
     global: Option<GlobalCp>,
     /// Slices handed over inside this unit (chiplet 0), with their arrival.
     pending: VecDeque<(Picos, u32)>,
@@ -129,9 +164,10 @@ pub struct CommandProcessor {
 }
 
 impl CommandProcessor {
-    /// The CP units of `cfg`, one per chiplet, chiplet 0's replaying `commands`; every
-    /// kernel's occupancy is checked here, so a CTA that can never fit is an error before
-    /// anything runs.
+    /// The CP units of `cfg`, one per chiplet of the system, chiplet 0's replaying
+    /// `commands`; every kernel's occupancy is checked here, so a CTA that can never fit is
+    /// an error before anything runs, and so is a command for a device the system does not
+    /// have (with several GPUs).
     pub fn build(
         cfg: &GpuConfig,
         commands: &[Command],
@@ -151,37 +187,66 @@ impl CommandProcessor {
             .collect::<Result<Vec<_>, _>>()?;
         let l = &cfg.launch;
         let ids = UnitIds::new(cfg);
+        let gpus = ids.gpus();
+        if gpus > 1 {
+            for (i, c) in commands.iter().enumerate() {
+                let (Command::Alloc { device, .. }
+                | Command::MemcpyHtoD { device, .. }
+                | Command::KernelLaunch { device, .. }) = *c;
+                if device >= gpus {
+                    return Err(GpuError::Unsupported(format!(
+                        "command {i} ({c:?}) is for device {device}, but the config has \
+                         system.gpus = {gpus}"
+                    )));
+                }
+            }
+        }
+        let host = &cfg.system.host_link;
         Ok((0..ids.chiplets)
-            .map(|k| CommandProcessor {
-                chiplet: k,
-                ids,
-                period: cfg.core_period_ps(),
-                host_to_gcp_ps: l.host_to_gcp_ps,
-                gcp_to_lcp_ps: l.gcp_to_lcp_ps,
-                cta_dispatch_ps: l.cta_dispatch_ps,
-                completion_ps: l.completion_ps,
-                split: cfg.package.grid_split,
-                per_sm: per_sm.clone(),
-                global: (k == 0).then(|| GlobalCp {
-                    commands: commands.to_vec(),
-                    next_cmd: 0,
-                    host_ps: 0,
-                    host_blocked: false,
-                    outstanding: 0,
-                    queue: VecDeque::new(),
-                    running: None,
-                    prev_end_ps: 0,
-                    kernels: Vec::new(),
-                    launches: commands
-                        .iter()
-                        .filter(|c| matches!(c, Command::KernelLaunch { .. }))
-                        .count(),
-                }),
-                pending: VecDeque::new(),
-                slice: None,
-                flush_l2: cfg.package.l2 == crate::config::L2Organization::Private,
-                pending_flush: VecDeque::new(),
-                flushing: None,
+            .map(|k| {
+                let gpu = ids.gpu_of_chiplet(k);
+                let gpu_base = ids.gpu_first_chiplet(gpu);
+                CommandProcessor {
+                    chiplet: k,
+                    gpu,
+                    gpu_base,
+                    ids,
+                    period: cfg.core_period_ps(),
+                    host_to_gcp_ps: l.host_to_gcp_ps,
+                    gcp_to_lcp_ps: l.gcp_to_lcp_ps,
+                    cta_dispatch_ps: l.cta_dispatch_ps,
+                    completion_ps: l.completion_ps,
+                    to_host_ps: if gpus > 1 { host.completion_ps } else { 0 },
+                    split: cfg.package.grid_split,
+                    per_sm: per_sm.clone(),
+                    host: (k == 0).then(|| Host {
+                        commands: commands.to_vec(),
+                        next_cmd: 0,
+                        host_ps: 0,
+                        blocked_on: None,
+                        outstanding: vec![0; gpus as usize],
+                        seen: VecDeque::new(),
+                        launches: commands
+                            .iter()
+                            .filter(|c| matches!(c, Command::KernelLaunch { .. }))
+                            .count(),
+                        launched: 0,
+                        completed: 0,
+                        copy_bytes_per_s: host.bandwidth_bytes_per_s,
+                        copy_latency_ps: host.latency_ps,
+                    }),
+                    global: (k == gpu_base).then(|| GlobalCp {
+                        queue: VecDeque::new(),
+                        running: None,
+                        prev_end_ps: 0,
+                        kernels: Vec::new(),
+                    }),
+                    pending: VecDeque::new(),
+                    slice: None,
+                    flush_l2: cfg.package.l2 == crate::config::L2Organization::Private,
+                    pending_flush: VecDeque::new(),
+                    flushing: None,
+                }
             })
             .collect())
     }
@@ -191,9 +256,19 @@ impl CommandProcessor {
         self.chiplet
     }
 
-    /// Whether this unit hosts the host and the global CP.
+    /// Whether this unit hosts a GPU's global CP.
     pub fn is_global(&self) -> bool {
         self.global.is_some()
+    }
+
+    /// Whether this unit hosts the host (GPU 0's chiplet 0).
+    pub fn is_host(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// The first chiplet of this unit's GPU, whose unit hosts its global CP.
+    pub fn gpu_base(&self) -> u32 {
+        self.gpu_base
     }
 
     fn unit(&self) -> u32 {
@@ -203,17 +278,21 @@ impl CommandProcessor {
     /// The next time the CP acts on its own (not counting packets it will receive).
     pub fn next_event(&self) -> Option<Picos> {
         let mut next = self.pending.front().map(|p| p.0);
+        let mut add = |t: Picos| next = Some(next.map_or(t, |n: Picos| n.min(t)));
         if let Some(&(t, _)) = self.pending_flush.front() {
-            next = Some(next.map_or(t, |n: Picos| n.min(t)));
+            add(t);
+        }
+        if let Some(h) = &self.host {
+            if h.blocked_on.is_none() && h.next_cmd < h.commands.len() {
+                add(h.host_ps);
+            }
+            if let Some(&t) = h.seen.front() {
+                add(t);
+            }
         }
         if let Some(g) = &self.global {
-            let host = (!g.host_blocked && g.next_cmd < g.commands.len()).then_some(g.host_ps);
-            let start = match (g.running, g.queue.front()) {
-                (None, Some(q)) => Some(q.arrive_ps.max(g.prev_end_ps)),
-                _ => None,
-            };
-            for t in [host, start].into_iter().flatten() {
-                next = Some(next.map_or(t, |n: Picos| n.min(t)));
+            if let (None, Some(q)) = (g.running, g.queue.front()) {
+                add(q.arrive_ps.max(g.prev_end_ps));
             }
         }
         next
@@ -265,10 +344,10 @@ impl CommandProcessor {
         self.send_to_global_cp(arrive, Packet::SliceDone { kernel }, kernels, net)
     }
 
-    /// Sends `pkt` (a slice or a flush request) to every chiplet's local CP, arriving at
+    /// Sends `pkt` (a slice or a flush request) to every local CP of this GPU, arriving at
     /// `at`; this unit's own local CP takes it by the same path as a packet, without one.
     fn send_to_local_cps(&mut self, at: Picos, pkt: Packet, net: &mut dyn Net) {
-        for c in 0..self.ids.chiplets {
+        for c in self.gpu_base..self.gpu_base + self.ids.gpu_chiplets {
             if c == self.chiplet {
                 self.on_global_packet(at, pkt);
             } else {
@@ -277,8 +356,8 @@ impl CommandProcessor {
         }
     }
 
-    /// Sends `pkt` (a slice or flush report) to the global CP, arriving at `at`; on chiplet
-    /// 0 it is taken by the same path as a packet, without one.
+    /// Sends `pkt` (a slice or flush report) to this GPU's global CP, arriving at `at`; on
+    /// the GPU's chiplet 0 it is taken by the same path as a packet, without one.
     fn send_to_global_cp(
         &mut self,
         at: Picos,
@@ -289,7 +368,7 @@ impl CommandProcessor {
         if self.global.is_some() {
             self.on_local_report(at, pkt, kernels, net)
         } else {
-            net.send(self.unit(), UnitIds::CP, at, pkt);
+            net.send(self.unit(), self.ids.cp(self.gpu_base), at, pkt);
             Ok(())
         }
     }
@@ -314,7 +393,7 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         match pkt {
             Packet::SliceDone { kernel } => self.on_slice_done(at, kernel, kernels, net),
-            Packet::FlushDone { kernel } => self.on_flush_done(at, kernel, kernels),
+            Packet::FlushDone { kernel } => self.on_flush_done(at, kernel, kernels, net),
             other => Err(GpuError::Protocol(format!(
                 "the global CP received {other:?} as a local CP's report"
             ))),
@@ -329,7 +408,7 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let chiplets = self.ids.chiplets;
+        let chiplets = self.ids.gpu_chiplets;
         let period = self.period;
         let (flush_l2, gcp_to_lcp) = (self.flush_l2, self.gcp_to_lcp_ps);
         let Some(g) = self.global.as_mut() else {
@@ -348,7 +427,8 @@ impl CommandProcessor {
         if r.reported == chiplets {
             if !flush_l2 {
                 let r = *r;
-                g.finish_kernel(r, kernels, period);
+                let end = g.finish_kernel(r, kernels, period, self.gpu);
+                self.report_to_host(end, net);
                 return Ok(());
             }
             // Every chiplet's L2 is written back and invalidated before the kernel counts
@@ -419,8 +499,9 @@ impl CommandProcessor {
         at: Picos,
         kernel: u32,
         kernels: &[KernelMeta],
+        net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let chiplets = self.ids.chiplets;
+        let chiplets = self.ids.gpu_chiplets;
         let period = self.period;
         let Some(g) = self.global.as_mut() else {
             return Err(GpuError::Protocol(format!(
@@ -441,8 +522,57 @@ impl CommandProcessor {
         r.last_report_ps = r.last_report_ps.max(at);
         if r.flushed == chiplets {
             let r = *r;
-            g.finish_kernel(r, kernels, period);
+            let end = g.finish_kernel(r, kernels, period, self.gpu);
+            self.report_to_host(end, net);
         }
+        Ok(())
+    }
+
+    /// A kernel of this GPU completed at `end` (its global CP has the last report): the host
+    /// sees it `to_host_ps` later (at once with one GPU, as before multi-GPU systems).
+    fn report_to_host(&mut self, end: Picos, net: &mut dyn Net) {
+        let at = end + self.to_host_ps;
+        match self.host.as_mut() {
+            Some(h) if self.to_host_ps == 0 => h.kernel_done(at, self.gpu),
+            Some(h) => h.seen.push_back(at),
+            None => net.send(
+                self.unit(),
+                UnitIds::CP,
+                at,
+                Packet::KernelDone { gpu: self.gpu },
+            ),
+        }
+    }
+
+    /// The host sees a kernel of GPU `gpu` complete at `at` (a [`Packet::KernelDone`]).
+    pub fn on_kernel_done(&mut self, at: Picos, gpu: u32) -> Result<(), GpuError> {
+        match self.host.as_mut() {
+            Some(h) if (gpu as usize) < h.outstanding.len() && h.outstanding[gpu as usize] > 0 => {
+                h.kernel_done(at, gpu);
+                Ok(())
+            }
+            _ => Err(GpuError::Protocol(format!(
+                "chiplet {}'s CP got a kernel completion of GPU {gpu} it did not expect",
+                self.chiplet
+            ))),
+        }
+    }
+
+    /// This GPU's global CP receives a launch from the host at `at` (a [`Packet::Launch`]).
+    pub fn on_launch(&mut self, at: Picos, kernel: u32, launch: u32) -> Result<(), GpuError> {
+        let h = self.host_to_gcp_ps;
+        let Some(g) = self.global.as_mut() else {
+            return Err(GpuError::Protocol(format!(
+                "chiplet {}'s CP, which has no global CP, got a launch of kernel {kernel}",
+                self.chiplet
+            )));
+        };
+        g.queue.push_back(Queued {
+            kernel,
+            launch,
+            submit_ps: at.saturating_sub(h),
+            arrive_ps: at,
+        });
         Ok(())
     }
 
@@ -453,7 +583,14 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        if self.global.is_some() {
+        if let Some(h) = self.host.as_mut() {
+            while h.seen.front().is_some_and(|&s| s <= t) {
+                if let Some(s) = h.seen.pop_front() {
+                    h.kernel_done(s, 0);
+                }
+            }
+        }
+        if self.host.is_some() || self.global.is_some() {
             self.run_global(t, kernels, net)?;
         }
         while let Some(&(at, kernel)) = self.pending.front() {
@@ -473,54 +610,91 @@ impl CommandProcessor {
         Ok(())
     }
 
+    /// The host's commands due by `t`; whether it did any.
+    fn run_host(
+        &mut self,
+        t: Picos,
+        kernels: &[KernelMeta],
+        net: &mut dyn Net,
+    ) -> Result<bool, GpuError> {
+        let (ids, unit) = (self.ids, self.unit());
+        let host_to_gcp = self.host_to_gcp_ps;
+        let gpus = ids.gpus();
+        let Some(h) = self.host.as_mut() else {
+            return Ok(false);
+        };
+        let mut progressed = false;
+        while h.blocked_on.is_none() && h.next_cmd < h.commands.len() && h.host_ps <= t {
+            progressed = true;
+            // A device the system does not have (only with one GPU: checked at build
+            // otherwise) runs on GPU 0.
+            let gpu_of = |d: u32| if gpus > 1 { d } else { 0 };
+            match h.commands[h.next_cmd] {
+                Command::MemcpyHtoD { device, bytes, .. } => {
+                    let g = gpu_of(device);
+                    if h.outstanding[g as usize] > 0 {
+                        h.blocked_on = Some(g);
+                        break;
+                    }
+                    let end = h.host_ps + h.copy_ps(bytes);
+                    let arrive = end + host_to_gcp;
+                    let per_gpu = ids.channels * ids.gpu_chiplets;
+                    for c in g * per_gpu..(g + 1) * per_gpu {
+                        let pkt = Packet::Memcpy {
+                            command: h.next_cmd as u32,
+                        };
+                        net.send(unit, ids.channel(c), arrive, pkt);
+                    }
+                    h.host_ps = end;
+                }
+                Command::Alloc { .. } => {}
+                Command::KernelLaunch { device, kernel } => {
+                    if kernel as usize >= kernels.len() {
+                        return Err(GpuError::Protocol(format!(
+                            "command {} launches kernel {kernel}, which the trace does not have",
+                            h.next_cmd
+                        )));
+                    }
+                    let g = gpu_of(device);
+                    let launch = h.launched;
+                    h.launched += 1;
+                    let arrive_ps = h.host_ps + host_to_gcp;
+                    match self.global.as_mut() {
+                        // GPU 0's global CP is in this unit.
+                        Some(gcp) if g == 0 => gcp.queue.push_back(Queued {
+                            kernel,
+                            launch,
+                            submit_ps: h.host_ps,
+                            arrive_ps,
+                        }),
+                        _ => net.send(
+                            unit,
+                            ids.cp(ids.gpu_first_chiplet(g)),
+                            arrive_ps,
+                            Packet::Launch { kernel, launch },
+                        ),
+                    }
+                    h.host_ps += host_to_gcp;
+                    h.outstanding[g as usize] += 1;
+                }
+            }
+            h.next_cmd += 1;
+        }
+        Ok(progressed)
+    }
+
     fn run_global(
         &mut self,
         t: Picos,
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let (ids, unit) = (self.ids, self.unit());
-        let (host_to_gcp, gcp_to_lcp) = (self.host_to_gcp_ps, self.gcp_to_lcp_ps);
+        let gcp_to_lcp = self.gcp_to_lcp_ps;
         loop {
+            let mut progressed = self.run_host(t, kernels, net)?;
             let Some(g) = self.global.as_mut() else {
                 return Ok(());
             };
-            let mut progressed = false;
-            while !g.host_blocked && g.next_cmd < g.commands.len() && g.host_ps <= t {
-                progressed = true;
-                match g.commands[g.next_cmd] {
-                    Command::MemcpyHtoD { .. } => {
-                        if g.outstanding > 0 {
-                            g.host_blocked = true;
-                            break;
-                        }
-                        let arrive = g.host_ps + host_to_gcp;
-                        for c in 0..ids.total_channels() {
-                            let pkt = Packet::Memcpy {
-                                command: g.next_cmd as u32,
-                            };
-                            net.send(unit, ids.channel(c), arrive, pkt);
-                        }
-                    }
-                    Command::Alloc { .. } => {}
-                    Command::KernelLaunch { kernel, .. } => {
-                        if kernel as usize >= kernels.len() {
-                            return Err(GpuError::Protocol(format!(
-                                "command {} launches kernel {kernel}, which the trace does not have",
-                                g.next_cmd
-                            )));
-                        }
-                        g.queue.push_back(Queued {
-                            kernel,
-                            submit_ps: g.host_ps,
-                            arrive_ps: g.host_ps + host_to_gcp,
-                        });
-                        g.host_ps += host_to_gcp;
-                        g.outstanding += 1;
-                    }
-                }
-                g.next_cmd += 1;
-            }
             if g.running.is_none() {
                 if let Some(&q) = g.queue.front() {
                     let start = q.arrive_ps.max(g.prev_end_ps);
@@ -530,6 +704,7 @@ impl CommandProcessor {
                         let k = q.kernel as usize;
                         g.running = Some(Running {
                             kernel: q.kernel,
+                            launch: q.launch,
                             submit_ps: q.submit_ps,
                             total: kernels[k].counts.ctas as u32,
                             per_sm: self.per_sm[k],
@@ -569,7 +744,7 @@ impl CommandProcessor {
             )));
         }
         let total = meta.counts.ctas as u32;
-        let (n, k) = (self.ids.chiplets, self.chiplet);
+        let (n, k) = (self.ids.gpu_chiplets, self.chiplet - self.gpu_base);
         let (first, stride, count) = match self.split {
             GridSplit::Contiguous => {
                 let lo = (k as u64 * total as u64 / n as u64) as u32;
@@ -600,7 +775,7 @@ impl CommandProcessor {
                     };
                     net.send(
                         self.unit(),
-                        self.ids.sm(k * sms + s),
+                        self.ids.sm(self.chiplet * sms + s),
                         at + self.cta_dispatch_ps,
                         pkt,
                     );
@@ -614,13 +789,22 @@ impl CommandProcessor {
 
     /// Unfinished work, for a run that went quiet: `None` when every command is done.
     pub fn unfinished(&self) -> Option<String> {
-        if let Some(g) = &self.global {
-            if g.next_cmd < g.commands.len() || g.running.is_some() || !g.queue.is_empty() {
+        if let Some(h) = &self.host {
+            let outstanding: usize = h.outstanding.iter().sum();
+            if h.next_cmd < h.commands.len() || outstanding > 0 {
                 return Some(format!(
-                    "the command processor is at command {} of {} with {} kernel(s) outstanding",
-                    g.next_cmd,
-                    g.commands.len(),
-                    g.outstanding
+                    "the host is at command {} of {} with {outstanding} kernel(s) outstanding",
+                    h.next_cmd,
+                    h.commands.len(),
+                ));
+            }
+        }
+        if let Some(g) = &self.global {
+            if g.running.is_some() || !g.queue.is_empty() {
+                return Some(format!(
+                    "GPU {}'s global CP has {} kernel(s) queued or running",
+                    self.gpu,
+                    g.queue.len() + usize::from(g.running.is_some())
                 ));
             }
         }
@@ -635,48 +819,79 @@ impl CommandProcessor {
         None
     }
 
-    /// The end of the simulated time: the host's last action or the last kernel's
-    /// completion (chiplet 0's unit; 0 elsewhere).
+    /// The end of the simulated time as this unit knows it: the host's last action, or its
+    /// GPU's last kernel completion (0 for other units).
     pub fn end_ps(&self) -> Picos {
-        self.global
-            .as_ref()
-            .map_or(0, |g| g.prev_end_ps.max(g.host_ps))
+        let host = self.host.as_ref().map_or(0, |h| h.host_ps);
+        let gpu = self.global.as_ref().map_or(0, |g| g.prev_end_ps);
+        host.max(gpu)
     }
 
-    /// Kernel launches completed so far, and in the command list (chiplet 0's unit).
+    /// Kernel launches the host has seen complete so far, and in the command list (the
+    /// host's unit).
     pub fn kernels_done(&self) -> Option<(usize, usize)> {
-        self.global.as_ref().map(|g| (g.kernels.len(), g.launches))
+        self.host.as_ref().map(|h| (h.completed, h.launches))
     }
 
-    /// The kernels' stats (chiplet 0's unit; empty elsewhere).
-    pub fn into_kernels(self) -> Vec<KernelStats> {
+    /// The stats of this GPU's kernels with the rank of their launch in the command list
+    /// (a global CP's unit; empty elsewhere).
+    pub fn into_kernels(self) -> Vec<(u32, KernelStats)> {
         self.global.map(|g| g.kernels).unwrap_or_default()
     }
 }
 
+impl Host {
+    /// Simulated time of a copy of `bytes` over the host link.
+    fn copy_ps(&self, bytes: u64) -> Picos {
+        if self.copy_bytes_per_s == 0 {
+            return 0;
+        }
+        let flow = (bytes as u128 * 1_000_000_000_000).div_ceil(self.copy_bytes_per_s as u128);
+        self.copy_latency_ps + flow as Picos
+    }
+
+    /// The host sees a kernel of GPU `gpu` complete at `at`.
+    fn kernel_done(&mut self, at: Picos, gpu: u32) {
+        let g = gpu as usize;
+        self.outstanding[g] = self.outstanding[g].saturating_sub(1);
+        self.completed += 1;
+        if self.blocked_on == Some(gpu) && self.outstanding[g] == 0 {
+            self.blocked_on = None;
+            self.host_ps = self.host_ps.max(at);
+        }
+    }
+}
+
 impl GlobalCp {
-    fn finish_kernel(&mut self, r: Running, kernels: &[KernelMeta], period: Picos) {
+    /// Records the completed kernel `r` of GPU `gpu`; returns its end.
+    fn finish_kernel(
+        &mut self,
+        r: Running,
+        kernels: &[KernelMeta],
+        period: Picos,
+        gpu: u32,
+    ) -> Picos {
         let end_ps = r.last_report_ps;
         let meta = &kernels[r.kernel as usize];
-        self.kernels.push(KernelStats {
-            name: meta.name.clone(),
-            grid: meta.grid,
-            block: meta.block,
-            ctas: r.total as u64,
-            ctas_per_sm: r.per_sm,
-            start_ps: r.submit_ps,
-            end_ps,
-            cycles: cycle_at(end_ps - r.submit_ps, period),
-            // Filled in from the SMs' counters at the end of the run.
-            warp_insts: 0,
-            thread_insts: 0,
-        });
+        self.kernels.push((
+            r.launch,
+            KernelStats {
+                name: meta.name.clone(),
+                gpu,
+                grid: meta.grid,
+                block: meta.block,
+                ctas: r.total as u64,
+                ctas_per_sm: r.per_sm,
+                start_ps: r.submit_ps,
+                end_ps,
+                cycles: cycle_at(end_ps - r.submit_ps, period),
+                // Filled in from the SMs' counters at the end of the run.
+                warp_insts: 0,
+                thread_insts: 0,
+            },
+        ));
         self.prev_end_ps = end_ps;
         self.running = None;
-        self.outstanding -= 1;
-        if self.host_blocked && self.outstanding == 0 {
-            self.host_blocked = false;
-            self.host_ps = self.host_ps.max(end_ps);
-        }
+        end_ps
     }
 }

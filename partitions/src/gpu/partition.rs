@@ -389,9 +389,15 @@ impl<'t> GpuPartition<'t> {
                 (Packet::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
                     cp.on_cta_done(at, sm, kernel, kernels, &mut self.wires)?
                 }
-                (Packet::Slice { .. } | Packet::Flush { .. }, Some(Unit::Cp(0))) => {
+                (Packet::Slice { .. } | Packet::Flush { .. }, Some(Unit::Cp(k)))
+                    if k == cp.gpu_base() =>
+                {
                     cp.on_global_packet(at, pkt)
                 }
+                (Packet::Launch { kernel, launch }, Some(Unit::Cp(0))) => {
+                    cp.on_launch(at, kernel, launch)?
+                }
+                (Packet::KernelDone { gpu }, Some(Unit::Cp(_))) => cp.on_kernel_done(at, gpu)?,
                 (Packet::FlushDone { kernel }, Some(Unit::Channel(_))) => {
                     cp.on_channel_flushed(at, kernel, kernels, &mut self.wires)?
                 }

@@ -442,7 +442,7 @@ impl MemChannel {
         } else {
             self.spec.l2_size_bytes
         };
-        let l2_bytes = per_chiplet * self.spec.ids.chiplets as u64;
+        let l2_bytes = per_chiplet * self.spec.ids.gpu_chiplets as u64;
         let start = if bytes > l2_bytes {
             (end - l2_bytes).max(addr)
         } else {
@@ -457,7 +457,7 @@ impl MemChannel {
             let page = self.spec.home.page_bytes();
             let mut p = start - start % page;
             while p < end {
-                if self.spec.home.locate(p).0 == chiplet {
+                if self.spec.locate(p).0 == chiplet {
                     let hi = p.saturating_add(page).min(end);
                     self.memcpy_lines(now, p.max(start), hi);
                 }

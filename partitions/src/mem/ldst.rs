@@ -162,15 +162,22 @@ impl LdStUnit {
     /// Where a request for L2 line `line_addr` goes when it must reach the line's home (a
     /// memory-side L2 slice, or with a private L2 the LLC slice, where atomics are
     /// performed): its home channel's unit, or this chiplet's link interface when the line
-    /// is homed on another chiplet.
+    /// is homed on another chiplet (of this GPU, or of another GPU: a peer access, whose
+    /// reply is not cached in this GPU's L2, since a memory-side L2 caches only its own
+    /// lines; the SM's L1D treats it as any global line).
     #[inline]
     fn route_home(&mut self, line_addr: u64) -> u32 {
         let (ch, _, _) = self.spec.l2_home(line_addr);
         let ids = &self.spec.ids;
-        if ch / ids.channels == self.chiplet {
+        let home = ch / ids.channels;
+        if home == self.chiplet {
             ids.channel(ch)
         } else {
-            self.stats.remote_requests += 1;
+            if ids.gpu_of_chiplet(home) == ids.gpu_of_chiplet(self.chiplet) {
+                self.stats.remote_requests += 1;
+            } else {
+                self.stats.peer_requests += 1;
+            }
             ids.link(self.chiplet)
         }
     }

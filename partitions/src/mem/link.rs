@@ -22,21 +22,36 @@
 //! and latency again), then goes on. A remote load therefore costs, over a local one,
 //! exactly two NoC traversals, two link latencies and the serialization of the request and
 //! of the reply (times two hops through a switch), plus any queueing.
+//!
+//! With `system.gpus` > 1 the interface is also the chiplet's port to the GPU switch
+//! (`system.gpu_link`, each chiplet's port with `1 / chiplets` of its GPU's bandwidth): a
+//! packet for a chiplet of another GPU (a peer access, or its reply) leaves on the port up
+//! to the switch directly, whatever the package topology, and arrives at the destination
+//! chiplet's interface, which models the switch's port down to it (serialization and
+//! latency again) before routing it on as a local packet. A peer load therefore costs,
+//! over a local one, two NoC traversals plus, each way, two GPU-link latencies and two
+//! serializations of the packet (plus any queueing).
 
 use std::sync::Arc;
 
 use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
 use super::{MemSpec, Net, Packet, Unit};
-use crate::config::{GpuConfig, LinkTopology};
+use crate::config::{GpuConfig, GpuLinkTopology, LinkTopology};
 use crate::Picos;
 
 /// The counters of one direction of a link, for the stats (`from`/`to`: chiplets, `None`
-/// for the switch).
+/// for the switch; `gpu_link`: a port of the GPU fabric, `system.gpu_link`, where `None` is
+/// the GPU switch).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkReport {
     pub from: Option<u32>,
     pub to: Option<u32>,
+    pub gpu_link: bool,
+    /// The ends as the stats name them: `chiplet3` and `switch` (one GPU), `gpu2.switch`
+    /// for a GPU's package switch (several GPUs), `gpu2` (or `gpu2.chiplet5` with several
+    /// chiplets per GPU) and `nvswitch` or `pcie_host` for the GPU fabric.
+    pub names: (String, String),
     pub stats: LinkStats,
     /// Picoseconds spent transmitting.
     pub busy_ps: Picos,
@@ -73,37 +88,71 @@ pub fn link_spec(cfg: &GpuConfig) -> LinkSpec {
     }
 }
 
+/// One direction of a chiplet's port to the GPU switch, from `cfg` (`system.gpu_link`:
+/// the GPU's bandwidth split evenly over its chiplets' ports).
+pub fn gpu_link_spec(cfg: &GpuConfig) -> LinkSpec {
+    let l = &cfg.system.gpu_link;
+    LinkSpec {
+        bandwidth_bytes_per_cycle: (l.bandwidth_bytes_per_cycle / cfg.chiplets.max(1)).max(1)
+            as u64,
+        clock_hz: l.clock_hz,
+        latency_ps: l.latency_ps,
+        packet_overhead_bytes: l.packet_overhead_bytes as u64,
+    }
+}
+
 /// The link interface of one chiplet: the sending side of each of its links (and, behind a
-/// switch, the switch's port down to it).
+/// switch, the switch's port down to it), and with several GPUs its port to the GPU switch
+/// and the switch's port down to it.
 pub struct LinkInterface {
     spec: Arc<MemSpec>,
     chiplet: u32,
     unit: u32,
     topology: Topology,
-    /// Egress links by the next hop they lead to (`None`: the switch).
+    /// Egress links by the next hop they lead to, chiplets numbered inside the GPU
+    /// (`None`: the switch).
     egress: Vec<(Option<u32>, ChipletLink)>,
     /// The switch's port down to this chiplet (`topology: switch` only).
     from_switch: Option<ChipletLink>,
+    /// The port up to the GPU switch and the switch's port down to this chiplet
+    /// (`system.gpus` > 1 only).
+    gpu_up: Option<ChipletLink>,
+    gpu_down: Option<ChipletLink>,
+    /// The GPU switch's name in the stats.
+    gpu_switch: &'static str,
 }
 
 impl LinkInterface {
     pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, chiplet: u32) -> LinkInterface {
         let topology = topology(cfg);
-        let n = spec.ids.chiplets;
+        let n = spec.ids.gpu_chiplets;
+        let local = chiplet % n;
         let ls = link_spec(cfg);
-        let egress = topology
-            .links(n)
-            .into_iter()
-            .filter(|&(from, _)| from == Some(chiplet))
-            .map(|(_, to)| (to, ChipletLink::new(ls)))
-            .collect();
+        let egress = if n > 1 {
+            topology
+                .links(n)
+                .into_iter()
+                .filter(|&(from, _)| from == Some(local))
+                .map(|(_, to)| (to, ChipletLink::new(ls)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let gpus = spec.ids.gpus() > 1;
+        let gs = gpu_link_spec(cfg);
         LinkInterface {
             unit: spec.ids.link(chiplet),
             spec,
             chiplet,
             egress,
-            from_switch: (topology == Topology::Switch).then(|| ChipletLink::new(ls)),
+            from_switch: (n > 1 && topology == Topology::Switch).then(|| ChipletLink::new(ls)),
             topology,
+            gpu_up: gpus.then(|| ChipletLink::new(gs)),
+            gpu_down: gpus.then(|| ChipletLink::new(gs)),
+            gpu_switch: match cfg.system.gpu_link.topology {
+                GpuLinkTopology::Nvswitch => "nvswitch",
+                GpuLinkTopology::PcieHost => "pcie_host",
+            },
         }
     }
 
@@ -155,23 +204,44 @@ impl LinkInterface {
         let (dst, to) = self.destination(&pkt).ok_or_else(err)?;
         let ids = self.spec.ids;
         let bytes = pkt.wire_bytes(self.spec.l2_geom.sector_bytes);
-        let from_other_chiplet = matches!(ids.unit(src), Some(Unit::Link(k)) if k != self.chiplet);
-        if from_other_chiplet {
-            if let Some(down) = self.from_switch.as_mut() {
-                // Through the switch's port down to this chiplet first; it comes back here
-                // (from this unit) when its last byte is in.
+        let gpu = ids.gpu_of_chiplet(self.chiplet);
+        match ids.unit(src) {
+            Some(Unit::Link(k)) if ids.gpu_of_chiplet(k) != gpu => {
+                // From another GPU: through the GPU switch's port down to this chiplet first;
+                // it comes back here (from this unit) when its last byte is in.
+                let down = self.gpu_down.as_mut().ok_or_else(err)?;
                 let at = down.send_whole(now, bytes);
                 net.send(self.unit, self.unit, at, pkt);
                 return Ok(());
             }
+            Some(Unit::Link(k)) if k != self.chiplet => {
+                if let Some(down) = self.from_switch.as_mut() {
+                    // Through the switch's port down to this chiplet first; it comes back
+                    // here (from this unit) when its last byte is in.
+                    let at = down.send_whole(now, bytes);
+                    net.send(self.unit, self.unit, at, pkt);
+                    return Ok(());
+                }
+            }
+            _ => {}
         }
         if dst == self.chiplet {
             net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);
             return Ok(());
         }
+        if ids.gpu_of_chiplet(dst) != gpu {
+            // A peer access (or its reply): up to the GPU switch, which forwards it to the
+            // destination chiplet's interface (modelling the switch's port down to it).
+            let up = self.gpu_up.as_mut().ok_or_else(err)?;
+            let at = up.send_whole(now, bytes);
+            net.send(self.unit, ids.link(dst), at, pkt);
+            return Ok(());
+        }
+        let n = ids.gpu_chiplets;
+        let base = gpu * n;
         let (_, next) = self
             .topology
-            .next_hop(ids.chiplets, Some(self.chiplet), dst)
+            .next_hop(n, Some(self.chiplet - base), dst - base)
             .ok_or_else(err)?;
         let link = self
             .egress
@@ -182,31 +252,62 @@ impl LinkInterface {
         let at = link.send_whole(now, bytes);
         // Through a switch, the packet goes to the destination's interface (which models
         // the switch's port down to it).
-        let hop = next.unwrap_or(dst);
+        let hop = next.map_or(dst, |h| base + h);
         net.send(self.unit, ids.link(hop), at, pkt);
         Ok(())
     }
 
     /// Counters of each link this interface sends on, by destination, then the switch's
+    /// port down to it, then (several GPUs) its port up to the GPU switch and that switch's
     /// port down to it.
     pub fn reports(&self) -> Vec<LinkReport> {
+        let ids = &self.spec.ids;
+        let gpu = ids.gpu_of_chiplet(self.chiplet);
+        let base = gpu * ids.gpu_chiplets;
+        let gpus = ids.gpus() > 1;
+        let name = |c: Option<u32>| match c {
+            Some(k) => format!("chiplet{k}"),
+            None if gpus => format!("gpu{gpu}.switch"),
+            None => "switch".to_string(),
+        };
+        let report = |from: Option<u32>, to: Option<u32>, l: &ChipletLink| LinkReport {
+            from,
+            to,
+            gpu_link: false,
+            names: (name(from), name(to)),
+            stats: *l.stats(),
+            busy_ps: l.busy_ps(),
+        };
         let mut v: Vec<LinkReport> = self
             .egress
             .iter()
-            .map(|(to, l)| LinkReport {
-                from: Some(self.chiplet),
-                to: *to,
-                stats: *l.stats(),
-                busy_ps: l.busy_ps(),
-            })
+            .map(|(to, l)| report(Some(self.chiplet), to.map(|h| base + h), l))
             .collect();
         if let Some(l) = &self.from_switch {
-            v.push(LinkReport {
-                from: None,
-                to: Some(self.chiplet),
-                stats: *l.stats(),
-                busy_ps: l.busy_ps(),
-            });
+            v.push(report(None, Some(self.chiplet), l));
+        }
+        let port = if ids.gpu_chiplets > 1 {
+            format!("gpu{gpu}.chiplet{}", self.chiplet)
+        } else {
+            format!("gpu{gpu}")
+        };
+        for (l, up) in [(&self.gpu_up, true), (&self.gpu_down, false)] {
+            if let Some(l) = l {
+                let (from, to) = if up {
+                    (Some(self.chiplet), None)
+                } else {
+                    (None, Some(self.chiplet))
+                };
+                let (a, b) = (port.clone(), self.gpu_switch.to_string());
+                v.push(LinkReport {
+                    from,
+                    to,
+                    gpu_link: true,
+                    names: if up { (a, b) } else { (b, a) },
+                    stats: *l.stats(),
+                    busy_ps: l.busy_ps(),
+                });
+            }
         }
         v
     }

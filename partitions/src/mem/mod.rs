@@ -276,36 +276,46 @@ mem_stats! {
     /// the sector was valid (the line still in its way): the inter-kernel hits the flushes
     /// lost (included in `l2_misses`).
     l2_flush_lost_hits,
+    /// Request packets (reads, writes, atomics) an SM sent to a line homed on another GPU
+    /// (`system.gpus` > 1: peer memory, through the GPU switch; not in `remote_requests`,
+    /// which counts the other chiplets of the SM's own GPU).
+    peer_requests,
 }
 
 fn popcount(m: u64) -> u64 {
     m.count_ones() as u64
 }
 
-/// The ids of the units of one GPU, which are also their port ids (stable: they name the
-/// unit in the modeled system, never the partition that hosts it). Chiplet `k` owns a block
-/// of [`UnitIds::per_chiplet`] ids starting at `k * per_chiplet`: its command processor
-/// first, then its SMs, then its DRAM channels (each with its L2 slices), then, when there
-/// are several chiplets, its link interface. With one chiplet: the CP is 0, SM `s` is
-/// `1 + s`, channel `c` is `1 + sm_count + c`. SMs and channels are numbered across the
-/// package: SM `s` is on chiplet `s / sms`, channel `c` on chiplet `c / channels`.
+/// The ids of the units of the system, which are also their port ids (stable: they name
+/// the unit in the modeled system, never the partition that hosts it). The chiplets are
+/// numbered across the system: chiplet `k` is chiplet `k % gpu_chiplets` of GPU `k /
+/// gpu_chiplets` (with one GPU, the package's chiplets). Chiplet `k` owns a block of
+/// [`UnitIds::per_chiplet`] ids starting at `k * per_chiplet`: its command processor first,
+/// then its SMs, then its DRAM channels (each with its L2 slices), then, when the system
+/// has several chiplets, its link interface. With one chiplet: the CP is 0, SM `s` is `1 +
+/// s`, channel `c` is `1 + sm_count + c`. SMs and channels are numbered across the system:
+/// SM `s` is on chiplet `s / sms`, channel `c` on chiplet `c / channels`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnitIds {
     /// SMs per chiplet.
     pub sms: u32,
     /// DRAM channels per chiplet.
     pub channels: u32,
+    /// Chiplets in the system (`chiplets * system.gpus`).
     pub chiplets: u32,
+    /// Chiplets per GPU (`chiplets`).
+    pub gpu_chiplets: u32,
 }
 
 /// What a unit id names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
-    /// The command processor of a chiplet (chiplet 0's also hosts the host and global CP).
+    /// The command processor of a chiplet (chiplet 0's of each GPU also hosts that GPU's
+    /// global CP, and chiplet 0's of GPU 0 the host).
     Cp(u32),
-    /// An SM (package-wide index).
+    /// An SM (system-wide index).
     Sm(u32),
-    /// A DRAM channel with its L2 slices (package-wide index).
+    /// A DRAM channel with its L2 slices (system-wide index).
     Channel(u32),
     /// The link interface of a chiplet.
     Link(u32),
@@ -313,13 +323,15 @@ pub enum Unit {
 
 impl UnitIds {
     pub fn new(cfg: &GpuConfig) -> UnitIds {
+        let gpu_chiplets = cfg.chiplets.max(1);
         UnitIds {
             sms: cfg.core.sm_count.max(1),
             channels: cfg.dram.channels.max(1),
-            chiplets: cfg.chiplets.max(1),
+            chiplets: gpu_chiplets * cfg.system.gpus.max(1),
+            gpu_chiplets,
         }
     }
-    /// The command processor of chiplet 0 (host, global CP, chiplet 0's local CP).
+    /// The command processor of chiplet 0 (host, GPU 0's global CP, chiplet 0's local CP).
     pub const CP: u32 = 0;
     /// Ids per chiplet.
     pub fn per_chiplet(&self) -> u32 {
@@ -329,29 +341,42 @@ impl UnitIds {
     pub fn cp(&self, k: u32) -> u32 {
         k * self.per_chiplet()
     }
-    /// SM `s` (package-wide).
+    /// SM `s` (system-wide).
     pub fn sm(&self, s: u32) -> u32 {
         (s / self.sms) * self.per_chiplet() + 1 + s % self.sms
     }
-    /// Channel `c` (package-wide).
+    /// Channel `c` (system-wide).
     pub fn channel(&self, c: u32) -> u32 {
         (c / self.channels) * self.per_chiplet() + 1 + self.sms + c % self.channels
     }
-    /// The link interface of chiplet `k` (only with several chiplets).
+    /// The link interface of chiplet `k` (only with several chiplets in the system).
     pub fn link(&self, k: u32) -> u32 {
         k * self.per_chiplet() + 1 + self.sms + self.channels
     }
-    /// SMs in the package.
+    /// SMs in the system.
     pub fn total_sms(&self) -> u32 {
         self.sms * self.chiplets
     }
-    /// DRAM channels in the package.
+    /// DRAM channels in the system.
     pub fn total_channels(&self) -> u32 {
         self.channels * self.chiplets
     }
     /// Number of units.
     pub fn count(&self) -> u32 {
         self.chiplets * self.per_chiplet()
+    }
+    /// GPUs in the system.
+    pub fn gpus(&self) -> u32 {
+        self.chiplets / self.gpu_chiplets
+    }
+    /// The GPU of chiplet `k` (system-wide index).
+    pub fn gpu_of_chiplet(&self, k: u32) -> u32 {
+        k / self.gpu_chiplets
+    }
+    /// The first chiplet (system-wide) of GPU `g`: the one whose CP unit hosts the GPU's
+    /// global CP.
+    pub fn gpu_first_chiplet(&self, g: u32) -> u32 {
+        g * self.gpu_chiplets
     }
     /// What unit `id` is (`None` when out of range).
     pub fn unit(&self, id: u32) -> Option<Unit> {
@@ -510,6 +535,62 @@ fn claim(
     }
 }
 
+/// Which GPU is the home of each page (`system.gpus` > 1): the device of the first `Alloc`
+/// command (in command order) that overlaps the page, as under CUDA's unified virtual
+/// addressing a device's allocations live in its own memory and its peers reach them over
+/// the GPU links. Pages no `Alloc` covers are homed on GPU 0.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GpuHomes {
+    page: u64,
+    /// Disjoint, sorted page intervals `[first, end)` and their GPU.
+    pages: Arc<Vec<(u64, u64, u32)>>,
+}
+
+impl GpuHomes {
+    /// The homes of `commands`' allocations, by pages of `page_bytes`.
+    pub(crate) fn new(page_bytes: u64, commands: &[tessera_traces::Command]) -> GpuHomes {
+        let page = page_bytes.max(1);
+        let mut homes: std::collections::BTreeMap<u64, (u64, u32)> = Default::default();
+        for c in commands {
+            if let tessera_traces::Command::Alloc {
+                device,
+                addr,
+                bytes,
+            } = *c
+            {
+                if bytes > 0 {
+                    let end = addr.saturating_add(bytes - 1) / page + 1;
+                    claim(&mut homes, addr / page, end, device);
+                }
+            }
+        }
+        GpuHomes {
+            page,
+            pages: Arc::new(homes.into_iter().map(|(f, (e, g))| (f, e, g)).collect()),
+        }
+    }
+
+    /// The GPU (trace device) homing `addr`.
+    #[inline]
+    pub(crate) fn gpu(&self, addr: u64) -> u32 {
+        if self.pages.is_empty() {
+            return 0;
+        }
+        let page = addr / self.page;
+        let t = &self.pages;
+        let i = t.partition_point(|e| e.1 <= page);
+        match t.get(i) {
+            Some(&(first, _, g)) if first <= page => g,
+            _ => 0,
+        }
+    }
+
+    /// The devices the allocations name (for the check against `system.gpus`).
+    pub(crate) fn max_device(&self) -> Option<u32> {
+        self.pages.iter().map(|e| e.2).max()
+    }
+}
+
 /// Where units send packets. The owner stamps the per-source sequence number and delivers
 /// each packet to its destination unit at `arrive_at`, in `(arrive_at, src, seq)` order.
 pub trait Net {
@@ -616,6 +697,8 @@ pub struct MemSpec {
     pub(crate) l2_line: Divisor,
     pub(crate) dram_map: DramMap,
     pub(crate) home: HomeMap,
+    /// The GPU of each page (`system.gpus` > 1; empty otherwise: every page on GPU 0).
+    pub(crate) gpu_homes: GpuHomes,
     /// `package.l2: private`.
     pub(crate) private: bool,
     pub(crate) cache_remote_reads: bool,
@@ -634,6 +717,9 @@ impl MemSpec {
     pub fn for_trace(cfg: &GpuConfig, trace: &tessera_traces::TraceFile) -> MemSpec {
         let mut s = MemSpec::new(cfg);
         s.home.first_touch(cfg, trace.commands(), trace.kernels());
+        if s.ids.gpus() > 1 {
+            s.gpu_homes = GpuHomes::new(cfg.package.home_page_bytes, trace.commands());
+        }
         s
     }
 
@@ -681,6 +767,7 @@ impl MemSpec {
             l2_line: Divisor::new(l2_geom.line_bytes),
             dram_map: DramMap::new(cfg),
             home: HomeMap::new(cfg),
+            gpu_homes: GpuHomes::default(),
             private: cfg.package.l2 == crate::config::L2Organization::Private,
             cache_remote_reads: cfg.package.cache_remote_reads,
             l2_slices: Divisor::new(slices_n),
@@ -715,7 +802,7 @@ impl MemSpec {
     /// inside that channel as the set.
     #[inline]
     pub(crate) fn llc_home(&self, line_addr: u64) -> (u32, u64) {
-        let (chiplet, addr) = self.home.locate(line_addr);
+        let (chiplet, addr) = self.locate(line_addr);
         let (channel, local) = self.dram_map.map(addr);
         (
             chiplet * self.ids.channels + channel,
@@ -733,7 +820,7 @@ impl MemSpec {
     /// the channel numbered across the package (the home chiplet's channels, then the
     /// memory-side hash of the module documentation on the chiplet-local address).
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
-        let (chiplet, addr) = self.home.locate(line_addr);
+        let (chiplet, addr) = self.locate(line_addr);
         let (channel, local) = self.dram_map.map(addr);
         let line_in_channel = self.l2_line.div(local);
         let spc = &self.slices_per_channel;
@@ -749,6 +836,15 @@ impl MemSpec {
     #[inline]
     pub(crate) fn chiplet_local(&self, addr: u64) -> u64 {
         self.home.locate(addr).1
+    }
+
+    /// `(home chiplet, chiplet-local address)` of `addr`, the chiplet numbered across the
+    /// system: the page's GPU ([`GpuHomes`]), then the chiplet inside it by
+    /// `package.home`.
+    #[inline]
+    pub(crate) fn locate(&self, addr: u64) -> (u32, u64) {
+        let (c, local) = self.home.locate(addr);
+        (self.gpu_homes.gpu(addr) * self.ids.gpu_chiplets + c, local)
     }
 }
 

@@ -67,6 +67,11 @@ pub enum Packet {
     /// Channel -> local CP (its write-backs have left), and local CP -> global CP (all its
     /// channels have): the flush after kernel `kernel` is done.
     FlushDone { kernel: u32 },
+    /// Host -> a GPU's global CP (`system.gpus` > 1, GPUs other than 0): the host launched
+    /// `kernel`; it is the `launch`-th launch of the command list.
+    Launch { kernel: u32, launch: u32 },
+    /// A GPU's global CP -> host: a kernel of GPU `gpu` has completed (`system.gpus` > 1).
+    KernelDone { gpu: u32 },
 }
 
 /// A payload that is not a packet of this model.
@@ -88,6 +93,8 @@ const LLC_WRITE: u64 = 10;
 const LLC_REPLY: u64 = 11;
 const FLUSH: u64 = 12;
 const FLUSH_DONE: u64 = 13;
+const LAUNCH: u64 = 14;
+const KERNEL_DONE: u64 = 15;
 
 /// Largest unit id a memory packet can name (16 bits of the third word).
 pub const MAX_UNIT: u32 = u16::MAX as u32;
@@ -147,6 +154,8 @@ impl Packet {
             } => w(line, sectors, LLC_REPLY, tag, 0, unit),
             Packet::Flush { kernel } => w(kernel as u64, 0, FLUSH, 0, 0, 0),
             Packet::FlushDone { kernel } => w(kernel as u64, 0, FLUSH_DONE, 0, 0, 0),
+            Packet::Launch { kernel, launch } => w(kernel as u64, launch as u64, LAUNCH, 0, 0, 0),
+            Packet::KernelDone { gpu } => w(gpu as u64, 0, KERNEL_DONE, 0, 0, 0),
         }
     }
 
@@ -211,6 +220,11 @@ impl Packet {
             },
             FLUSH => Packet::Flush { kernel: a as u32 },
             FLUSH_DONE => Packet::FlushDone { kernel: a as u32 },
+            LAUNCH => Packet::Launch {
+                kernel: a as u32,
+                launch: b as u32,
+            },
+            KERNEL_DONE => Packet::KernelDone { gpu: a as u32 },
             _ => return Err(PacketError(p.clone())),
         })
     }
@@ -287,6 +301,11 @@ mod tests {
             },
             Packet::Flush { kernel: 5 },
             Packet::FlushDone { kernel: 6 },
+            Packet::Launch {
+                kernel: 7,
+                launch: 8,
+            },
+            Packet::KernelDone { gpu: 63 },
         ];
         for p in all {
             assert_eq!(Packet::from_payload(&p.to_payload()), Ok(p));
