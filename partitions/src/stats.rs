@@ -6,7 +6,7 @@
 use crate::mem::MemStats;
 use crate::sm::SmStats;
 use serde::ser::SerializeMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tessera_traces::OpClass;
 
 /// Version of the stats JSON layout; raised when a key changes meaning or moves (2: stalls
@@ -33,7 +33,7 @@ pub struct RunStats {
 }
 
 /// One direction of an inter-chiplet link.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkEntry {
     /// Sending and receiving chiplet, as a name: `chiplet0`, or `switch`.
     pub from: String,
@@ -92,7 +92,7 @@ pub struct Totals {
 /// (`gpu_tot_sim_cycle`), counted once: `slots == issued + unit_busy + scoreboard + barrier
 /// + no_warp` (see [`SmStats`] for the reasons and their precedence); cycles with no
 /// resident warp (launch gaps, an SM without CTAs) count as `no_warp`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StallStats {
     pub slots: u64,
     pub issued: u64,
@@ -125,7 +125,7 @@ impl StallStats {
 }
 
 /// One kernel launch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelStats {
     pub name: String,
     pub grid: [u32; 3],
@@ -146,7 +146,7 @@ pub struct KernelStats {
 
 /// One chiplet: its SMs' counters and its memory system's (its SMs' L1D counters and its
 /// channels' L2 and DRAM counters).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChipletStats {
     pub id: u32,
     pub sms: u32,
@@ -169,6 +169,46 @@ pub struct ChipletStats {
     pub memory: MemStats,
 }
 
+impl ChipletStats {
+    /// Adds the counters of another part of the same chiplet (the SMs and channels of
+    /// other partitions); `id` and `sms` are the chiplet's and stay.
+    pub fn add(&mut self, o: &ChipletStats) {
+        self.warp_insts += o.warp_insts;
+        self.thread_insts += o.thread_insts;
+        self.ctas += o.ctas;
+        self.barriers += o.barriers;
+        self.exited_lanes += o.exited_lanes;
+        self.icache_accesses += o.icache_accesses;
+        self.icache_misses += o.icache_misses;
+        self.operand_reads += o.operand_reads;
+        self.bank_conflicts += o.bank_conflicts;
+        self.bank_conflict_cycles += o.bank_conflict_cycles;
+        for (a, b) in self.class_warp_insts.0.iter_mut().zip(o.class_warp_insts.0) {
+            *a += b;
+        }
+        self.stalls.add_all(&o.stalls);
+        self.memory.add(&o.memory);
+    }
+}
+
+/// What some of the partitions of a finished run contribute to its stats
+/// ([`crate::gpu::stats_part`]); parts covering the whole system merge into [`RunStats`]
+/// ([`crate::gpu::merge_stats`]). Plain integers and strings (no ratio is computed before
+/// the merge), serializable so that MPI ranks can send theirs to rank 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatsPart {
+    /// The run's end (the maximum over every partition, known before the parts are made).
+    pub end_ps: u64,
+    /// The kernels as the global CP saw them, from the part that hosts it.
+    pub kernels: Option<Vec<KernelStats>>,
+    /// Warp and thread instructions per kernel, summed over this part's SMs.
+    pub kernel_insts: Vec<(u64, u64)>,
+    /// Every chiplet's counters over this part's units (zero where it hosts none).
+    pub chiplets: Vec<ChipletStats>,
+    /// Link entries of this part's link units, keyed by the unit's chiplet.
+    pub links: Vec<(u32, Vec<LinkEntry>)>,
+}
+
 /// Counts per [`OpClass`], serialized as `{name: count}` for the non-zero classes in
 /// discriminant order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,6 +217,22 @@ pub struct ClassCounts(pub [u64; OpClass::COUNT]);
 impl Default for ClassCounts {
     fn default() -> Self {
         ClassCounts([0; OpClass::COUNT])
+    }
+}
+
+impl<'de> Deserialize<'de> for ClassCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = std::collections::BTreeMap::<String, u64>::deserialize(d)?;
+        let mut out = ClassCounts::default();
+        for (name, v) in m {
+            let Some(c) = OpClass::ALL.iter().find(|c| c.name() == name) else {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown opcode class {name}"
+                )));
+            };
+            out.0[*c as usize] = v;
+        }
+        Ok(out)
     }
 }
 

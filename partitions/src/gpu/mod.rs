@@ -30,7 +30,7 @@ use crate::config::GpuConfig;
 use crate::mem::{Access, MemSpec, MemStats, Space, Unit, UnitIds};
 use crate::sm::{SmError, SmSpec, SmStats};
 use crate::stats::{
-    ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, Totals, STATS_VERSION,
+    ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, Totals, STATS_VERSION,
 };
 use tessera_interconnect::Picos;
 use tessera_interconnect::{Link, PortId};
@@ -204,6 +204,18 @@ pub struct GpuSystem<'t> {
 /// `cfg.partition_count()` partitions (module documentation). Errors: configurations not
 /// simulated yet, a kernel whose CTA can never fit on an SM.
 pub fn build<'t>(cfg: &GpuConfig, trace: &'t TraceFile) -> Result<GpuSystem<'t>, GpuError> {
+    let all: Vec<usize> = (0..cfg.partition_count() as usize).collect();
+    build_hosted(cfg, trace, &all)
+}
+
+/// [`build`], making only the partitions `hosted` (global indices, ascending; what one MPI
+/// rank simulates): `partitions` holds those, in that order, while `ports` and `links`
+/// still describe the whole system. An index out of range is an error.
+pub fn build_hosted<'t>(
+    cfg: &GpuConfig,
+    trace: &'t TraceFile,
+    hosted: &[usize],
+) -> Result<GpuSystem<'t>, GpuError> {
     let ids = UnitIds::new(cfg);
     let parts = cfg.partition_count();
     let per = parts / ids.chiplets;
@@ -228,8 +240,14 @@ pub fn build<'t>(cfg: &GpuConfig, trace: &'t TraceFile) -> Result<GpuSystem<'t>,
             .into_iter()
             .map(Some)
             .collect();
-    let partitions = (0..parts as usize)
-        .map(|p| {
+    if let Some(&p) = hosted.iter().find(|&&p| p >= parts as usize) {
+        return Err(GpuError::Unsupported(format!(
+            "partition {p} of a system of {parts} partitions"
+        )));
+    }
+    let partitions = hosted
+        .iter()
+        .map(|&p| {
             GpuPartition::new(p, cfg, trace, &mem_spec, &sm_spec, &mut cps, |u| {
                 partition_of_unit(&ids, per, u) == p
             })
@@ -254,24 +272,45 @@ struct SmSums {
 }
 
 /// The stats of a finished run (the partitions back from the engine), summed over units
-/// in unit order.
+/// in unit order: [`merge_stats`] of the one [`stats_part`] of every partition.
 pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunStats {
+    let end_ps = run_end_ps(&partitions);
+    merge_stats(cfg, vec![stats_part(cfg, partitions, end_ps)])
+}
+
+/// When the run ended as far as these partitions know: the time the host saw the last
+/// kernel complete, if the partition of the global CP is among them, else 0. The run's end
+/// is the maximum over all partitions (the reduction an MPI run makes before
+/// [`stats_part`], since every SM's idle tail is counted up to it).
+pub fn run_end_ps(partitions: &[GpuPartition<'_>]) -> Picos {
+    partitions
+        .iter()
+        .flat_map(|p| p.cps.iter())
+        .filter(|cp| cp.is_global())
+        .map(|cp| cp.end_ps())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The counters of some of the partitions of a finished run whose end is `end_ps` (the
+/// maximum [`run_end_ps`] over all partitions): what one worker or MPI rank contributes.
+/// Parts of disjoint sets of partitions covering the whole system merge
+/// ([`merge_stats`]) into the same stats, byte for byte, whatever the split.
+pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Picos) -> StatsPart {
     let mut partitions = partitions;
     for p in &mut partitions {
         p.close();
     }
     let ids = UnitIds::new(cfg);
     let period = cfg.core_period_ps();
-    let mut kernels = Vec::new();
-    let mut end_ps = 0;
+    let mut kernels = None;
     let mut sms = Vec::new();
     let mut channels = Vec::new();
     let mut link_units = Vec::new();
     for p in partitions {
         for cp in p.cps {
             if cp.is_global() {
-                end_ps = cp.end_ps();
-                kernels = cp.into_kernels();
+                kernels = Some(cp.into_kernels());
             }
         }
         sms.extend(p.sms);
@@ -282,13 +321,15 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
     channels.sort_by_key(|c| c.index());
     link_units.sort_by_key(|l| l.chiplet());
     let end_cycle = cycle_at(end_ps, period);
+    let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
     let mut per_chiplet: Vec<SmSums> = (0..ids.chiplets).map(|_| SmSums::default()).collect();
     for u in sms {
+        if kernel_insts.len() < u.per_kernel.len() {
+            kernel_insts.resize(u.per_kernel.len(), (0, 0));
+        }
         for (k, &(w, th)) in u.per_kernel.iter().enumerate() {
-            if let Some(ks) = kernels.get_mut(k) {
-                ks.warp_insts += w;
-                ks.thread_insts += th;
-            }
+            kernel_insts[k].0 += w;
+            kernel_insts[k].1 += th;
         }
         let c = &mut per_chiplet[(u.index / ids.sms) as usize];
         c.ctas += u.ctas;
@@ -319,52 +360,106 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
             .memory
             .add(c.stats());
     }
-    let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();
-    let mut memory = MemStats::default();
-    let mut stalls = StallStats::default();
-    let (mut warp_insts, mut thread_insts) = (0, 0);
-    let chiplets: Vec<ChipletStats> = per_chiplet
+    let chiplets = per_chiplet
         .into_iter()
         .enumerate()
-        .map(|(k, c)| {
-            memory.add(&c.memory);
-            stalls.add_all(&c.stalls);
-            warp_insts += c.t.warp_insts;
-            thread_insts += c.t.thread_insts;
-            ChipletStats {
-                id: k as u32,
-                sms: cfg.core.sm_count,
-                warp_insts: c.t.warp_insts,
-                thread_insts: c.t.thread_insts,
-                ctas: c.ctas,
-                barriers: c.t.barriers,
-                exited_lanes: c.t.exited_lanes,
-                icache_accesses: c.t.icache_accesses,
-                icache_misses: c.t.icache_misses,
-                operand_reads: c.t.operand_reads,
-                bank_conflicts: c.t.bank_conflicts,
-                bank_conflict_cycles: c.t.bank_conflict_cycles,
-                class_warp_insts: ClassCounts(c.t.class_warp_insts),
-                stalls: c.stalls,
-                memory: c.memory,
-            }
+        .map(|(k, c)| ChipletStats {
+            id: k as u32,
+            sms: cfg.core.sm_count,
+            warp_insts: c.t.warp_insts,
+            thread_insts: c.t.thread_insts,
+            ctas: c.ctas,
+            barriers: c.t.barriers,
+            exited_lanes: c.t.exited_lanes,
+            icache_accesses: c.t.icache_accesses,
+            icache_misses: c.t.icache_misses,
+            operand_reads: c.t.operand_reads,
+            bank_conflicts: c.t.bank_conflicts,
+            bank_conflict_cycles: c.t.bank_conflict_cycles,
+            class_warp_insts: ClassCounts(c.t.class_warp_insts),
+            stalls: c.stalls,
+            memory: c.memory,
         })
         .collect();
     let name = |c: Option<u32>| c.map_or_else(|| "switch".to_string(), |k| format!("chiplet{k}"));
     let links = link_units
         .iter()
-        .flat_map(|l| l.reports())
-        .map(|r| LinkEntry {
-            from: name(r.from),
-            to: name(r.to),
-            packets: r.stats.packets,
-            bytes: r.stats.bytes,
-            wire_bytes: r.stats.wire_bytes,
-            busy_ps: r.busy_ps,
-            queued_ps: r.stats.queued_ps,
-            max_queued_ps: r.stats.max_queued_ps,
+        .map(|l| {
+            let entries = l
+                .reports()
+                .into_iter()
+                .map(|r| LinkEntry {
+                    from: name(r.from),
+                    to: name(r.to),
+                    packets: r.stats.packets,
+                    bytes: r.stats.bytes,
+                    wire_bytes: r.stats.wire_bytes,
+                    busy_ps: r.busy_ps,
+                    queued_ps: r.stats.queued_ps,
+                    max_queued_ps: r.stats.max_queued_ps,
+                })
+                .collect();
+            (l.chiplet(), entries)
         })
         .collect();
+    StatsPart {
+        end_ps,
+        kernels,
+        kernel_insts,
+        chiplets,
+        links,
+    }
+}
+
+/// The stats of a whole run from the [`stats_part`]s of disjoint sets of partitions that
+/// together cover the system (one part: a run on one process; one per rank: MPI). Counters
+/// are integers summed per chiplet and per kernel, links concatenated in chiplet order, so
+/// any split gives the same bytes.
+pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
+    let ids = UnitIds::new(cfg);
+    let end_ps = parts.iter().map(|p| p.end_ps).max().unwrap_or(0);
+    let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
+    let mut kernels = Vec::new();
+    let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
+    let mut chiplets: Vec<Option<ChipletStats>> = (0..ids.chiplets).map(|_| None).collect();
+    let mut links = Vec::new();
+    for p in parts {
+        if let Some(k) = p.kernels {
+            kernels = k;
+        }
+        if kernel_insts.len() < p.kernel_insts.len() {
+            kernel_insts.resize(p.kernel_insts.len(), (0, 0));
+        }
+        for (sum, (w, th)) in kernel_insts.iter_mut().zip(p.kernel_insts) {
+            sum.0 += w;
+            sum.1 += th;
+        }
+        for (sum, c) in chiplets.iter_mut().zip(p.chiplets) {
+            match sum {
+                Some(s) => s.add(&c),
+                None => *sum = Some(c),
+            }
+        }
+        links.extend(p.links);
+    }
+    for (k, (w, th)) in kernels.iter_mut().zip(kernel_insts) {
+        k.warp_insts += w;
+        k.thread_insts += th;
+    }
+    // Stable: entries of one link unit keep their order.
+    links.sort_by_key(|(chiplet, _)| *chiplet);
+    let links = links.into_iter().flat_map(|(_, e)| e).collect();
+    let chiplets: Vec<ChipletStats> = chiplets.into_iter().flatten().collect();
+    let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();
+    let mut memory = MemStats::default();
+    let mut stalls = StallStats::default();
+    let (mut warp_insts, mut thread_insts) = (0, 0);
+    for c in &chiplets {
+        memory.add(&c.memory);
+        stalls.add_all(&c.stalls);
+        warp_insts += c.warp_insts;
+        thread_insts += c.thread_insts;
+    }
     let ipc = if end_cycle == 0 {
         0.0
     } else {

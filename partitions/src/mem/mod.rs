@@ -192,7 +192,7 @@ macro_rules! mem_stats {
         /// l1d_accesses` and likewise for L2. The L1D counters count the loads and stores
         /// that use an L1D (not atomics, nor global/const accesses with `l1d.enabled:
         /// false`).
-        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
         pub struct MemStats {
             $( $(#[$doc])* pub $field: u64, )*
         }
