@@ -12,8 +12,10 @@ use tessera_traces::OpClass;
 /// Version of the stats JSON layout; raised when a key changes meaning or moves (2: stalls
 /// over the whole run, per-chiplet I-cache and operand-collector counters; 3: one entry per
 /// chiplet, `links`, `memory.remote_requests`; 4: the LLC and kernel-boundary flush
-/// counters of a private L2, in `totals` and `memory`).
-pub const STATS_VERSION: u32 = 4;
+/// counters of a private L2, in `totals` and `memory`; 5: multi-GPU systems: `gpu` of each
+/// kernel and chiplet, `totals.gpus`, `totals.peer_requests`, `memory.peer_requests`, GPU
+/// fabric entries in `links`).
+pub const STATS_VERSION: u32 = 5;
 
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -24,18 +26,22 @@ pub struct RunStats {
     pub totals: Totals,
     /// One entry per kernel launch, in command-list order.
     pub kernels: Vec<KernelStats>,
-    /// One entry per chiplet, in chiplet order.
+    /// One entry per chiplet of the system, in chiplet order (GPU 0's chiplets, then GPU
+    /// 1's, ...).
     pub chiplets: Vec<ChipletStats>,
-    /// One entry per direction of each inter-chiplet link (empty with one chiplet), by
-    /// sending chiplet; the switch's ports down to each chiplet last in each chiplet's
-    /// group.
+    /// One entry per direction of each inter-chiplet link and GPU-fabric port (empty with
+    /// one chiplet and one GPU), grouped by chiplet: the chiplet's package links by
+    /// destination, the package switch's port down to it, then (several GPUs) its port up
+    /// to the GPU switch and the GPU switch's port down to it.
     pub links: Vec<LinkEntry>,
 }
 
 /// One direction of an inter-chiplet link.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkEntry {
-    /// Sending and receiving chiplet, as a name: `chiplet0`, or `switch`.
+    /// Sending and receiving end, as a name: `chiplet0`, or `switch` (one GPU); with several
+    /// GPUs a GPU's package switch is `gpu1.switch`, and the GPU fabric's ports run between
+    /// `gpu1` (`gpu1.chiplet2` with several chiplets per GPU) and `nvswitch` or `pcie_host`.
     pub from: String,
     pub to: String,
     pub packets: u64,
@@ -65,6 +71,11 @@ pub struct Totals {
     pub sim_time_ps: u64,
     pub kernels: u64,
     pub ctas: u64,
+    /// GPUs in the system (`system.gpus`).
+    pub gpus: u64,
+    /// Requests of SMs to lines homed on another GPU (peer memory; the sum of the
+    /// chiplets' `memory.peer_requests`).
+    pub peer_requests: u64,
     pub l1d_accesses: u64,
     pub l1d_hits: u64,
     pub l1d_misses: u64,
@@ -128,6 +139,8 @@ impl StallStats {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelStats {
     pub name: String,
+    /// The GPU it ran on (the trace's device with `system.gpus` > 1; 0 with one GPU).
+    pub gpu: u32,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub ctas: u64,
@@ -135,8 +148,9 @@ pub struct KernelStats {
     pub ctas_per_sm: u32,
     /// When the host submitted the launch.
     pub start_ps: u64,
-    /// When the host saw it complete (the local CP's receipt of the last CTA's completion
-    /// report + `launch.completion_ps`).
+    /// When it completed: its GPU's global CP's receipt of the last slice report (the local
+    /// CP's receipt of the last CTA's completion report + `launch.completion_ps`); with one
+    /// GPU the host sees it then, with several `system.host_link.completion_ps` later.
     pub end_ps: u64,
     /// `end_ps - start_ps` in core cycles, rounded up.
     pub cycles: u64,
@@ -148,7 +162,10 @@ pub struct KernelStats {
 /// channels' L2 and DRAM counters).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChipletStats {
+    /// Chiplet index across the system (`gpu * chiplets + chiplet in the GPU`).
     pub id: u32,
+    /// The GPU it belongs to.
+    pub gpu: u32,
     pub sms: u32,
     pub warp_insts: u64,
     pub thread_insts: u64,
@@ -171,7 +188,7 @@ pub struct ChipletStats {
 
 impl ChipletStats {
     /// Adds the counters of another part of the same chiplet (the SMs and channels of
-    /// other partitions); `id` and `sms` are the chiplet's and stay.
+    /// other partitions); `id`, `gpu` and `sms` are the chiplet's and stay.
     pub fn add(&mut self, o: &ChipletStats) {
         self.warp_insts += o.warp_insts;
         self.thread_insts += o.thread_insts;
@@ -199,8 +216,9 @@ impl ChipletStats {
 pub struct StatsPart {
     /// The run's end (the maximum over every partition, known before the parts are made).
     pub end_ps: u64,
-    /// The kernels as the global CP saw them, from the part that hosts it.
-    pub kernels: Option<Vec<KernelStats>>,
+    /// The kernels as the global CPs this part hosts saw them, each with the rank of its
+    /// launch in the command list (the merge orders them by it).
+    pub kernels: Vec<(u32, KernelStats)>,
     /// Warp and thread instructions per kernel, summed over this part's SMs.
     pub kernel_insts: Vec<(u64, u64)>,
     /// Every chiplet's counters over this part's units (zero where it hosts none).

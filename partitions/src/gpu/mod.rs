@@ -1,5 +1,12 @@
-//! One GPU (`chiplets: 1`, DESIGN.md section 5) as units that talk only through packets,
-//! simulated as one or several partitions on the engine of `tessera-cluster`.
+//! One GPU (`chiplets: 1`, DESIGN.md section 5), or a system of `system.gpus` GPUs of
+//! `chiplets` chiplets each, as units that talk only through packets, simulated as one or
+//! several partitions on the engine of `tessera-cluster`.
+//!
+//! With several GPUs every per-chiplet block of units is repeated per GPU (chiplet `gpu *
+//! chiplets + c`, [`crate::mem::UnitIds`]), one partition per chiplet by default; each GPU
+//! has its own global CP, and the GPU-fabric ports (`system.gpu_link`) and the host's
+//! launch and completion messages join the links below (so the least GPU-link latency
+//! bounds the lookahead).
 //!
 //! Units ([`crate::mem::UnitIds`]): the [`cp::CommandProcessor`] (host, global and local
 //! CP; see its module for the launch path), one SM per `core.sm_count` (the issue stage of
@@ -163,28 +170,51 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
                 v.push(link(ids.channel(c), ids.link(k), noc_ps));
                 v.push(link(ids.link(k), ids.channel(c), noc_ps));
             }
-            if k != 0 {
-                v.push(link(UnitIds::CP, cp, l.gcp_to_lcp_ps));
-                v.push(link(cp, UnitIds::CP, l.completion_ps));
+            let gcp = ids.cp(ids.gpu_first_chiplet(ids.gpu_of_chiplet(k)));
+            if cp != gcp {
+                v.push(link(gcp, cp, l.gcp_to_lcp_ps));
+                v.push(link(cp, gcp, l.completion_ps));
             }
         }
     }
     for c in 0..ids.total_channels() {
         v.push(link(UnitIds::CP, ids.channel(c), l.host_to_gcp_ps));
     }
-    if ids.chiplets > 1 {
+    let n = ids.gpu_chiplets;
+    if n > 1 {
         let latency = cfg.package.link.latency_ps;
         let topo = crate::mem::topology(cfg);
-        for (from, to) in topo.links(ids.chiplets) {
-            match (from, to) {
-                (Some(a), Some(b)) => v.push(link(ids.link(a), ids.link(b), latency)),
-                // Up to the switch: the packet goes on to every other chiplet's interface.
-                (Some(a), None) => {
-                    for b in (0..ids.chiplets).filter(|&b| b != a) {
-                        v.push(link(ids.link(a), ids.link(b), latency));
+        for g in 0..ids.gpus() {
+            let base = ids.gpu_first_chiplet(g);
+            for (from, to) in topo.links(n) {
+                match (from, to) {
+                    (Some(a), Some(b)) => {
+                        v.push(link(ids.link(base + a), ids.link(base + b), latency))
                     }
+                    // Up to the switch: the packet goes on to every other chiplet's interface.
+                    (Some(a), None) => {
+                        for b in (0..n).filter(|&b| b != a) {
+                            v.push(link(ids.link(base + a), ids.link(base + b), latency));
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
+            }
+        }
+    }
+    if ids.gpus() > 1 {
+        // The host's launches to each other GPU's global CP and their completions back.
+        for g in 1..ids.gpus() {
+            let gcp = ids.cp(ids.gpu_first_chiplet(g));
+            v.push(link(UnitIds::CP, gcp, l.host_to_gcp_ps));
+            v.push(link(gcp, UnitIds::CP, cfg.system.host_link.completion_ps));
+        }
+        // The GPU fabric: every chiplet's port up to the switch, which forwards to the
+        // chiplets of every other GPU.
+        let latency = cfg.system.gpu_link.latency_ps;
+        for a in 0..ids.chiplets {
+            for b in (0..ids.chiplets).filter(|&b| ids.gpu_of_chiplet(b) != ids.gpu_of_chiplet(a)) {
+                v.push(link(ids.link(a), ids.link(b), latency));
             }
         }
     }
@@ -278,15 +308,14 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
     merge_stats(cfg, vec![stats_part(cfg, partitions, end_ps)])
 }
 
-/// When the run ended as far as these partitions know: the time the host saw the last
-/// kernel complete, if the partition of the global CP is among them, else 0. The run's end
+/// When the run ended as far as these partitions know: the host's last action and the
+/// last kernel completion of each GPU whose global CP is among them, else 0. The run's end
 /// is the maximum over all partitions (the reduction an MPI run makes before
 /// [`stats_part`], since every SM's idle tail is counted up to it).
 pub fn run_end_ps(partitions: &[GpuPartition<'_>]) -> Picos {
     partitions
         .iter()
         .flat_map(|p| p.cps.iter())
-        .filter(|cp| cp.is_global())
         .map(|cp| cp.end_ps())
         .max()
         .unwrap_or(0)
@@ -303,15 +332,13 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
     }
     let ids = UnitIds::new(cfg);
     let period = cfg.core_period_ps();
-    let mut kernels = None;
+    let mut kernels = Vec::new();
     let mut sms = Vec::new();
     let mut channels = Vec::new();
     let mut link_units = Vec::new();
     for p in partitions {
         for cp in p.cps {
-            if cp.is_global() {
-                kernels = Some(cp.into_kernels());
-            }
+            kernels.extend(cp.into_kernels());
         }
         sms.extend(p.sms);
         channels.extend(p.channels);
@@ -365,6 +392,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
         .enumerate()
         .map(|(k, c)| ChipletStats {
             id: k as u32,
+            gpu: ids.gpu_of_chiplet(k as u32),
             sms: cfg.core.sm_count,
             warp_insts: c.t.warp_insts,
             thread_insts: c.t.thread_insts,
@@ -381,7 +409,6 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
             memory: c.memory,
         })
         .collect();
-    let name = |c: Option<u32>| c.map_or_else(|| "switch".to_string(), |k| format!("chiplet{k}"));
     let links = link_units
         .iter()
         .map(|l| {
@@ -389,8 +416,8 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                 .reports()
                 .into_iter()
                 .map(|r| LinkEntry {
-                    from: name(r.from),
-                    to: name(r.to),
+                    from: r.names.0,
+                    to: r.names.1,
                     packets: r.stats.packets,
                     bytes: r.stats.bytes,
                     wire_bytes: r.stats.wire_bytes,
@@ -424,9 +451,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let mut chiplets: Vec<Option<ChipletStats>> = (0..ids.chiplets).map(|_| None).collect();
     let mut links = Vec::new();
     for p in parts {
-        if let Some(k) = p.kernels {
-            kernels = k;
-        }
+        kernels.extend(p.kernels);
         if kernel_insts.len() < p.kernel_insts.len() {
             kernel_insts.resize(p.kernel_insts.len(), (0, 0));
         }
@@ -442,6 +467,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         }
         links.extend(p.links);
     }
+    // Trace order (the GPUs' global CPs each hold their own kernels).
+    kernels.sort_by_key(|(launch, _)| *launch);
+    let mut kernels: Vec<crate::stats::KernelStats> = kernels.into_iter().map(|(_, k)| k).collect();
     for (k, (w, th)) in kernels.iter_mut().zip(kernel_insts) {
         k.warp_insts += w;
         k.thread_insts += th;
@@ -477,6 +505,8 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
             sim_time_ps: end_ps,
             kernels: kernels.len() as u64,
             ctas,
+            gpus: ids.gpus() as u64,
+            peer_requests: m.peer_requests,
             l1d_accesses: m.l1d_accesses,
             l1d_hits: m.l1d_hits,
             l1d_misses: m.l1d_misses,

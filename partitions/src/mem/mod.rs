@@ -585,10 +585,6 @@ impl GpuHomes {
         }
     }
 
-    /// The devices the allocations name (for the check against `system.gpus`).
-    pub(crate) fn max_device(&self) -> Option<u32> {
-        self.pages.iter().map(|e| e.2).max()
-    }
 }
 
 /// Where units send packets. The owner stamps the per-source sequence number and delivers
