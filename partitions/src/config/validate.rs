@@ -142,7 +142,8 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
             gl.bandwidth_bytes_per_cycle as u64,
         )?;
         v.ensure(
-            gl.bandwidth_bytes_per_cycle.is_multiple_of(c.chiplets.max(1)),
+            gl.bandwidth_bytes_per_cycle
+                .is_multiple_of(c.chiplets.max(1)),
             "system.gpu_link.bandwidth_bytes_per_cycle",
             || {
                 format!(

@@ -61,7 +61,18 @@ pub struct MemSystem {
 
 impl MemSystem {
     pub fn new(cfg: &GpuConfig) -> MemSystem {
-        let spec = Arc::new(MemSpec::new(cfg));
+        MemSystem::with_commands(cfg, &[])
+    }
+
+    /// [`MemSystem::new`] for a trace's command list: with `system.gpus` > 1 its `Alloc`
+    /// commands place pages on GPUs (`GpuHomes`), so SMs of one GPU can reach another's
+    /// memory (every SM and channel of the system is here, numbered across it).
+    pub fn with_commands(cfg: &GpuConfig, commands: &[tessera_traces::Command]) -> MemSystem {
+        let mut spec = MemSpec::new(cfg);
+        if spec.ids.gpus() > 1 {
+            spec.gpu_homes = super::GpuHomes::new(cfg.package.home_page_bytes, commands);
+        }
+        let spec = Arc::new(spec);
         MemSystem {
             sms: (0..spec.ids.total_sms())
                 .map(|s| LdStUnit::new(spec.clone(), s))

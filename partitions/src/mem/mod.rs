@@ -584,7 +584,6 @@ impl GpuHomes {
             _ => 0,
         }
     }
-
 }
 
 /// Where units send packets. The owner stamps the per-source sequence number and delivers
