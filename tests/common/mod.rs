@@ -287,3 +287,103 @@ pub fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
 pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}):\n{s}"))
 }
+
+/// Writes a multi-device trace at `path` by hand (the traces crate's writer): device `g` of
+/// `gpus` allocates `a_g`, `b_g`, `c_g` (`n` f32 each, 1 MiB apart), copies `a_g` and `b_g`
+/// in, and launches a kernel on `g` computing `c_g[i] = a_g[i] + b_{(g+1) % gpus}[i]` (its
+/// `b` loads are peer accesses), 32-thread CTAs of one warp, `n` a multiple of 32.
+pub fn write_peer_trace(path: &Path, gpus: u32, n: u64) {
+    use tessera_traces::{
+        AddrRecord, Command, DeviceInfo, KernelMeta, OpClass, OpcodeInfo, RawInst, TraceWriter,
+        WriterOptions,
+    };
+    let array = |g: u32, k: u64| 0x7f00_0000_0000 + (g as u64 * 3 + k) * (1 << 20);
+    let bytes = n * 4;
+    let mut w = TraceWriter::create(path, WriterOptions::default()).unwrap();
+    for g in 0..gpus {
+        w.add_device(DeviceInfo {
+            source: format!("device{g}"),
+        });
+    }
+    for g in 0..gpus {
+        for k in 0..3 {
+            let addr = array(g, k);
+            w.add_command(Command::Alloc {
+                device: g,
+                addr,
+                bytes,
+            })
+            .unwrap();
+        }
+    }
+    for g in 0..gpus {
+        for k in 0..2 {
+            let addr = array(g, k);
+            w.add_command(Command::MemcpyHtoD {
+                device: g,
+                addr,
+                bytes,
+            })
+            .unwrap();
+        }
+    }
+    let inst =
+        |pc: u32, opcode: u16, dsts: &'static [u16], srcs: &'static [u16], addr: Option<u64>| {
+            RawInst {
+                pc,
+                mask: u32::MAX,
+                opcode,
+                dsts,
+                srcs,
+                mem_width: if addr.is_some() { 4 } else { 0 },
+                imm: None,
+                line: None,
+                addrs: match addr {
+                    Some(base) => AddrRecord::Stride { base, stride: 4 },
+                    None => AddrRecord::None,
+                },
+            }
+        };
+    for g in 0..gpus {
+        let ctas = (n / 32) as u32;
+        let mut meta = KernelMeta::new("_Z10peer_addPKfS0_Pf", [ctas, 1, 1], [32, 1, 1]);
+        meta.device = g;
+        meta.nregs = 16;
+        let k = w.begin_kernel(meta).unwrap();
+        w.add_command(Command::KernelLaunch {
+            device: g,
+            kernel: k,
+        })
+        .unwrap();
+        let ldg = w
+            .add_opcode(OpcodeInfo::simple("LDG.E", OpClass::LoadGlobal))
+            .unwrap();
+        let fadd = w
+            .add_opcode(OpcodeInfo::simple("FADD", OpClass::Fp32))
+            .unwrap();
+        let stg = w
+            .add_opcode(OpcodeInfo::simple("STG.E", OpClass::StoreGlobal))
+            .unwrap();
+        let exit = w
+            .add_opcode(OpcodeInfo::simple("EXIT", OpClass::Exit))
+            .unwrap();
+        let peer = (g + 1) % gpus;
+        for cta in 0..ctas {
+            let off = cta as u64 * 128;
+            w.begin_cta([cta, 0, 0], None).unwrap();
+            w.begin_warp(0).unwrap();
+            w.push(&inst(0, ldg, &[2], &[], Some(array(g, 0) + off)))
+                .unwrap();
+            w.push(&inst(16, ldg, &[3], &[], Some(array(peer, 1) + off)))
+                .unwrap();
+            w.push(&inst(32, fadd, &[4], &[2, 3], None)).unwrap();
+            w.push(&inst(48, stg, &[], &[4], Some(array(g, 2) + off)))
+                .unwrap();
+            w.push(&inst(64, exit, &[], &[], None)).unwrap();
+            w.end_warp().unwrap();
+            w.end_cta().unwrap();
+        }
+        w.end_kernel().unwrap();
+    }
+    w.finish().unwrap();
+}
