@@ -115,8 +115,14 @@ fn every_preset_loads_and_validates() {
     for p in &all {
         let c = GpuConfig::load(p, &[]).unwrap_or_else(|e| panic!("{e}"));
         c.validate().unwrap();
-        // One partition per chiplet by default (the SM-cluster cut is a run-time choice).
-        assert_eq!(c.partition_count(), c.chiplets, "{}", p.display());
+        // One partition per chiplet of every GPU by default (the SM-cluster cut is a
+        // run-time choice).
+        assert_eq!(
+            c.partition_count(),
+            c.chiplets * c.system.gpus,
+            "{}",
+            p.display()
+        );
         let stem = p.file_stem().unwrap().to_string_lossy();
         assert_eq!(c.name, stem, "name of {}", p.display());
     }
@@ -495,6 +501,9 @@ fn missing_required_keys_are_errors_and_defaults_fill_in() {
             !(t.starts_with("chiplets:")
                 || t.starts_with("package:")
                 || t.starts_with("link:")
+                || t.starts_with("system:")
+                || t.starts_with("gpu_link:")
+                || t.starts_with("host_link:")
                 || t.starts_with("llc:")
                 || t.ends_with("# the default")
                 || t.starts_with("partitioning:")
@@ -750,4 +759,54 @@ fn radeon7_presets_have_the_figures_of_dalmia_table_5_1() {
         );
     }
     assert_eq!((two.chiplets, four.chiplets), (2, 4));
+}
+
+#[test]
+fn multi_gpu_keys_are_checked_when_there_are_several_gpus() {
+    let load = |sets: &[(&str, &str)]| GpuConfig::load(preset("a100"), &set(sets));
+    // Ignored with one GPU, as the package keys are with one chiplet.
+    load(&[("system.gpu_link.latency_ps", "0")]).unwrap();
+    let two = ("system.gpus", "2");
+    load(&[two]).unwrap();
+    for (sets, key, needle) in [
+        (
+            vec![two, ("system.gpu_link.latency_ps", "0")],
+            "system.gpu_link.latency_ps",
+            "lookahead",
+        ),
+        (
+            vec![two, ("system.gpu_link.bandwidth_bytes_per_cycle", "0")],
+            "system.gpu_link.bandwidth_bytes_per_cycle",
+            "at least 1",
+        ),
+        (
+            vec![
+                two,
+                ("chiplets", "4"),
+                ("system.gpu_link.bandwidth_bytes_per_cycle", "66"),
+            ],
+            "system.gpu_link.bandwidth_bytes_per_cycle",
+            "split evenly",
+        ),
+        (
+            vec![two, ("system.host_link.completion_ps", "0")],
+            "system.host_link.completion_ps",
+            "lookahead",
+        ),
+        (
+            vec![two, ("package.l2", "private")],
+            "package.l2",
+            "not modelled",
+        ),
+        (vec![("system.gpus", "0")], "system.gpus", "at least 1"),
+        (vec![("system.gpus", "65")], "system.gpus", "at most 64"),
+    ] {
+        let e = err_text(load(&sets));
+        assert!(
+            e.contains(&format!("{key}: ")) && e.contains(needle),
+            "{sets:?}: {e}"
+        );
+    }
+    let c = load(&[two, ("chiplets", "4"), ("core.sm_count", "27")]).unwrap();
+    assert_eq!(c.partition_count(), 8);
 }
