@@ -1,8 +1,8 @@
 //! The GPU configuration: a typed [`GpuConfig`] read from YAML (DESIGN.md sections 3 and 5;
 //! issue 4, item 3).
 //!
-//! A configuration is a tree of sections (`core`, `l1d`, `shared_mem`, `noc`, `l2`, `dram`,
-//! `launch`, `memcpy`, `partitioning`), each a serde struct declared below with every key
+//! A configuration is a tree of sections (`package`, `system`, `partitioning`, `core`, `l1d`,
+//! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct declared below with every key
 //! documented where it is declared: what it is, its unit (the unit is also in the key's
 //! name: `_hz`, `_ps`, `_cycles`, `_bytes`, `_bytes_per_cycle`) and where the presets in
 //! `configs/` take its value from. The declarations also produce the static key table
