@@ -248,6 +248,7 @@ fn stats_keys_come_in_the_fixed_order() {
         keys(&s["kernels"][0]),
         [
             "name",
+            "gpu",
             "grid",
             "block",
             "ctas",
