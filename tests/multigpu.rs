@@ -54,3 +54,59 @@ fn dgx_stats_are_identical_on_1_2_and_4_threads() {
         assert!(next < end, "{} then {}", w[0], w[1]);
     }
 }
+
+/// Two GPUs of 4 chiplets (`a100-4chiplet.yaml`, `system.gpus=2`: 8 partitions): peer loads
+/// cross each chiplet's own port to the switch and the package links inside each GPU, and
+/// the stats are the same bytes on 1, 3 and 8 threads.
+#[test]
+fn two_gpus_of_four_chiplets_give_identical_stats_on_any_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = tmp.path().join("peer2.tst");
+    let n = 8192;
+    write_peer_trace(&tst, 2, n);
+    let tst = tst.to_str().unwrap();
+    let run = |threads: &str| {
+        run_stats(
+            "a100-4chiplet.yaml",
+            &[
+                "--trace",
+                tst,
+                "--set",
+                "system.gpus=2",
+                "--threads",
+                threads,
+            ],
+        )
+        .0
+    };
+    let one = run("1");
+    for threads in ["3", "8"] {
+        assert!(one == run(threads), "--threads {threads} changed the stats");
+    }
+    let s = json(&one);
+    assert_eq!(s["totals"]["peer_requests"], 2 * n / 32);
+    let chiplets = s["chiplets"].as_array().unwrap();
+    assert_eq!(chiplets.len(), 8);
+    assert_eq!(chiplets[4]["gpu"], 1);
+    let links = s["links"].as_array().unwrap();
+    let port = |from: &str, to: &str| {
+        links
+            .iter()
+            .find(|l| l["from"] == from && l["to"] == to)
+            .unwrap_or_else(|| panic!("no {from} -> {to}"))["packets"]
+            .as_u64()
+            .unwrap()
+    };
+    let up: u64 = (0..8)
+        .map(|k| port(&format!("gpu{}.chiplet{k}", k / 4), "nvswitch"))
+        .sum();
+    assert_eq!(
+        up,
+        2 * (2 * n / 32),
+        "every peer request and reply goes up once"
+    );
+    assert!(
+        port("chiplet0", "gpu0.switch") > 0,
+        "package links inside GPU 0"
+    );
+}
