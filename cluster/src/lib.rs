@@ -106,6 +106,8 @@
 
 mod engine;
 mod error;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod routing;
 mod system;
 mod threads;
@@ -113,11 +115,15 @@ mod transport;
 
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
+#[cfg(feature = "mpi")]
+pub use mpi::{rank_owners, Exchange, MpiTransport};
 pub use routing::Routing;
 pub use system::{
     run_gpu, run_gpu_progress, run_gpu_threads, run_sequential, run_threads, run_threads_with,
     GpuProgress,
 };
+#[cfg(feature = "mpi")]
+pub use system::{run_gpu_mpi, MpiRun};
 pub use threads::{Aborted, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 

@@ -295,3 +295,88 @@ fn run_reporting<'t>(
     let stats = *engine.stats();
     Ok((engine.into_partitions(), stats))
 }
+
+/// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
+#[cfg(feature = "mpi")]
+pub type MpiRun = Option<(tessera_partitions::stats::RunStats, WindowStats)>;
+
+/// The GPU of `cfg` running `trace` on the ranks of `world` ([`crate::MpiTransport`]): the
+/// partitions are dealt to ranks in contiguous blocks ([`crate::rank_owners`]; more ranks
+/// than partitions is an error), each rank builds and simulates only its own, and at the
+/// end every rank summarizes its partitions ([`tessera_partitions::gpu::stats_part`], after
+/// agreeing on the run's end) and rank 0 gathers and merges the parts: the same bytes as
+/// [`run_gpu`]. Every rank must call this with the same configuration and trace.
+///
+/// An error comes back on the rank that met it only: the others are still waiting in a
+/// collective, so the caller must report it and end the job ([`crate::mpi::abort_job`]).
+#[cfg(feature = "mpi")]
+pub fn run_gpu_mpi(
+    cfg: &tessera_partitions::config::GpuConfig,
+    trace: &tessera_traces::TraceFile,
+    world: &mpi::topology::SimpleCommunicator,
+    exchange: crate::mpi::Exchange,
+) -> Result<MpiRun, tessera_partitions::gpu::GpuError> {
+    use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+    use mpi::topology::Communicator;
+    use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part, GpuError};
+
+    let engine_err = |e: EngineError| match e {
+        EngineError::Model { source, .. } => match source.downcast::<GpuError>() {
+            Ok(g) => *g,
+            Err(other) => GpuError::Engine(other.to_string()),
+        },
+        e => GpuError::Engine(e.to_string()),
+    };
+    let parts = cfg.partition_count() as usize;
+    let rank = world.rank() as usize;
+    let owners = crate::mpi::rank_owners(parts, world.size() as usize).map_err(engine_err)?;
+    let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
+    let sys = build_hosted(cfg, trace, &hosted)?;
+    let routing = Routing::new(parts, sys.ports).map_err(engine_err)?;
+    let lookahead = routing
+        .lookahead(sys.links.iter().cloned())
+        .map_err(engine_err)?
+        .unwrap_or(Picos::MAX);
+    let transport =
+        crate::mpi::MpiTransport::new(world.duplicate(), owners, exchange, &routing, &sys.links)
+            .map_err(engine_err)?;
+    let mut engine =
+        Engine::new(lookahead, routing, sys.partitions, transport).map_err(engine_err)?;
+    let windows = engine.run().map_err(engine_err)?;
+    let partitions = engine.into_partitions();
+    let local_end = run_end_ps(&partitions);
+    let mut end = 0u64;
+    world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+    let part = stats_part(cfg, partitions, end);
+    let bytes = serde_json::to_vec(&part)
+        .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
+    let root = world.process_at_rank(0);
+    let len = bytes.len() as i32;
+    if rank != 0 {
+        root.gather_into(&len);
+        root.gather_varcount_into(&bytes[..]);
+        return Ok(None);
+    }
+    let ranks = world.size() as usize;
+    let mut lens = vec![0i32; ranks];
+    root.gather_into_root(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(ranks);
+    let mut total = 0i32;
+    for &l in &lens {
+        displs.push(total);
+        total += l;
+    }
+    let mut all = vec![0u8; total as usize];
+    {
+        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(&bytes[..], &mut buf);
+    }
+    let mut parts_in = Vec::with_capacity(ranks);
+    for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
+        let chunk = &all[d as usize..(d + l) as usize];
+        let p = serde_json::from_slice(chunk)
+            .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
+        parts_in.push(p);
+    }
+    Ok(Some((merge_stats(cfg, parts_in), windows)))
+}
