@@ -10,7 +10,6 @@
 //! ```
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::time::Instant;
