@@ -66,10 +66,19 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
     use mpi::topology::Communicator;
     use std::time::Instant;
 
-    let Some(universe) = mpi::initialize() else {
+    // Worker threads of a rank never call MPI: only the thread that initialized it does
+    // (ranks x threads, `--threads`), which is what MPI_THREAD_FUNNELED allows.
+    let Some((universe, level)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         anyhow::bail!("MPI was already initialized");
     };
     let world = universe.world();
+    if a.threads > 1 && level < mpi::Threading::Funneled {
+        anyhow::bail!(
+            "--threads {} under MPI needs an MPI library with thread support \
+             (MPI_THREAD_FUNNELED); this one offers {level:?}",
+            a.threads
+        );
+    }
     let (rank, ranks) = (world.rank(), world.size());
     let setup = crate::run_cmd::setup(&a, rank != 0);
     // Every rank learns whether any failed to load; the lowest failing rank reports.
@@ -91,15 +100,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             std::process::exit(1);
         }
     };
-    if a.threads > 1 && rank == 0 {
-        eprintln!(
-            "note: --threads {} is not combined with MPI yet: each rank runs its partitions \
-             on one thread",
-            a.threads
-        );
-    }
     let t0 = Instant::now();
-    let run = tessera_cluster::run_gpu_mpi(&setup.cfg, &setup.trace, &world, a.mpi_exchange);
+    let run = tessera_cluster::run_gpu_mpi(
+        &setup.cfg,
+        &setup.trace,
+        &world,
+        a.mpi_exchange,
+        a.threads as usize,
+    );
     match run {
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);
@@ -107,7 +115,11 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         }
         Ok(None) => Ok(()),
         Ok(Some((stats, windows))) => {
-            let on = format!("{ranks} MPI rank(s), {:?} exchange", a.mpi_exchange).to_lowercase();
+            let on = format!(
+                "{ranks} MPI rank(s) x {} thread(s), {:?} exchange",
+                a.threads, a.mpi_exchange
+            )
+            .to_lowercase();
             if let Err(e) = crate::run_cmd::report_run(&a, &setup.cfg, &stats, &windows, t0, &on) {
                 eprintln!("error: rank 0 of {ranks}: {e:#}");
                 tessera_cluster::mpi::abort_job(&world, 1)

@@ -65,8 +65,8 @@ fn mpi_stats(np: usize, cfg: &str, tst: &Path, extra: &[&str]) -> String {
 /// cluster): stream on the memory-side-L2 a100-4chiplet (most requests remote), gemm on
 /// it, and stencil2d over several kernels on radeon7-4chiplet (private L2s flushed at
 /// kernel boundaries through the CPs). 1, 2, 3 and 5 ranks (3 and 5 host uneven blocks)
-/// with the all-to-all exchange, and 3 with the linked one, give the bytes of `--threads
-/// 1`.
+/// with the all-to-all exchange, 3 with the linked one, and 2 ranks of 2 threads each give
+/// the bytes of `--threads 1`.
 #[test]
 fn ranks_never_change_results() {
     let tmp = tempfile::tempdir().unwrap();

@@ -116,7 +116,7 @@ mod transport;
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
 #[cfg(feature = "mpi")]
-pub use mpi::{rank_owners, Exchange, MpiTransport};
+pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
 pub use routing::Routing;
 pub use system::{
     run_gpu, run_gpu_progress, run_gpu_threads, run_sequential, run_threads, run_threads_with,

@@ -410,3 +410,97 @@ impl Transport for MpiTransport {
 pub fn abort_job(world: &SimpleCommunicator, code: i32) -> ! {
     world.abort(code)
 }
+
+/// Ranks × threads: the transport of one worker thread of a rank whose partitions are
+/// dealt to several threads. `L` is the rank's own transport on the rank's worker 0 (the
+/// thread that initialized MPI, the only one that calls it) and [`NotLeader`] on the others.
+///
+/// The threads' [`ThreadTransport`] treats every partition of another rank as hosted by
+/// worker 0. Per window:
+///
+/// - exchange: a thread exchange (mail for other ranks gathers at worker 0, mail between
+///   this rank's threads is delivered); worker 0's MPI exchange (out to the other ranks;
+///   in, for every partition of this rank); a second thread exchange (worker 0 hands each
+///   thread what arrived for it);
+/// - reduce: a thread reduction (the rank's report), worker 0's MPI reduction, and a second
+///   thread reduction in which worker 0 contributes the global result and the others the
+///   identity, so every thread of every rank starts the same next window.
+///
+/// One failing thread poisons the threads' barrier (the others stop at their next
+/// collective); worker 0 then returns the error and the caller aborts the MPI job.
+pub struct RankThreads<L> {
+    threads: crate::ThreadTransport,
+    rank: L,
+    hosted: Vec<usize>,
+}
+
+/// The rank-level transport of a worker thread other than the rank's worker 0: it takes no
+/// part in MPI (a no-op exchange, the identity report).
+pub struct NotLeader;
+
+impl<L: RankLevel> RankThreads<L> {
+    /// Worker `threads.worker()` of a rank: `hosted` are its own partitions (ascending).
+    pub fn new(threads: crate::ThreadTransport, rank: L, hosted: Vec<usize>) -> Self {
+        RankThreads {
+            threads,
+            rank,
+            hosted,
+        }
+    }
+}
+
+/// How the rank's level of [`RankThreads`] exchanges and reduces.
+pub trait RankLevel {
+    fn exchange(&mut self, mail: &mut [Vec<Message>]) -> Result<(), BoxError>;
+    fn reduce(&mut self, rank: WindowReport) -> Result<WindowReport, BoxError>;
+    fn abort(&mut self);
+}
+
+impl RankLevel for MpiTransport {
+    fn exchange(&mut self, mail: &mut [Vec<Message>]) -> Result<(), BoxError> {
+        Transport::exchange(self, mail)
+    }
+    fn reduce(&mut self, rank: WindowReport) -> Result<WindowReport, BoxError> {
+        Transport::reduce(self, rank)
+    }
+    fn abort(&mut self) {
+        Transport::abort(self)
+    }
+}
+
+impl RankLevel for NotLeader {
+    fn exchange(&mut self, _mail: &mut [Vec<Message>]) -> Result<(), BoxError> {
+        Ok(())
+    }
+    fn reduce(&mut self, _rank: WindowReport) -> Result<WindowReport, BoxError> {
+        Ok(WindowReport::default())
+    }
+    fn abort(&mut self) {}
+}
+
+impl<L: RankLevel> Transport for RankThreads<L> {
+    fn partition_count(&self) -> usize {
+        self.threads.partition_count()
+    }
+
+    fn hosted(&self) -> &[usize] {
+        &self.hosted
+    }
+
+    fn exchange(&mut self, mail: &mut [Vec<Message>]) -> Result<(), BoxError> {
+        self.threads.exchange(mail)?;
+        self.rank.exchange(mail)?;
+        self.threads.exchange(mail)
+    }
+
+    fn reduce(&mut self, local: WindowReport) -> Result<WindowReport, BoxError> {
+        let rank = self.threads.reduce(local)?;
+        let global = self.rank.reduce(rank)?;
+        self.threads.reduce(global)
+    }
+
+    fn abort(&mut self) {
+        self.threads.abort();
+        self.rank.abort();
+    }
+}

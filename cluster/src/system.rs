@@ -307,6 +307,11 @@ pub type MpiRun = Option<(tessera_partitions::stats::RunStats, WindowStats)>;
 /// agreeing on the run's end) and rank 0 gathers and merges the parts: the same bytes as
 /// [`run_gpu`]. Every rank must call this with the same configuration and trace.
 ///
+/// `threads` above 1 deals each rank's partitions to that many worker threads
+/// ([`crate::mpi::RankThreads`]; the calling thread, which must be the one that initialized
+/// MPI, is the rank's worker 0 and the only one calling MPI): ranks × threads, with the
+/// same bytes again.
+///
 /// An error comes back on the rank that met it only: the others are still waiting in a
 /// collective, so the caller must report it and end the job ([`crate::mpi::abort_job`]).
 #[cfg(feature = "mpi")]
@@ -315,6 +320,7 @@ pub fn run_gpu_mpi(
     trace: &tessera_traces::TraceFile,
     world: &mpi::topology::SimpleCommunicator,
     exchange: crate::mpi::Exchange,
+    threads: usize,
 ) -> Result<MpiRun, tessera_partitions::gpu::GpuError> {
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
     use mpi::topology::Communicator;
@@ -340,10 +346,23 @@ pub fn run_gpu_mpi(
     let transport =
         crate::mpi::MpiTransport::new(world.duplicate(), owners, exchange, &routing, &sys.links)
             .map_err(engine_err)?;
-    let mut engine =
-        Engine::new(lookahead, routing, sys.partitions, transport).map_err(engine_err)?;
-    let windows = engine.run().map_err(engine_err)?;
-    let partitions = engine.into_partitions();
+    let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
+        let mut engine =
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(engine_err)?;
+        let windows = engine.run().map_err(engine_err)?;
+        (engine.into_partitions(), windows)
+    } else {
+        run_rank_threads(
+            lookahead,
+            routing,
+            sys.partitions,
+            parts,
+            &hosted,
+            threads,
+            transport,
+        )
+        .map_err(engine_err)?
+    };
     let local_end = run_end_ps(&partitions);
     let mut end = 0u64;
     world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
@@ -379,4 +398,120 @@ pub fn run_gpu_mpi(
         parts_in.push(p);
     }
     Ok(Some((merge_stats(cfg, parts_in), windows)))
+}
+
+/// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
+/// of `total` partitions on `threads` worker threads in contiguous blocks, `rank` being the
+/// rank's MPI transport, used by the calling thread only. The partitions come back in no
+/// particular order (the stats sort units themselves); the error returned is the first
+/// thread's that is not an abort caused by another's.
+#[cfg(feature = "mpi")]
+fn run_rank_threads<P: Partition + Send>(
+    lookahead: Picos,
+    routing: Routing,
+    partitions: Vec<P>,
+    total: usize,
+    hosted: &[usize],
+    threads: usize,
+    rank: crate::mpi::MpiTransport,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
+    use crate::mpi::{NotLeader, RankThreads};
+    use crate::Transport;
+    let t = threads.min(hosted.len());
+    // Every partition of another rank belongs to worker 0, which talks to the other ranks.
+    let mut owner = vec![0; total];
+    for (i, &p) in hosted.iter().enumerate() {
+        owner[p] = i * t / hosted.len();
+    }
+    let map = WorkerMap::from_owners(owner)?;
+    let mut per_thread: Vec<Vec<P>> = (0..t).map(|_| Vec::new()).collect();
+    for (part, &p) in partitions.into_iter().zip(hosted) {
+        per_thread[map.owner(p).unwrap_or(0)].push(part);
+    }
+    let own = |w: usize| -> Vec<usize> {
+        hosted
+            .iter()
+            .copied()
+            .filter(|&p| map.owner(p) == Some(w))
+            .collect()
+    };
+    let mut transports = ThreadTransport::for_workers(&map).into_iter();
+    let mut parts = per_thread.into_iter();
+    let (Some(t0), Some(p0)) = (transports.next(), parts.next()) else {
+        return Err(EngineError::NoPartitions);
+    };
+    let abort = t0.abort_handle();
+    let leader = Engine::new(
+        lookahead,
+        routing.clone(),
+        p0,
+        RankThreads::new(t0, rank, own(0)),
+    )?;
+    let mut others = Vec::with_capacity(t - 1);
+    for (w, (tt, pp)) in transports.zip(parts).enumerate() {
+        let transport = RankThreads::new(tt, NotLeader, own(w + 1));
+        others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
+    }
+    type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
+    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>) -> Done<P> {
+        let stats = e.run()?;
+        Ok((e.into_partitions(), stats))
+    }
+    let (results, panics) = thread::scope(|s| {
+        let mut handles = Vec::with_capacity(others.len());
+        let mut spawn_error = None;
+        for (i, e) in others.into_iter().enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("tessera-worker-{}", i + 1))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || work(e));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(err) => {
+                    abort.abort();
+                    spawn_error = Some(err);
+                    break;
+                }
+            }
+        }
+        let mut results: Vec<Done<P>> = Vec::with_capacity(t);
+        match spawn_error {
+            Some(err) => results.push(Err(EngineError::Transport {
+                source: format!("cannot start a worker thread: {err}").into(),
+            })),
+            None => results.push(work(leader)),
+        }
+        let mut panics = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(r) => results.push(r),
+                Err(p) => panics.push(p),
+            }
+        }
+        (results, panics)
+    });
+    if let Some(p) = panics.into_iter().next() {
+        std::panic::resume_unwind(p);
+    }
+    let is_abort =
+        |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
+    let mut all = Vec::new();
+    let mut stats = None;
+    let mut first_abort = None;
+    for r in results {
+        match r {
+            Ok((p, w)) => {
+                stats.get_or_insert(w);
+                all.extend(p);
+            }
+            Err(e) if is_abort(&e) => {
+                first_abort.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match first_abort {
+        Some(e) => Err(e),
+        None => Ok((all, stats.unwrap_or_default())),
+    }
 }
