@@ -415,7 +415,7 @@ pub fn abort_job(world: &SimpleCommunicator, code: i32) -> ! {
 /// dealt to several threads. `L` is the rank's own transport on the rank's worker 0 (the
 /// thread that initialized MPI, the only one that calls it) and [`NotLeader`] on the others.
 ///
-/// The threads' [`ThreadTransport`] treats every partition of another rank as hosted by
+/// The threads' [`crate::ThreadTransport`] treats every partition of another rank as hosted by
 /// worker 0. Per window:
 ///
 /// - exchange: a thread exchange (mail for other ranks gathers at worker 0, mail between
