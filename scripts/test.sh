@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit/property/end-to-end tests, doc tests,
-# and a compile check of the benchmarks. Needs only a Rust toolchain (no MPI yet).
+# The whole test suite: formatting, lints, unit/property/end-to-end tests, doc tests, a
+# compile check of the benchmarks, and the MPI build with its mpirun tests (Open MPI is
+# installed first by scripts/install-mpi.sh when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --release
 cargo bench --workspace --no-run
+# MPI: the transport, and `mpirun -np 1, 2, 3, 5` against --threads 1 (tests/mpi.rs).
+bash scripts/install-mpi.sh
+cargo clippy --workspace --all-targets --features mpi -- -D warnings
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cargo test --release --features mpi --test mpi

@@ -7,6 +7,7 @@ macro_rules! outln {
 }
 
 mod config_cmd;
+mod mpi_cmd;
 mod run_cmd;
 mod trace_cmd;
 

@@ -41,10 +41,16 @@ pub struct RunArgs {
     /// partitioning.sm_clusters=K`); N above the partition count is clamped to it, so with
     /// one partition more threads cannot help.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    threads: u32,
+    pub(crate) threads: u32,
     /// Write the stats JSON here (as <FILE>.partial, renamed when complete).
     #[arg(long, value_name = "FILE.json")]
     stats_out: Option<PathBuf>,
+    /// Under MPI (`mpirun -np R tessera run ...`): whom each rank exchanges messages with
+    /// each window: `all` (MPI_Alltoall + MPI_Alltoallv with every rank) or `linked` (point
+    /// to point with the ranks its partitions have modeled links to).
+    #[cfg(feature = "mpi")]
+    #[arg(long, value_name = "all|linked", default_value = "all")]
+    pub(crate) mpi_exchange: tessera_cluster::Exchange,
 }
 
 /// A temporary file removed when dropped.
@@ -56,9 +62,20 @@ impl Drop for TempTrace {
     }
 }
 
-pub fn run(a: RunArgs) -> Result<()> {
+/// A run's inputs, loaded and checked: the configuration, the trace (and the temporary
+/// file of a recorded workload, removed when this is dropped) and a label for messages.
+pub(crate) struct Setup {
+    pub cfg: GpuConfig,
+    pub trace: TraceFile,
+    pub label: String,
+    _temp: Option<TempTrace>,
+}
+
+/// Loads the configuration, records the workload if one is named, opens and checks the
+/// trace.
+pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
     let cfg = GpuConfig::load(&a.config, &a.set)?;
-    let mut _temp = None;
+    let mut temp = None;
     let trace_path = match (&a.trace, &a.workload) {
         (Some(t), _) => t.clone(),
         (None, Some(w)) => {
@@ -70,14 +87,16 @@ pub fn run(a: RunArgs) -> Result<()> {
             let guard = TempTrace(p.clone());
             let t0 = Instant::now();
             let rep = tessera_frontend::workloads::generate(w, &a.params, 80, &p)?;
-            eprintln!(
-                "recorded {}: {} ({} warp instructions) in {:.2} s",
-                rep.generator,
-                rep.summary,
-                rep.stats.warp_insts,
-                t0.elapsed().as_secs_f64()
-            );
-            _temp = Some(guard);
+            if !quiet {
+                eprintln!(
+                    "recorded {}: {} ({} warp instructions) in {:.2} s",
+                    rep.generator,
+                    rep.summary,
+                    rep.stats.warp_insts,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            temp = Some(guard);
             p
         }
         (None, None) => anyhow::bail!("give --trace FILE.tst or --workload NAME"),
@@ -88,6 +107,26 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let trace = TraceFile::open(&trace_path)?;
     check_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    Ok(Setup {
+        cfg,
+        trace,
+        label,
+        _temp: temp,
+    })
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    match crate::mpi_cmd::launched_ranks() {
+        Some(ranks) => crate::mpi_cmd::run(a, ranks),
+        None => run_local(a),
+    }
+}
+
+/// A run in this process, on `--threads` threads.
+pub(crate) fn run_local(a: RunArgs) -> Result<()> {
+    let Setup {
+        cfg, trace, label, ..
+    } = setup(&a, false)?;
     let t0 = Instant::now();
     let parts = cfg.partition_count() as usize;
     let threads = (a.threads as usize).min(parts.max(1));
@@ -123,18 +162,39 @@ pub fn run(a: RunArgs) -> Result<()> {
     if shown {
         eprintln!();
     }
+    report_run(
+        &a,
+        &cfg,
+        &stats,
+        &windows,
+        t0,
+        &format!("{threads} thread(s)"),
+    )
+}
+
+/// What every finished run reports: the stats file, the summary on stdout, the rate and the
+/// engine's windows on stderr.
+pub(crate) fn report_run(
+    a: &RunArgs,
+    cfg: &GpuConfig,
+    stats: &RunStats,
+    windows: &tessera_cluster::WindowStats,
+    t0: Instant,
+    on: &str,
+) -> Result<()> {
     let secs = t0.elapsed().as_secs_f64();
     if let Some(out) = &a.stats_out {
-        write_stats(out, &stats)?;
+        write_stats(out, stats)?;
     }
-    summary(&cfg, &stats);
+    summary(cfg, stats);
     let t = &stats.totals;
     eprintln!(
-        "simulated in {secs:.3} s on {threads} thread(s): {:.2} M warp instructions/s, {:.2} M cycles/s{}",
+        "simulated in {secs:.3} s on {on}: {:.2} M warp instructions/s, {:.2} M cycles/s{}",
         t.warp_insts as f64 / 1e6 / secs.max(1e-9),
         t.gpu_tot_sim_cycle as f64 / 1e6 / secs.max(1e-9),
         peak_rss_note()
     );
+    let parts = cfg.partition_count();
     if parts > 1 {
         // The engine's side of the run: how often the partitions synchronized.
         eprintln!(

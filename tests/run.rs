@@ -377,3 +377,23 @@ fn warps_narrower_than_the_cores_are_an_error() {
         ],
     );
 }
+
+/// A tessera built without MPI, started by `mpirun -np 2`: every rank would run the whole
+/// system and write the same stats file, so each refuses with one clear message instead.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_refuses_to_run_as_several_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("stats.json");
+    let o = std::process::Command::new(bin())
+        .args(["run", "--config"])
+        .arg(config("default.yaml"))
+        .args(["--workload", "vectoradd", "--stats-out"])
+        .arg(&out)
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, &["2 ranks", "built without MPI", "--features mpi"]);
+    assert_no_output(&out);
+}

@@ -2,10 +2,11 @@
 //!
 //! The parallel engine of DESIGN.md section 4: conservative windows over the modeled
 //! links, behind a transport trait. This crate knows nothing of SMs or caches: it moves
-//! timestamped [`Message`]s between objects that implement [`Partition`]. What exists now is
-//! the window protocol, the [`Sequential`] transport (one thread runs every partition in
-//! index order) and the [`ThreadTransport`] (worker threads, each owning a fixed set of
-//! partitions, in lock-step windows); the MPI transport plugs into the same [`Transport`]
+//! timestamped [`Message`]s between objects that implement [`Partition`]: the window
+//! protocol, the [`Sequential`] transport (one thread runs every partition in index order),
+//! the [`ThreadTransport`] (worker threads, each owning a fixed set of partitions, in
+//! lock-step windows) and, with the cargo feature `mpi`, the MPI transport (`MpiTransport`:
+//! one process per rank; `RankThreads`: ranks × threads), all behind the same [`Transport`]
 //! trait and the same [`Engine`] loop.
 //!
 //! ## Vocabulary
@@ -92,6 +93,17 @@
 //! One worker's failure poisons the barrier, so the others return at their next
 //! collective instead of hanging; a panic does the same.
 //!
+//! With the feature `mpi`, `MpiTransport` (module `mpi`) is one rank of an MPI job: ranks
+//! host contiguous blocks of partitions (`rank_owners`; more ranks than partitions is an
+//! error), and per window encode their outgoing messages ([`Message::encode`]), exchange
+//! them all-to-all (`MPI_Alltoall` of byte counts, `MPI_Alltoallv` of bytes) or only with
+//! the ranks they have modeled links to (point to point, `Exchange::Linked`), and combine
+//! every rank's report with one `MPI_Allgather`. `RankThreads` runs a rank's partitions on
+//! several threads: the thread that initialized MPI is the only one calling it, between
+//! two thread-level exchanges and reductions. An error on one rank ends the job through
+//! `mpi::abort_job` (`MPI_Abort`), since the others wait in a collective.
+//! `examples/mpi_window.rs` measures the cost of one window.
+//!
 //! ## Running a system
 //!
 //! [`run_sequential`] and [`run_threads`] take the partitions, the port-to-partition table
@@ -102,10 +114,14 @@
 //! takes the lookahead, routing table and [`WorkerMap`] explicitly. When partitions fail,
 //! the error returned is the lowest-numbered failing partition's, as a sequential run
 //! would report it. [`run_gpu`] and [`run_gpu_threads`] do the same for a GPU built by
-//! `tessera-partitions` and collect its stats.
+//! `tessera-partitions` and collect its stats; `run_gpu_mpi` runs one rank's share of it
+//! and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0, which
+//! merges them into the bytes a sequential run writes.
 
 mod engine;
 mod error;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod routing;
 mod system;
 mod threads;
@@ -113,11 +129,15 @@ mod transport;
 
 pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
+#[cfg(feature = "mpi")]
+pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
 pub use routing::Routing;
 pub use system::{
     run_gpu, run_gpu_progress, run_gpu_threads, run_sequential, run_threads, run_threads_with,
     GpuProgress,
 };
+#[cfg(feature = "mpi")]
+pub use system::{run_gpu_mpi, MpiRun};
 pub use threads::{Aborted, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 

@@ -295,3 +295,223 @@ fn run_reporting<'t>(
     let stats = *engine.stats();
     Ok((engine.into_partitions(), stats))
 }
+
+/// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
+#[cfg(feature = "mpi")]
+pub type MpiRun = Option<(tessera_partitions::stats::RunStats, WindowStats)>;
+
+/// The GPU of `cfg` running `trace` on the ranks of `world` ([`crate::MpiTransport`]): the
+/// partitions are dealt to ranks in contiguous blocks ([`crate::rank_owners`]; more ranks
+/// than partitions is an error), each rank builds and simulates only its own, and at the
+/// end every rank summarizes its partitions ([`tessera_partitions::gpu::stats_part`], after
+/// agreeing on the run's end) and rank 0 gathers and merges the parts: the same bytes as
+/// [`run_gpu`]. Every rank must call this with the same configuration and trace.
+///
+/// `threads` above 1 deals each rank's partitions to that many worker threads
+/// ([`crate::mpi::RankThreads`]; the calling thread, which must be the one that initialized
+/// MPI, is the rank's worker 0 and the only one calling MPI): ranks × threads, with the
+/// same bytes again.
+///
+/// An error comes back on the rank that met it only: the others are still waiting in a
+/// collective, so the caller must report it and end the job ([`crate::mpi::abort_job`]).
+#[cfg(feature = "mpi")]
+pub fn run_gpu_mpi(
+    cfg: &tessera_partitions::config::GpuConfig,
+    trace: &tessera_traces::TraceFile,
+    world: &mpi::topology::SimpleCommunicator,
+    exchange: crate::mpi::Exchange,
+    threads: usize,
+) -> Result<MpiRun, tessera_partitions::gpu::GpuError> {
+    use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+    use mpi::topology::Communicator;
+    use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part, GpuError};
+
+    let engine_err = |e: EngineError| match e {
+        EngineError::Model { source, .. } => match source.downcast::<GpuError>() {
+            Ok(g) => *g,
+            Err(other) => GpuError::Engine(other.to_string()),
+        },
+        e => GpuError::Engine(e.to_string()),
+    };
+    let parts = cfg.partition_count() as usize;
+    let rank = world.rank() as usize;
+    let owners = crate::mpi::rank_owners(parts, world.size() as usize).map_err(engine_err)?;
+    let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
+    let sys = build_hosted(cfg, trace, &hosted)?;
+    let routing = Routing::new(parts, sys.ports).map_err(engine_err)?;
+    let lookahead = routing
+        .lookahead(sys.links.iter().cloned())
+        .map_err(engine_err)?
+        .unwrap_or(Picos::MAX);
+    let transport =
+        crate::mpi::MpiTransport::new(world.duplicate(), owners, exchange, &routing, &sys.links)
+            .map_err(engine_err)?;
+    let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
+        let mut engine =
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(engine_err)?;
+        let windows = engine.run().map_err(engine_err)?;
+        (engine.into_partitions(), windows)
+    } else {
+        run_rank_threads(
+            lookahead,
+            routing,
+            sys.partitions,
+            parts,
+            &hosted,
+            threads,
+            transport,
+        )
+        .map_err(engine_err)?
+    };
+    let local_end = run_end_ps(&partitions);
+    let mut end = 0u64;
+    world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+    let part = stats_part(cfg, partitions, end);
+    let bytes = serde_json::to_vec(&part)
+        .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
+    let root = world.process_at_rank(0);
+    let len = bytes.len() as i32;
+    if rank != 0 {
+        root.gather_into(&len);
+        root.gather_varcount_into(&bytes[..]);
+        return Ok(None);
+    }
+    let ranks = world.size() as usize;
+    let mut lens = vec![0i32; ranks];
+    root.gather_into_root(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(ranks);
+    let mut total = 0i32;
+    for &l in &lens {
+        displs.push(total);
+        total += l;
+    }
+    let mut all = vec![0u8; total as usize];
+    {
+        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(&bytes[..], &mut buf);
+    }
+    let mut parts_in = Vec::with_capacity(ranks);
+    for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
+        let chunk = &all[d as usize..(d + l) as usize];
+        let p = serde_json::from_slice(chunk)
+            .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
+        parts_in.push(p);
+    }
+    Ok(Some((merge_stats(cfg, parts_in), windows)))
+}
+
+/// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
+/// of `total` partitions on `threads` worker threads in contiguous blocks, `rank` being the
+/// rank's MPI transport, used by the calling thread only. The partitions come back in no
+/// particular order (the stats sort units themselves); the error returned is the first
+/// thread's that is not an abort caused by another's.
+#[cfg(feature = "mpi")]
+fn run_rank_threads<P: Partition + Send>(
+    lookahead: Picos,
+    routing: Routing,
+    partitions: Vec<P>,
+    total: usize,
+    hosted: &[usize],
+    threads: usize,
+    rank: crate::mpi::MpiTransport,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
+    use crate::mpi::{NotLeader, RankThreads};
+    use crate::Transport;
+    let t = threads.min(hosted.len());
+    // Every partition of another rank belongs to worker 0, which talks to the other ranks.
+    let mut owner = vec![0; total];
+    for (i, &p) in hosted.iter().enumerate() {
+        owner[p] = i * t / hosted.len();
+    }
+    let map = WorkerMap::from_owners(owner)?;
+    let mut per_thread: Vec<Vec<P>> = (0..t).map(|_| Vec::new()).collect();
+    for (part, &p) in partitions.into_iter().zip(hosted) {
+        per_thread[map.owner(p).unwrap_or(0)].push(part);
+    }
+    let own = |w: usize| -> Vec<usize> {
+        hosted
+            .iter()
+            .copied()
+            .filter(|&p| map.owner(p) == Some(w))
+            .collect()
+    };
+    let mut transports = ThreadTransport::for_workers(&map).into_iter();
+    let mut parts = per_thread.into_iter();
+    let (Some(t0), Some(p0)) = (transports.next(), parts.next()) else {
+        return Err(EngineError::NoPartitions);
+    };
+    let abort = t0.abort_handle();
+    let leader = Engine::new(
+        lookahead,
+        routing.clone(),
+        p0,
+        RankThreads::new(t0, rank, own(0)),
+    )?;
+    let mut others = Vec::with_capacity(t - 1);
+    for (w, (tt, pp)) in transports.zip(parts).enumerate() {
+        let transport = RankThreads::new(tt, NotLeader, own(w + 1));
+        others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
+    }
+    type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
+    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>) -> Done<P> {
+        let stats = e.run()?;
+        Ok((e.into_partitions(), stats))
+    }
+    let (results, panics) = thread::scope(|s| {
+        let mut handles = Vec::with_capacity(others.len());
+        let mut spawn_error = None;
+        for (i, e) in others.into_iter().enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("tessera-worker-{}", i + 1))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || work(e));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(err) => {
+                    abort.abort();
+                    spawn_error = Some(err);
+                    break;
+                }
+            }
+        }
+        let mut results: Vec<Done<P>> = Vec::with_capacity(t);
+        match spawn_error {
+            Some(err) => results.push(Err(EngineError::Transport {
+                source: format!("cannot start a worker thread: {err}").into(),
+            })),
+            None => results.push(work(leader)),
+        }
+        let mut panics = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(r) => results.push(r),
+                Err(p) => panics.push(p),
+            }
+        }
+        (results, panics)
+    });
+    if let Some(p) = panics.into_iter().next() {
+        std::panic::resume_unwind(p);
+    }
+    let is_abort =
+        |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
+    let mut all = Vec::new();
+    let mut stats = None;
+    let mut first_abort = None;
+    for r in results {
+        match r {
+            Ok((p, w)) => {
+                stats.get_or_insert(w);
+                all.extend(p);
+            }
+            Err(e) if is_abort(&e) => {
+                first_abort.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match first_abort {
+        Some(e) => Err(e),
+        None => Ok((all, stats.unwrap_or_default())),
+    }
+}

@@ -1,0 +1,130 @@
+//! `tessera run` under `mpirun` or `srun`: one process per rank, detected from the
+//! launcher's environment (DESIGN.md section 4).
+//!
+//! Every rank loads the configuration and the trace itself (a shared file system on a
+//! cluster: traces are never shipped over MPI), simulates its own partitions, and rank 0
+//! merges the stats, writes `--stats-out` and prints the summary. Errors:
+//!
+//! - while loading (a bad config, an unreadable trace on any rank), the ranks agree that
+//!   the job failed (one `MPI_Allgather` of a flag); the lowest failing rank prints its
+//!   error, and every rank ends with a failure status;
+//! - during the simulation, only the failing rank knows: it prints its error and ends the
+//!   job with `MPI_Abort`, which stops the ranks waiting for it in a collective.
+
+use anyhow::Result;
+
+use crate::run_cmd::RunArgs;
+
+/// Environment variables that MPI launchers set in each process, and the ones that carry
+/// the number of ranks (Open MPI, MPICH/Hydra and PMI-2, PMIx, Slurm's `srun`).
+const RANK_VARS: [&str; 5] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "MPI_LOCALRANKID",
+    "SLURM_PROCID",
+];
+const SIZE_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "SLURM_NTASKS",
+    "MPI_LOCALNRANKS",
+];
+
+/// When this process was started by an MPI launcher: the number of ranks it reports (1
+/// when it names none). `None`: a plain run.
+pub fn launched_ranks() -> Option<usize> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if !RANK_VARS.iter().any(|k| var(k).is_some()) {
+        return None;
+    }
+    // `srun` sets SLURM_PROCID for any job step, MPI or not; a step of one task is a plain
+    // run unless an MPI launcher's own variable says otherwise.
+    let size = SIZE_VARS
+        .iter()
+        .find_map(|k| var(k)?.parse::<usize>().ok())
+        .unwrap_or(1);
+    let mpi_own = RANK_VARS[..4].iter().any(|k| var(k).is_some());
+    (mpi_own || size > 1).then_some(size)
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn run(a: RunArgs, ranks: usize) -> Result<()> {
+    if ranks <= 1 {
+        return crate::run_cmd::run_local(a);
+    }
+    anyhow::bail!(
+        "started by an MPI launcher with {ranks} ranks, but this tessera was built without \
+         MPI: build it with `cargo build --release --features mpi` (needs an MPI library: \
+         apt-get install libopenmpi-dev openmpi-bin libclang-dev clang)"
+    )
+}
+
+#[cfg(feature = "mpi")]
+pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
+    use mpi::collective::CommunicatorCollectives;
+    use mpi::topology::Communicator;
+    use std::time::Instant;
+
+    // Worker threads of a rank never call MPI: only the thread that initialized it does
+    // (ranks x threads, `--threads`), which is what MPI_THREAD_FUNNELED allows.
+    let Some((universe, level)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
+        anyhow::bail!("MPI was already initialized");
+    };
+    let world = universe.world();
+    if a.threads > 1 && level < mpi::Threading::Funneled {
+        anyhow::bail!(
+            "--threads {} under MPI needs an MPI library with thread support \
+             (MPI_THREAD_FUNNELED); this one offers {level:?}",
+            a.threads
+        );
+    }
+    let (rank, ranks) = (world.rank(), world.size());
+    let setup = crate::run_cmd::setup(&a, rank != 0);
+    // Every rank learns whether any failed to load; the lowest failing rank reports.
+    let failed = i32::from(setup.is_err());
+    let mut all = vec![0i32; ranks as usize];
+    world.all_gather_into(&failed, &mut all[..]);
+    let setup = match setup {
+        Ok(s) if all.iter().all(|&f| f == 0) => s,
+        Ok(_) => {
+            // Another rank failed and reports it; the job fails quietly here.
+            drop(universe);
+            std::process::exit(1);
+        }
+        Err(e) => {
+            if all.iter().position(|&f| f != 0) == Some(rank as usize) {
+                eprintln!("error: rank {rank} of {ranks}: {e:#}");
+            }
+            drop(universe);
+            std::process::exit(1);
+        }
+    };
+    let t0 = Instant::now();
+    let run = tessera_cluster::run_gpu_mpi(
+        &setup.cfg,
+        &setup.trace,
+        &world,
+        a.mpi_exchange,
+        a.threads as usize,
+    );
+    match run {
+        Err(e) => {
+            eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);
+            tessera_cluster::mpi::abort_job(&world, 1)
+        }
+        Ok(None) => Ok(()),
+        Ok(Some((stats, windows))) => {
+            let on = format!(
+                "{ranks} MPI rank(s) x {} thread(s), {:?} exchange",
+                a.threads, a.mpi_exchange
+            )
+            .to_lowercase();
+            if let Err(e) = crate::run_cmd::report_run(&a, &setup.cfg, &stats, &windows, t0, &on) {
+                eprintln!("error: rank 0 of {ranks}: {e:#}");
+                tessera_cluster::mpi::abort_job(&world, 1)
+            }
+            Ok(())
+        }
+    }
+}

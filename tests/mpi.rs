@@ -1,0 +1,247 @@
+//! End-to-end tests of the MPI transport (`--features mpi`; `scripts/test.sh` installs
+//! Open MPI and runs them): `mpirun -np R tessera run ...` gives the stats of `--threads 1`
+//! byte for byte for any rank count, even ones that do not divide the partitions, with
+//! either exchange; and a rank that fails, while loading or in the middle of the run, ends
+//! the whole job with its message instead of hanging it.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `mpirun -np <np> <program> <args...>`, oversubscribed (CI has 2 cores), as root where
+/// CI runs, bounded by a timeout so that a hung job fails the test instead of CI.
+fn mpirun<S: AsRef<std::ffi::OsStr>>(np: usize, program: &str, args: &[S]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["300", "mpirun", "--oversubscribe", "--bind-to", "none"])
+        .args(["-np", &np.to_string(), program])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Ranks waiting in a collective give their core up (more ranks than cores).
+        .env("OMPI_MCA_mpi_yield_when_idle", "1");
+    let o = c.output().expect("mpirun runs (Open MPI installed?)");
+    assert_ne!(o.status.code(), Some(124), "mpirun -np {np} hung");
+    o
+}
+
+/// The stats text of `mpirun -np <np> tessera run --config configs/<cfg> --trace <tst>
+/// <extra...>`, which must succeed.
+fn mpi_stats(np: usize, cfg: &str, tst: &Path, extra: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("stats.json");
+    let cfg = config(cfg);
+    let mut a: Vec<&std::ffi::OsStr> = vec![
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--trace".as_ref(),
+        tst.as_os_str(),
+        "--stats-out".as_ref(),
+        out.as_os_str(),
+    ];
+    a.extend(extra.iter().map(std::ffi::OsStr::new));
+    let o = mpirun(np, bin(), &a);
+    assert!(
+        o.status.success(),
+        "mpirun -np {np} failed:\n{}",
+        stderr(&o)
+    );
+    // Only rank 0 prints the summary.
+    assert_eq!(
+        stdout(&o).matches("gpu_tot_sim_cycle").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains(&format!("{np} mpi rank(s)")));
+    assert!(!partial(&out).exists());
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// Three workloads on chiplet GPUs cut into 8 partitions (each chiplet in 2 by SM
+/// cluster): stream on the memory-side-L2 a100-4chiplet (most requests remote), gemm on
+/// it, and stencil2d over several kernels on radeon7-4chiplet (private L2s flushed at
+/// kernel boundaries through the CPs). 1, 2, 3 and 5 ranks (3 and 5 host uneven blocks)
+/// with the all-to-all exchange, 3 with the linked one, and 2 ranks of 2 threads each give
+/// the bytes of `--threads 1`.
+#[test]
+fn ranks_never_change_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let split = [
+        "--set",
+        "partitioning.mode=sm_cluster",
+        "--set",
+        "partitioning.sm_clusters=2",
+    ];
+    for (cfg, w, params) in [
+        ("a100-4chiplet.yaml", "stream", &["n=65536"][..]),
+        (
+            "a100-4chiplet.yaml",
+            "gemm",
+            &["m=128", "n=128", "k=64"][..],
+        ),
+        (
+            "radeon7-4chiplet.yaml",
+            "stencil2d",
+            &["nx=128", "ny=128", "iters=3"][..],
+        ),
+    ] {
+        let tst = gen(tmp.path(), w, params);
+        let t = tst.to_str().unwrap();
+        let seq = run_stats(
+            cfg,
+            &[&["--trace", t, "--threads", "1"][..], &split].concat(),
+        )
+        .0;
+        let s = json(&seq);
+        assert!(s["totals"]["warp_insts"].as_u64().unwrap() > 0);
+        for np in [1, 2, 3, 5] {
+            let got = mpi_stats(np, cfg, &tst, &split);
+            assert!(
+                got == seq,
+                "{w} on {cfg}: -np {np} differs from --threads 1"
+            );
+        }
+        let got = mpi_stats(
+            3,
+            cfg,
+            &tst,
+            &[&split[..], &["--mpi-exchange", "linked"]].concat(),
+        );
+        assert!(got == seq, "{w} on {cfg}: the linked exchange differs");
+    }
+}
+
+/// More ranks than partitions: one clear error naming both counts, no stats file.
+#[test]
+fn more_ranks_than_partitions_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=4096"]);
+    let out = tmp.path().join("stats.json");
+    let cfg = config("a100-4chiplet.yaml");
+    let o = mpirun(
+        5,
+        bin(),
+        &[
+            "run".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "--trace".as_ref(),
+            tst.as_os_str(),
+            "--stats-out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("5 MPI ranks for a system of 4 partition(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_no_output(&out);
+}
+
+/// A wrapper script that runs `tessera run` with `$BAD` as the trace on rank 1 and `$GOOD`
+/// on the others (what a rank with a broken copy of the trace, or a missing one, sees).
+fn rank1_script(dir: &Path, cfg: &Path, out: &Path) -> String {
+    let script = dir.join("rank1.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then t=\"$BAD\"; else t=\"$GOOD\"; fi\n\
+             exec '{}' run --config '{}' --trace \"$t\" --stats-out '{}'\n",
+            bin(),
+            cfg.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script.to_str().unwrap().to_string()
+}
+
+/// Rank 1 cannot read its trace (a missing file): the job fails at once with rank 1's
+/// message, printed once; the other ranks, which loaded theirs, do not hang.
+#[test]
+fn a_rank_that_cannot_load_ends_the_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = gen(tmp.path(), "stream", &["n=65536"]);
+    let bad = tmp.path().join("missing.tst");
+    let out = tmp.path().join("stats.json");
+    let script = rank1_script(tmp.path(), &config("a100-4chiplet.yaml"), &out);
+    let mut c = Command::new("timeout");
+    let o = c
+        .args([
+            "300",
+            "mpirun",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-np",
+            "3",
+        ])
+        .arg(&script)
+        .env("GOOD", &good)
+        .env("BAD", &bad)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(124), "the job hung");
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert_eq!(err.matches("error: ").count(), 1, "{err}");
+    assert!(err.contains("error: rank 1 of 3"), "{err}");
+    assert!(err.contains("missing.tst"), "{err}");
+    assert_no_output(&out);
+}
+
+/// Rank 1's copy of the trace has corrupt instruction chunks (the index is intact, so it
+/// loads): it fails in the middle of the simulation, while the other ranks wait for it in
+/// a window's exchange; `MPI_Abort` ends them all with rank 1's message.
+#[test]
+fn a_rank_that_fails_mid_run_aborts_the_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = gen(tmp.path(), "stream", &["n=65536"]);
+    let mut bytes = std::fs::read(&good).unwrap();
+    // The footer's first field is the index offset: the chunks lie before it. Corrupt
+    // the second half of them (the CTAs of the later chiplets, hosted by rank 1 of 2).
+    let n = bytes.len();
+    let index_at = u64::from_le_bytes(bytes[n - 32..n - 24].try_into().unwrap()) as usize;
+    for f in [55, 60, 70, 80, 90] {
+        bytes[16 + (index_at - 16) * f / 100] ^= 0xff;
+    }
+    let bad = tmp.path().join("bad.tst");
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = tmp.path().join("stats.json");
+    let script = rank1_script(tmp.path(), &config("a100-4chiplet.yaml"), &out);
+    let o = Command::new("timeout")
+        .args([
+            "300",
+            "mpirun",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-np",
+            "2",
+        ])
+        .arg(&script)
+        .env("GOOD", &good)
+        .env("BAD", &bad)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(124), "the job hung");
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("error: rank 1 of 2"), "{err}");
+    assert!(err.contains("chunk"), "{err}");
+    assert!(err.contains("MPI_ABORT"), "{err}");
+    assert_no_output(&out);
+}
