@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{load, preset, run_system, write_trace, Item};
+use common::{load, preset, run_partitions, run_system, write_trace, Item};
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::MemSystem;
 use tessera_partitions::stats::RunStats;
@@ -309,4 +309,46 @@ fn a_device_beyond_the_gpus_is_an_error() {
         e.contains("device 3") && e.contains("system.gpus = 2"),
         "{e}"
     );
+}
+
+/// The stats of a multi-GPU run made as MPI ranks make them (a part per partition, merged
+/// in any order) are the one-process stats: kernels of several GPUs come back in trace
+/// order, each GPU's chiplets and fabric ports in chiplet order.
+#[test]
+fn stats_parts_of_each_gpu_merge_to_the_whole_run() {
+    use tessera_partitions::gpu::{collect_stats, merge_stats, run_end_ps, stats_part};
+    let cfg = dgx(&[("system.gpus", "4")]);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.tst");
+    let bytes = 64 * 128;
+    let mut items: Vec<Item> = (0..4)
+        .map(|d| Item::Alloc {
+            device: d,
+            addr: base(d),
+            bytes,
+        })
+        .collect();
+    for d in [2u32, 0, 3, 1] {
+        items.push(Item::Kernel {
+            device: d,
+            loads: (0..16).map(|k| base((d + 1) % 4) + k * 128).collect(),
+            fp32: 10 * (d + 1),
+        });
+    }
+    write_trace(&path, &items);
+    let trace = TraceFile::open(&path).unwrap();
+    let whole = collect_stats(&cfg, run_partitions(&cfg, &trace));
+    assert_eq!(
+        whole.kernels.iter().map(|k| k.gpu).collect::<Vec<_>>(),
+        [2, 0, 3, 1],
+        "trace order"
+    );
+    let parts = run_partitions(&cfg, &trace);
+    let end = run_end_ps(&parts);
+    let mut split: Vec<_> = parts
+        .into_iter()
+        .map(|p| stats_part(&cfg, vec![p], end))
+        .collect();
+    split.reverse();
+    assert_eq!(merge_stats(&cfg, split), whole);
 }

@@ -186,8 +186,16 @@ pub fn run_system(
     cfg: &GpuConfig,
     trace: &tessera_traces::TraceFile,
 ) -> tessera_partitions::stats::RunStats {
+    tessera_partitions::gpu::collect_stats(cfg, run_partitions(cfg, trace))
+}
+
+/// [`run_system`]'s run, returning the finished partitions (for `stats_part`).
+pub fn run_partitions<'t>(
+    cfg: &GpuConfig,
+    trace: &'t tessera_traces::TraceFile,
+) -> Vec<tessera_partitions::gpu::GpuPartition<'t>> {
     use tessera_interconnect::{Outbox, Partition};
-    use tessera_partitions::gpu::{build, collect_stats};
+    use tessera_partitions::gpu::build;
     let sys = build(cfg, trace).unwrap_or_else(|e| panic!("{e}"));
     let owner: std::collections::HashMap<u32, usize> =
         sys.ports.iter().map(|&(p, i)| (p.0, i)).collect();
@@ -218,5 +226,5 @@ pub fn run_system(
     for p in &parts {
         assert_eq!(p.stalled(), None, "the run went quiet with work left");
     }
-    collect_stats(cfg, parts)
+    parts
 }
