@@ -32,9 +32,11 @@
 //!   next CTA (listing order) to an SM when that SM reports a CTA complete. Dispatches and
 //!   completion reports each take `cta_dispatch_ps`. When its slice's last CTA report is
 //!   in, it reports the slice done; the report reaches the global CP `completion_ps` later.
-//! - **Completion**: the kernel is complete, for the host, when the last slice report has
-//!   reached the global CP (with one chiplet: `completion_ps` after the local CP has the
-//!   last CTA's report).
+//! - **Completion**: the kernel is complete when the last slice report has reached the
+//!   global CP (with one chiplet: `completion_ps` after the local CP has the last CTA's
+//!   report); with one GPU the host sees it then, with several
+//!   `system.host_link.completion_ps` later. A kernel's `end_ps` in the stats is the
+//!   former, the run's end the latest of the kernels' ends and the host's last action.
 //! - **Kernel-boundary flush** (`package.l2: private` only: CPCoh's "Baseline",
 //!   dalmia-2023 section 5.2, a release and acquire at every kernel boundary): when the last
 //!   slice report is in, the global CP sends every local CP a flush request (arriving
