@@ -34,7 +34,7 @@ pub static SPEC: WorkloadSpec = WorkloadSpec {
         },
         ParamSpec {
             name: "n",
-            default: "65536",
+            default: "131072",
             help: "elements per array (per GPU)",
         },
         ParamSpec {
