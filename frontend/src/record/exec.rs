@@ -324,7 +324,10 @@ pub struct Recorder {
     mem: Option<DeviceMemory>,
     family: ArchFamily,
     binary_version: u32,
+    /// The device that alloc, upload and launch commands go to (see [`Recorder::set_device`]).
     device: u32,
+    /// Devices added so far (device 0 by [`Recorder::create`]).
+    n_devices: u32,
     next_kernel_id: u32,
     generator: String,
     pub stats: RecordStats,
@@ -373,10 +376,49 @@ impl Recorder {
             family,
             binary_version,
             device,
+            n_devices: 1,
             next_kernel_id: 1,
             generator: generator.to_string(),
             stats: RecordStats::default(),
         })
+    }
+
+    /// Adds a device (a CUDA context of its own, as on a multi-GPU node) and returns its
+    /// number; commands keep going to the current device until [`Recorder::set_device`].
+    /// All devices share one functional memory and one address space (CUDA's unified
+    /// virtual addressing), so a kernel may access any device's allocations: a peer
+    /// access when the allocation is another device's.
+    pub fn add_device(&mut self) -> u32 {
+        // Zero-padded so that Accel-Sim export and re-import (lists sorted by name) keep
+        // the device order.
+        let d = self.writer.add_device(DeviceInfo {
+            source: format!("kernelslist_ctx_{:04}.g", self.n_devices),
+        });
+        self.n_devices += 1;
+        d
+    }
+
+    /// Makes `device` the one later `alloc`, `upload` and `launch` calls record on
+    /// (`cudaSetDevice`); an error for a device not added.
+    pub fn set_device(&mut self, device: u32) -> Result<(), RecordError> {
+        if device >= self.n_devices {
+            return Err(RecordError::Invalid(format!(
+                "set_device({device}): the recording has {} device(s); add_device first",
+                self.n_devices
+            )));
+        }
+        self.device = device;
+        Ok(())
+    }
+
+    /// The device commands currently go to.
+    pub fn device(&self) -> u32 {
+        self.device
+    }
+
+    /// Number of devices in the recording.
+    pub fn devices(&self) -> u32 {
+        self.n_devices
     }
 
     fn mem(&mut self) -> &mut DeviceMemory {
@@ -924,6 +966,30 @@ fn write_inst(w: &mut TraceWriter, r: &WarpRecord, i: &RecInst) -> Result<(), Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_are_added_and_selected() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(&dir.path().join("d.tst"), 80, "test").unwrap();
+        assert_eq!((rec.device(), rec.devices()), (0, 1));
+        assert!(matches!(rec.set_device(1), Err(RecordError::Invalid(_))));
+        assert_eq!(rec.add_device(), 1);
+        rec.set_device(1).unwrap();
+        let b = rec.alloc::<u32>("x", 4).unwrap();
+        rec.upload(b, &[1, 2, 3, 4]).unwrap();
+        // Device 0 reads device 1's allocation: one address space.
+        rec.set_device(0).unwrap();
+        assert_eq!(rec.download(b).unwrap(), [1, 2, 3, 4]);
+        let idx = rec.finish().unwrap();
+        assert_eq!(idx.devices.len(), 2);
+        assert!(matches!(
+            idx.commands[..],
+            [
+                Command::Alloc { device: 1, .. },
+                Command::MemcpyHtoD { device: 1, .. }
+            ]
+        ));
+    }
 
     #[test]
     fn compression_follows_the_tracer() {

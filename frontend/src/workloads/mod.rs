@@ -12,6 +12,7 @@ use std::path::Path;
 mod bfs;
 mod gemm;
 mod histogram;
+mod peer_stream;
 mod probes;
 mod reduce;
 mod stencil2d;
@@ -46,6 +47,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &histogram::SPEC,
         &bfs::SPEC,
         &reduce::SPEC,
+        &peer_stream::SPEC,
         &probes::POINTER_CHASE,
         &probes::FMA_CHAIN,
         &probes::FMA_STREAMS,
