@@ -110,3 +110,23 @@ fn two_gpus_of_four_chiplets_give_identical_stats_on_any_thread_count() {
         "package links inside GPU 0"
     );
 }
+
+/// The frontend's `peer_stream` workload (device `g` adds `a_g` and the next GPU's `b`) on
+/// dgx-8gpu: the same bytes on 1 and 4 threads, a kernel per GPU in trace order, and peer
+/// requests on every GPU.
+#[test]
+fn peer_stream_workload_runs_on_dgx() {
+    let args = ["--workload", "peer_stream", "--param", "n=16384"];
+    let (one, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "1"]].concat());
+    let (four, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "4"]].concat());
+    assert!(one == four, "--threads 4 changed the stats");
+    let s = json(&one);
+    let kernels = s["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 8);
+    for (g, k) in kernels.iter().enumerate() {
+        assert_eq!(k["gpu"], g as u64);
+    }
+    for c in s["chiplets"].as_array().unwrap() {
+        assert!(c["memory"]["peer_requests"].as_u64().unwrap() > 0, "{c}");
+    }
+}
