@@ -352,3 +352,56 @@ fn stats_parts_of_each_gpu_merge_to_the_whole_run() {
     split.reverse();
     assert_eq!(merge_stats(&cfg, split), whole);
 }
+
+/// Every SM of GPU 0 streams full-line loads of lines homed on GPU 1 (L2 hits there after a
+/// host copy): the replies all cross NVSwitch's port down to GPU 0, the narrowest resource
+/// (300 GB/s against GPU 1's L2). The port moves exactly its wire bytes, never faster than
+/// its bandwidth over the run, and the stream keeps it mostly busy.
+#[test]
+fn gpu_port_bandwidth_is_never_exceeded_under_streaming() {
+    let cfg = dgx(&[("system.gpus", "2")]);
+    let lines = 4 * 1024 * 1024 / 128u64;
+    let commands = [tessera_traces::Command::Alloc {
+        device: 1,
+        addr: base(1),
+        bytes: lines * 128,
+    }];
+    let mut m = MemSystem::with_commands(&cfg, &commands);
+    m.memcpy_to_device(base(1), lines * 128);
+    let sms = cfg.core.sm_count as u64;
+    let core = cfg.core_period_ps();
+    let mut lanes = [(0u32, 0u64); 32];
+    for i in 0..lines {
+        let a = base(1) + i * 128;
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            *lane = (l as u32, a + 4 * l as u64);
+        }
+        m.issue((i / sms) * core, (i % sms) as u32, &load(&lanes, 4));
+    }
+    let end = m.run().iter().map(|&(_, t)| t).max().unwrap_or(0);
+    let reports = m.link_reports();
+    let down = reports
+        .iter()
+        .find(|r| r.gpu_link && r.from.is_none() && r.to == Some(0))
+        .expect("the switch's port down to GPU 0");
+    assert_eq!(down.names, ("nvswitch".to_string(), "gpu0".to_string()));
+    let overhead = cfg.system.gpu_link.packet_overhead_bytes as u64;
+    assert_eq!(down.stats.packets, lines);
+    assert_eq!(down.stats.wire_bytes, lines * (8 + 128 + overhead));
+    let l = &cfg.system.gpu_link;
+    let bw = l.bandwidth_bytes_per_cycle as f64 * l.clock_hz as f64;
+    let busy = down.stats.wire_bytes as f64 * 1e12 / bw;
+    assert_eq!(down.busy_ps, busy.ceil() as u64);
+    let achieved = down.stats.wire_bytes as f64 * 1e12 / end as f64;
+    assert!(
+        achieved <= bw,
+        "the port moved more than its bandwidth allows"
+    );
+    assert!(
+        achieved >= 0.8 * bw,
+        "{:.1}% of the port",
+        100.0 * achieved / bw
+    );
+    assert_eq!(m.stats().peer_requests, lines);
+    assert_eq!(m.stats().l2_hits, lines * 4, "every sector a hit at GPU 1");
+}

@@ -107,6 +107,14 @@
 //!   modelled: coherence of an L2 copy with a store of another chiplet inside a kernel (the
 //!   model is timing-only), write acknowledgements from the LLC, L2 copies of lines an
 //!   atomic changes at the home.
+//! - **Several GPUs** (`system.gpus` > 1): a page's GPU is the device of the first `Alloc`
+//!   command covering it ([`GpuHomes`]; pages no `Alloc` covers: GPU 0), its chiplet inside
+//!   that GPU `package.home`'s; channels are numbered across the system, so the home
+//!   channel of a line names its GPU. An SM's request for another GPU's line (a peer
+//!   access, `peer_requests`) goes through its chiplet's link interface and the GPU switch
+//!   (`link.rs`) to the home L2 slice, which serves it as any request: the requesting GPU's
+//!   L2 never holds it (a memory-side L2 caches only its own lines; the SM's L1D treats it
+//!   as any global line).
 //! - **DRAM** (`dram.rs`): `chunk = addr / dram.interleave_bytes`, `channel = chunk %
 //!   channels`, `local = (chunk / channels) * interleave_bytes + addr % interleave_bytes`,
 //!   then banks and rows inside the channel (see `dram.rs`).
