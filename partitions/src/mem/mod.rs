@@ -108,7 +108,7 @@
 //!   model is timing-only), write acknowledgements from the LLC, L2 copies of lines an
 //!   atomic changes at the home.
 //! - **Several GPUs** (`system.gpus` > 1): a page's GPU is the device of the first `Alloc`
-//!   command covering it ([`GpuHomes`]; pages no `Alloc` covers: GPU 0), its chiplet inside
+//!   command covering it (`GpuHomes`; pages no `Alloc` covers: GPU 0), its chiplet inside
 //!   that GPU `package.home`'s; channels are numbered across the system, so the home
 //!   channel of a line names its GPU. An SM's request for another GPU's line (a peer
 //!   access, `peer_requests`) goes through its chiplet's link interface and the GPU switch
