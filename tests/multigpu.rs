@@ -112,14 +112,25 @@ fn two_gpus_of_four_chiplets_give_identical_stats_on_any_thread_count() {
 }
 
 /// The frontend's `peer_stream` workload (device `g` adds `a_g` and the next GPU's `b`) on
-/// dgx-8gpu: the same bytes on 1 and 4 threads, a kernel per GPU in trace order, and peer
-/// requests on every GPU.
+/// dgx-8gpu: the same bytes on 1 and 4 threads and with each GPU cut into 3 partitions, a
+/// kernel per GPU in trace order, and peer requests on every GPU.
 #[test]
 fn peer_stream_workload_runs_on_dgx() {
     let args = ["--workload", "peer_stream", "--param", "n=16384"];
     let (one, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "1"]].concat());
     let (four, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "4"]].concat());
     assert!(one == four, "--threads 4 changed the stats");
+    // Cut further, each GPU into 3 SM clusters (24 partitions): the same bytes again.
+    let cut = [
+        "--set",
+        "partitioning.mode=sm_cluster",
+        "--set",
+        "partitioning.sm_clusters=3",
+        "--threads",
+        "4",
+    ];
+    let (cut, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &cut[..]].concat());
+    assert!(one == cut, "the SM-cluster cut changed the stats");
     let s = json(&one);
     let kernels = s["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), 8);
