@@ -405,3 +405,35 @@ fn gpu_port_bandwidth_is_never_exceeded_under_streaming() {
     assert_eq!(m.stats().peer_requests, lines);
     assert_eq!(m.stats().l2_hits, lines * 4, "every sector a hit at GPU 1");
 }
+
+/// `topology: pcie_host` is the same switch-shaped fabric under the root complex's name;
+/// every chiplet of every GPU has its port up and the switch's port down, in chiplet order.
+#[test]
+fn gpu_fabric_ports_are_named_by_topology() {
+    let cfg = preset(
+        "a100-4chiplet.yaml",
+        &[
+            ("system.gpus", "2"),
+            ("system.gpu_link.topology", "pcie_host"),
+        ],
+    );
+    let m = MemSystem::new(&cfg);
+    let names: Vec<(String, String)> = m
+        .link_reports()
+        .into_iter()
+        .filter(|r| r.gpu_link)
+        .map(|r| r.names)
+        .collect();
+    let mut want = Vec::new();
+    for k in 0..8 {
+        let port = format!("gpu{}.chiplet{k}", k / 4);
+        want.push((port.clone(), "pcie_host".to_string()));
+        want.push(("pcie_host".to_string(), port));
+    }
+    assert_eq!(names, want);
+    // Package links keep their chiplet names, each GPU's switch named by its GPU.
+    assert!(m
+        .link_reports()
+        .iter()
+        .any(|r| r.names == ("gpu1.switch".to_string(), "chiplet5".to_string())));
+}
