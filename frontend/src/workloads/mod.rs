@@ -11,6 +11,7 @@ use std::path::Path;
 
 mod bfs;
 mod gemm;
+mod halo;
 mod histogram;
 mod peer_stream;
 mod probes;
@@ -48,6 +49,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &bfs::SPEC,
         &reduce::SPEC,
         &peer_stream::SPEC,
+        &halo::SPEC,
         &probes::POINTER_CHASE,
         &probes::FMA_CHAIN,
         &probes::FMA_STREAMS,
