@@ -12,7 +12,16 @@ use tessera_traces::{DecodedCta, KernelMeta, TraceFile};
 /// kept by an import, the file name).
 fn content(path: &Path) -> (Vec<String>, Vec<(String, Vec<DecodedCta>)>) {
     let t = TraceFile::open(path).unwrap();
-    let cmds = t.commands().iter().map(|c| format!("{c:?}")).collect();
+    // Accel-Sim keeps one command list per device (`kernelslist_ctx_*.g`) and no order
+    // between them, so a multi-device trace comes back from its text grouped by device:
+    // compare each device's commands in order.
+    let mut by_device: Vec<&tessera_traces::Command> = t.commands().iter().collect();
+    by_device.sort_by_key(|c| match c {
+        tessera_traces::Command::MemcpyHtoD { device, .. }
+        | tessera_traces::Command::KernelLaunch { device, .. }
+        | tessera_traces::Command::Alloc { device, .. } => *device,
+    });
+    let cmds = by_device.iter().map(|c| format!("{c:?}")).collect();
     let mut kernels = Vec::new();
     let mut dec = t.decoder();
     for (k, m) in t.kernels().iter().enumerate() {
