@@ -232,17 +232,38 @@ fn pct(a: u64, b: u64) -> f64 {
 
 fn summary(cfg: &GpuConfig, s: &RunStats) {
     let t = &s.totals;
+    let gpus = cfg.system.gpus;
+    let multi = gpus > 1;
+    let shape = if multi || cfg.chiplets > 1 {
+        format!(
+            "{gpus} GPU(s) x {} chiplet(s) x {} SM(s)",
+            cfg.chiplets, cfg.core.sm_count
+        )
+    } else {
+        format!("{} SM(s)", cfg.core.sm_count)
+    };
     outln!(
-        "{}: {} kernel(s), {} CTAs on {} SM(s) at {} MHz",
+        "{}: {} kernel(s), {} CTAs on {shape} at {} MHz",
         cfg.name,
         t.kernels,
         t.ctas,
-        cfg.core.sm_count,
         cfg.core.clock_hz / 1_000_000
     );
     for (i, k) in s.kernels.iter().enumerate() {
+        // With several GPUs, where each kernel ran and when (kernels of different GPUs
+        // overlap).
+        let place = if multi {
+            format!(
+                " on gpu{}, {:.3} to {:.3} us",
+                k.gpu,
+                k.start_ps as f64 / 1e6,
+                k.end_ps as f64 / 1e6
+            )
+        } else {
+            String::new()
+        };
         outln!(
-            "kernel {i} {}: grid {:?} block {:?}, {} CTAs ({} per SM), {} cycles, {} warp instructions, IPC {:.2}",
+            "kernel {i} {}{place}: grid {:?} block {:?}, {} CTAs ({} per SM), {} cycles, {} warp instructions, IPC {:.2}",
             k.name,
             k.grid,
             k.block,
@@ -288,16 +309,36 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         t.dram_writes,
         t.dram_bytes
     );
-    if let Some(busiest) = s.links.iter().max_by_key(|l| (l.busy_ps, l.wire_bytes)) {
-        // Inter-chiplet links: the traffic, and the link that was busiest.
+    // Inter-chiplet links and the GPU fabric (entries to or from its switch), each with
+    // its traffic and its busiest direction.
+    let fabric = |l: &&tessera_partitions::stats::LinkEntry| {
+        [&l.from, &l.to]
+            .iter()
+            .any(|n| *n == "nvswitch" || *n == "pcie_host")
+    };
+    let package: Vec<_> = s.links.iter().filter(|l| !fabric(l)).collect();
+    let gpu_fabric: Vec<_> = s.links.iter().filter(fabric).collect();
+    for (what, links) in [("links", &package), ("GPU fabric", &gpu_fabric)] {
+        if let Some(busiest) = links.iter().max_by_key(|l| (l.busy_ps, l.wire_bytes)) {
+            let wire: u64 = links.iter().map(|l| l.wire_bytes).sum();
+            outln!(
+                "{what}: {} packets, {wire} bytes on the wire ({:.1} GB/s); busiest {} -> {}: \
+                 {:.1}% busy, longest wait {} ps",
+                links.iter().map(|l| l.packets).sum::<u64>(),
+                wire as f64 * 1e3 / t.sim_time_ps.max(1) as f64,
+                busiest.from,
+                busiest.to,
+                pct(busiest.busy_ps, t.sim_time_ps),
+                busiest.max_queued_ps
+            );
+        }
+    }
+    if multi {
+        let global: u64 = s.chiplets.iter().map(|c| c.memory.global_requests).sum();
         outln!(
-            "links: {} packets, {} bytes on the wire; busiest {} -> {}: {:.1}% busy, longest wait {} ps",
-            s.links.iter().map(|l| l.packets).sum::<u64>(),
-            s.links.iter().map(|l| l.wire_bytes).sum::<u64>(),
-            busiest.from,
-            busiest.to,
-            pct(busiest.busy_ps, t.sim_time_ps),
-            busiest.max_queued_ps
+            "peer: {} requests to other GPUs' memory ({:.1}% of {global} global requests)",
+            t.peer_requests,
+            pct(t.peer_requests, global)
         );
     }
     let st = &t.stalls;

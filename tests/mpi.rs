@@ -115,6 +115,41 @@ fn ranks_never_change_results() {
     }
 }
 
+/// A multi-GPU system with peer traffic: 8 A100s behind an NVSwitch (dgx-8gpu.yaml, one
+/// partition per GPU), each GPU reading half its inputs from the next GPU's memory. 1, 2,
+/// 3 and 5 ranks (the switch links every GPU to every other, so the linked exchange talks
+/// to every rank too) and 2 ranks x 2 threads give the bytes of `--threads 1`.
+#[test]
+fn ranks_never_change_results_on_8_gpus_with_peer_traffic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "peer_stream", &["gpus=8", "n=16384"]);
+    let t = tst.to_str().unwrap();
+    let seq = run_stats("dgx-8gpu.yaml", &["--trace", t, "--threads", "1"]).0;
+    let s = json(&seq);
+    // Half of each kernel's loads, a third of its requests, go to the next GPU.
+    let global: u64 = s["chiplets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["memory"]["global_requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(s["totals"]["peer_requests"].as_u64().unwrap() * 3, global);
+    for np in [1, 2, 3, 5] {
+        let got = mpi_stats(np, "dgx-8gpu.yaml", &tst, &[]);
+        assert!(got == seq, "peer_stream on dgx-8gpu: -np {np} differs");
+    }
+    let got = mpi_stats(3, "dgx-8gpu.yaml", &tst, &["--mpi-exchange", "linked"]);
+    assert!(
+        got == seq,
+        "peer_stream on dgx-8gpu: the linked exchange differs"
+    );
+    let got = mpi_stats(2, "dgx-8gpu.yaml", &tst, &["--threads", "2"]);
+    assert!(
+        got == seq,
+        "peer_stream on dgx-8gpu: 2 ranks x 2 threads differ"
+    );
+}
+
 /// More ranks than partitions: one clear error naming both counts, no stats file.
 #[test]
 fn more_ranks_than_partitions_is_an_error() {
