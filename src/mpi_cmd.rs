@@ -15,37 +15,34 @@ use anyhow::Result;
 
 use crate::run_cmd::RunArgs;
 
-/// Environment variables that MPI launchers set in each process, and the ones that carry
-/// the number of ranks (Open MPI, MPICH/Hydra and PMI-2, PMIx, Slurm's `srun`).
-const RANK_VARS: [&str; 5] = [
+/// Environment variables that MPI launchers set in each process they start: Open MPI's
+/// `mpirun`, MPICH/Hydra and PMI-2, PMIx, Intel MPI.
+const RANK_VARS: [&str; 4] = [
     "OMPI_COMM_WORLD_RANK",
     "PMI_RANK",
     "PMIX_RANK",
     "MPI_LOCALRANKID",
-    "SLURM_PROCID",
 ];
-const SIZE_VARS: [&str; 4] = [
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_SIZE",
-    "SLURM_NTASKS",
-    "MPI_LOCALNRANKS",
-];
+/// Where they give the number of ranks.
+const SIZE_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"];
 
-/// When this process was started by an MPI launcher: the number of ranks it reports (1
-/// when it names none). `None`: a plain run.
+/// When this process was started by an MPI launcher or as one task of a Slurm job step of
+/// several (`srun -n 4`): the number of ranks it reports (1 when it names none). `None`: a
+/// plain run. A batch script's own process (`sbatch`) is not a job step: Slurm sets
+/// `SLURM_STEP_NUM_TASKS` only in the tasks `srun` starts.
 pub fn launched_ranks() -> Option<usize> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    if !RANK_VARS.iter().any(|k| var(k).is_some()) {
+    let slurm_tasks = var("SLURM_STEP_NUM_TASKS").and_then(|v| v.parse::<usize>().ok());
+    let mpi = RANK_VARS.iter().any(|k| var(k).is_some());
+    if !mpi && !matches!(slurm_tasks, Some(n) if n > 1) {
         return None;
     }
-    // `srun` sets SLURM_PROCID for any job step, MPI or not; a step of one task is a plain
-    // run unless an MPI launcher's own variable says otherwise.
     let size = SIZE_VARS
         .iter()
         .find_map(|k| var(k)?.parse::<usize>().ok())
+        .or(slurm_tasks)
         .unwrap_or(1);
-    let mpi_own = RANK_VARS[..4].iter().any(|k| var(k).is_some());
-    (mpi_own || size > 1).then_some(size)
+    Some(size)
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -378,8 +378,9 @@ fn warps_narrower_than_the_cores_are_an_error() {
     );
 }
 
-/// A tessera built without MPI, started by `mpirun -np 2`: every rank would run the whole
-/// system and write the same stats file, so each refuses with one clear message instead.
+/// A tessera built without MPI, started by `mpirun -np 2` or `srun -n 4`: every rank would
+/// run the whole system and write the same stats file, so each refuses with one clear
+/// message instead.
 #[cfg(not(feature = "mpi"))]
 #[test]
 fn a_build_without_mpi_refuses_to_run_as_several_ranks() {
@@ -396,4 +397,29 @@ fn a_build_without_mpi_refuses_to_run_as_several_ranks() {
         .unwrap();
     assert_clean_failure(&o, &["2 ranks", "built without MPI", "--features mpi"]);
     assert_no_output(&out);
+    // The same from `srun -n 4` (a Slurm job step of 4 tasks)...
+    let o = std::process::Command::new(bin())
+        .args(["run", "--config"])
+        .arg(config("default.yaml"))
+        .args(["--workload", "vectoradd", "--stats-out"])
+        .arg(&out)
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_STEP_NUM_TASKS", "4")
+        .output()
+        .unwrap();
+    assert_clean_failure(&o, &["4 ranks", "built without MPI"]);
+    assert_no_output(&out);
+    // ...but a batch script's own process, in an allocation of 16 tasks, is a plain run.
+    let o = std::process::Command::new(bin())
+        .args(["run", "--config"])
+        .arg(config("default.yaml"))
+        .args(["--workload", "vectoradd", "-p", "n=4096", "--stats-out"])
+        .arg(&out)
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_NTASKS", "16")
+        .env_remove("SLURM_STEP_NUM_TASKS")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.exists());
 }
