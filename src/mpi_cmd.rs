@@ -103,6 +103,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         &setup.trace,
         &world,
         a.mpi_exchange,
+        a.placement,
         a.threads as usize,
     );
     match run {

@@ -6,7 +6,7 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_cluster::{run_gpu_progress, GpuProgress};
+use tessera_cluster::{run_gpu_placed, GpuProgress};
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
@@ -35,13 +35,23 @@ pub struct RunArgs {
     /// Override one config key, `section.key=value` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv)]
     set: Vec<(String, String)>,
-    /// Worker threads: the GPU's partitions are dealt to them in contiguous blocks and
+    /// Worker threads: the GPU's partitions are dealt to them (`--placement`) and
     /// simulated in parallel, with byte-identical results for any N. Only a GPU cut into
     /// several partitions can use more than one (`--set partitioning.mode=sm_cluster --set
     /// partitioning.sm_clusters=K`); N above the partition count is clamped to it, so with
     /// one partition more threads cannot help.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: u32,
+    /// How the partitions are dealt to the threads (or, under MPI, to the ranks):
+    /// `contiguous` blocks (neighbours together, fewer messages between workers) or
+    /// `round_robin` (spreads partitions busy at the same time, such as GPUs whose kernels
+    /// are launched one after another). Results are the same bytes either way.
+    #[arg(
+        long,
+        value_name = "contiguous|round_robin",
+        default_value = "contiguous"
+    )]
+    pub(crate) placement: tessera_cluster::Placement,
     /// Write the stats JSON here (as <FILE>.partial, renamed when complete).
     #[arg(long, value_name = "FILE.json")]
     stats_out: Option<PathBuf>,
@@ -157,7 +167,7 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     };
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         std::io::stderr().is_terminal().then_some(&mut show);
-    let (stats, windows) = run_gpu_progress(&cfg, &trace, threads, report)
+    let (stats, windows) = run_gpu_placed(&cfg, &trace, threads, a.placement, report)
         .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     if shown {
         eprintln!();

@@ -118,7 +118,8 @@ fn ranks_never_change_results() {
 /// A multi-GPU system with peer traffic: 8 A100s behind an NVSwitch (dgx-8gpu.yaml, one
 /// partition per GPU), each GPU reading half its inputs from the next GPU's memory. 1, 2,
 /// 3 and 5 ranks (the switch links every GPU to every other, so the linked exchange talks
-/// to every rank too) and 2 ranks x 2 threads give the bytes of `--threads 1`.
+/// to every rank too), 2 ranks x 2 threads and 3 ranks dealt round robin give the bytes of
+/// `--threads 1`.
 #[test]
 fn ranks_never_change_results_on_8_gpus_with_peer_traffic() {
     let tmp = tempfile::tempdir().unwrap();
@@ -147,6 +148,11 @@ fn ranks_never_change_results_on_8_gpus_with_peer_traffic() {
     assert!(
         got == seq,
         "peer_stream on dgx-8gpu: 2 ranks x 2 threads differ"
+    );
+    let got = mpi_stats(3, "dgx-8gpu.yaml", &tst, &["--placement", "round_robin"]);
+    assert!(
+        got == seq,
+        "peer_stream on dgx-8gpu: round-robin ranks differ"
     );
 }
 

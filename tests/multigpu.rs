@@ -120,6 +120,10 @@ fn peer_stream_workload_runs_on_dgx() {
     let (one, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "1"]].concat());
     let (four, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &["--threads", "4"]].concat());
     assert!(one == four, "--threads 4 changed the stats");
+    // GPUs dealt round robin (0, 2, 4, 6 on one thread, 1, 3, 5, 7 on the other).
+    let rr = ["--threads", "2", "--placement", "round_robin"];
+    let (rr, _) = run_stats("dgx-8gpu.yaml", &[&args[..], &rr[..]].concat());
+    assert!(one == rr, "round-robin placement changed the stats");
     // Cut further, each GPU into 3 SM clusters (24 partitions): the same bytes again.
     let cut = [
         "--set",

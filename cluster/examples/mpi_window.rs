@@ -15,7 +15,7 @@ mod common;
 use std::time::Instant;
 
 use mpi::topology::Communicator;
-use tessera_cluster::{rank_owners, Engine, Exchange, MpiTransport, Picos};
+use tessera_cluster::{rank_owners, Engine, Exchange, MpiTransport, Picos, Placement};
 
 fn main() {
     let Some(universe) = mpi::initialize() else {
@@ -35,7 +35,8 @@ fn main() {
         .map(|p| (0..16).filter(|n| n % parts == p).collect())
         .collect();
     let expected = sys.run(&groups, None).unwrap_or_else(|e| panic!("{e}"));
-    let owners = rank_owners(groups.len(), world.size() as usize).unwrap_or_else(|e| panic!("{e}"));
+    let owners = rank_owners(groups.len(), world.size() as usize, Placement::Contiguous)
+        .unwrap_or_else(|e| panic!("{e}"));
     let rank = world.rank() as usize;
     let mut times = Vec::new();
     let mut windows = 0;

@@ -133,12 +133,12 @@ pub use error::EngineError;
 pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
 pub use routing::Routing;
 pub use system::{
-    run_gpu, run_gpu_progress, run_gpu_threads, run_sequential, run_threads, run_threads_with,
-    GpuProgress,
+    run_gpu, run_gpu_placed, run_gpu_progress, run_gpu_threads, run_sequential, run_threads,
+    run_threads_with, GpuProgress,
 };
 #[cfg(feature = "mpi")]
 pub use system::{run_gpu_mpi, MpiRun};
-pub use threads::{Aborted, ThreadTransport, WorkerMap};
+pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 
 pub use tessera_interconnect::{

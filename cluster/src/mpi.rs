@@ -80,10 +80,15 @@ pub struct MpiTransport {
     failed: bool,
 }
 
-/// Contiguous blocks of partitions per rank, as even as possible (rank `r` hosts
-/// `r * n / R .. (r + 1) * n / R`). More ranks than partitions is an error: a rank with
-/// nothing to simulate would only slow every window down.
-pub fn rank_owners(partitions: usize, ranks: usize) -> Result<Vec<usize>, EngineError> {
+/// The rank of each partition: contiguous blocks, as even as possible (rank `r` hosts
+/// `r * n / R .. (r + 1) * n / R`), or round robin, per `placement`. More ranks than
+/// partitions is an error: a rank with nothing to simulate would only slow every window
+/// down.
+pub fn rank_owners(
+    partitions: usize,
+    ranks: usize,
+    placement: crate::Placement,
+) -> Result<Vec<usize>, EngineError> {
     if partitions == 0 {
         return Err(EngineError::NoPartitions);
     }
@@ -96,7 +101,9 @@ pub fn rank_owners(partitions: usize, ranks: usize) -> Result<Vec<usize>, Engine
             ),
         });
     }
-    Ok((0..partitions).map(|p| p * ranks / partitions).collect())
+    Ok((0..partitions)
+        .map(|p| placement.owner(p, partitions, ranks))
+        .collect())
 }
 
 impl MpiTransport {

@@ -5,7 +5,7 @@ use std::thread;
 
 use tessera_interconnect::{Link, Partition, Picos, PortId};
 
-use crate::threads::{Aborted, ThreadTransport, WorkerMap};
+use crate::threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 use crate::{Engine, EngineError, Routing, WindowStats};
 
 /// Stack of each worker thread: the size of a main thread's, since the sequential run the
@@ -242,11 +242,28 @@ pub fn run_gpu_progress(
     threads: usize,
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
+    run_gpu_placed(cfg, trace, threads, Placement::Contiguous, on_progress)
+}
+
+/// [`run_gpu_progress`] with the partitions dealt to the threads as `placement` says
+/// (the stats are the same bytes for any placement).
+pub fn run_gpu_placed(
+    cfg: &tessera_partitions::config::GpuConfig,
+    trace: &tessera_traces::TraceFile,
+    threads: usize,
+    placement: Placement,
+    on_progress: Option<&mut dyn FnMut(GpuProgress)>,
+) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
     use tessera_partitions::gpu::{build, collect_stats, GpuError};
     let sys = build(cfg, trace)?;
     let run = match on_progress {
         Some(report) if threads <= 1 => run_reporting(sys.partitions, sys.ports, sys.links, report),
-        _ => run_threads(sys.partitions, sys.ports, sys.links, threads),
+        _ => (|| {
+            let routing = Routing::new(sys.partitions.len(), sys.ports)?;
+            let lookahead = routing.lookahead(sys.links)?.unwrap_or(Picos::MAX);
+            let map = WorkerMap::place(sys.partitions.len(), threads, placement)?;
+            run_threads_with(lookahead, routing, sys.partitions, &map)
+        })(),
     };
     match run {
         Ok((parts, w)) => Ok((collect_stats(cfg, parts), w)),
@@ -301,7 +318,7 @@ fn run_reporting<'t>(
 pub type MpiRun = Option<(tessera_partitions::stats::RunStats, WindowStats)>;
 
 /// The GPU of `cfg` running `trace` on the ranks of `world` ([`crate::MpiTransport`]): the
-/// partitions are dealt to ranks in contiguous blocks ([`crate::rank_owners`]; more ranks
+/// partitions are dealt to ranks as `placement` says ([`crate::rank_owners`]; more ranks
 /// than partitions is an error), each rank builds and simulates only its own, and at the
 /// end every rank summarizes its partitions ([`tessera_partitions::gpu::stats_part`], after
 /// agreeing on the run's end) and rank 0 gathers and merges the parts: the same bytes as
@@ -320,6 +337,7 @@ pub fn run_gpu_mpi(
     trace: &tessera_traces::TraceFile,
     world: &mpi::topology::SimpleCommunicator,
     exchange: crate::mpi::Exchange,
+    placement: Placement,
     threads: usize,
 ) -> Result<MpiRun, tessera_partitions::gpu::GpuError> {
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
@@ -335,7 +353,8 @@ pub fn run_gpu_mpi(
     };
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
-    let owners = crate::mpi::rank_owners(parts, world.size() as usize).map_err(engine_err)?;
+    let owners =
+        crate::mpi::rank_owners(parts, world.size() as usize, placement).map_err(engine_err)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
     let sys = build_hosted(cfg, trace, &hosted)?;
     let routing = Routing::new(parts, sys.ports).map_err(engine_err)?;

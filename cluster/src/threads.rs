@@ -32,6 +32,41 @@ use tessera_interconnect::Message;
 use crate::transport::{Transport, WindowReport};
 use crate::{BoxError, EngineError};
 
+/// How partitions are dealt to workers (threads or MPI ranks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// Contiguous blocks, as even as possible (neighbouring partitions together: fewer
+    /// messages cross workers).
+    #[default]
+    Contiguous,
+    /// Partition `p` on worker `p mod W` (spreads partitions that are busy at the same
+    /// time, such as GPUs whose kernels start one after another, over the workers).
+    RoundRobin,
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "contiguous" => Ok(Placement::Contiguous),
+            "round_robin" => Ok(Placement::RoundRobin),
+            _ => Err(format!(
+                "unknown placement '{s}': expected contiguous or round_robin"
+            )),
+        }
+    }
+}
+
+impl Placement {
+    /// The worker of partition `p` of `n` among `w` workers (`0 < w <= n`).
+    pub fn owner(self, p: usize, n: usize, w: usize) -> usize {
+        match self {
+            Placement::Contiguous => p * w / n,
+            Placement::RoundRobin => p % w,
+        }
+    }
+}
+
 /// Which worker thread hosts each partition. Every worker hosts at least one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerMap {
@@ -49,6 +84,20 @@ impl WorkerMap {
     pub fn contiguous(partitions: usize, threads: usize) -> Result<WorkerMap, EngineError> {
         let t = Self::clamp(partitions, threads)?;
         WorkerMap::from_owners((0..partitions).map(|p| p * t / partitions).collect())
+    }
+
+    /// [`WorkerMap::contiguous`] or [`WorkerMap::round_robin`], as `placement` says.
+    pub fn place(
+        partitions: usize,
+        threads: usize,
+        placement: Placement,
+    ) -> Result<WorkerMap, EngineError> {
+        let t = Self::clamp(partitions, threads)?;
+        WorkerMap::from_owners(
+            (0..partitions)
+                .map(|p| placement.owner(p, partitions, t))
+                .collect(),
+        )
     }
 
     /// Round-robin: worker `w` hosts partitions `w, w + t, w + 2t, ...`. `threads` is

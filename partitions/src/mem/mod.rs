@@ -549,7 +549,7 @@ fn claim(
 /// the GPU links. Pages no `Alloc` covers are homed on GPU 0.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct GpuHomes {
-    page: u64,
+    page: Divisor,
     /// Disjoint, sorted page intervals `[first, end)` and their GPU.
     pages: Arc<Vec<(u64, u64, u32)>>,
 }
@@ -557,7 +557,7 @@ pub(crate) struct GpuHomes {
 impl GpuHomes {
     /// The homes of `commands`' allocations, by pages of `page_bytes`.
     pub(crate) fn new(page_bytes: u64, commands: &[tessera_traces::Command]) -> GpuHomes {
-        let page = page_bytes.max(1);
+        let page = Divisor::new(page_bytes);
         let mut homes: std::collections::BTreeMap<u64, (u64, u32)> = Default::default();
         for c in commands {
             if let tessera_traces::Command::Alloc {
@@ -567,8 +567,8 @@ impl GpuHomes {
             } = *c
             {
                 if bytes > 0 {
-                    let end = addr.saturating_add(bytes - 1) / page + 1;
-                    claim(&mut homes, addr / page, end, device);
+                    let end = page.div(addr.saturating_add(bytes - 1)) + 1;
+                    claim(&mut homes, page.div(addr), end, device);
                 }
             }
         }
@@ -584,7 +584,7 @@ impl GpuHomes {
         if self.pages.is_empty() {
             return 0;
         }
-        let page = addr / self.page;
+        let page = self.page.div(addr);
         let t = &self.pages;
         let i = t.partition_point(|e| e.1 <= page);
         match t.get(i) {
@@ -636,6 +636,13 @@ pub(crate) struct Divisor {
     pub(crate) d: u64,
     /// `log2(d)` when `d` is a power of two.
     shift: Option<u32>,
+}
+
+impl Default for Divisor {
+    /// Division by 1.
+    fn default() -> Self {
+        Divisor::new(1)
+    }
 }
 
 impl Divisor {
