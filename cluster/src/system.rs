@@ -5,7 +5,8 @@ use std::thread;
 
 use tessera_interconnect::{Link, Partition, Picos, PortId};
 
-use crate::threads::{Aborted, Placement, ThreadTransport, WorkerMap};
+use crate::threads::{AbortHandle, Aborted, Placement, ThreadTransport, WorkerMap};
+use crate::Transport;
 use crate::{Engine, EngineError, Routing, WindowStats};
 
 /// Stack of each worker thread: the size of a main thread's, since the sequential run the
@@ -82,20 +83,40 @@ pub fn run_threads_with<P: Partition + Send>(
     for (parts, transport) in per_worker.into_iter().zip(transports) {
         engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
     }
-    type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
-    fn work<P: Partition>(mut e: Engine<P, ThreadTransport>) -> Done<P> {
-        let stats = e.run()?;
-        Ok((e.into_partitions(), stats))
-    }
-
     let mut engines = engines.into_iter();
     let Some(first) = engines.next() else {
         return Err(EngineError::NoPartitions);
     };
+    let results = run_workers(first, engines.collect(), &abort);
+    gather(map, results)
+}
+
+/// What one worker's engine hands back.
+type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
+
+/// Runs `first` on the calling thread and each of `others` on a worker thread of its own
+/// (named `tessera-worker-<i>`, a main thread's stack), and returns their results, the
+/// calling thread's first. A worker thread that cannot start aborts the others through
+/// `abort` (they would wait for it forever) and is reported as a transport error; a
+/// worker's panic is resumed here once all have stopped.
+fn run_workers<P, T0, T1>(
+    first: Engine<P, T0>,
+    others: Vec<Engine<P, T1>>,
+    abort: &AbortHandle,
+) -> Vec<Done<P>>
+where
+    P: Partition + Send,
+    T0: Transport,
+    T1: Transport + Send,
+{
+    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>) -> Done<P> {
+        let stats = e.run()?;
+        Ok((e.into_partitions(), stats))
+    }
     let (results, panics) = thread::scope(|s| {
-        let mut handles = Vec::with_capacity(map.workers() - 1);
+        let mut handles = Vec::with_capacity(others.len());
         let mut spawn_error = None;
-        for (i, e) in engines.enumerate() {
+        for (i, e) in others.into_iter().enumerate() {
             let spawned = thread::Builder::new()
                 .name(format!("tessera-worker-{}", i + 1))
                 .stack_size(WORKER_STACK)
@@ -103,14 +124,13 @@ pub fn run_threads_with<P: Partition + Send>(
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(err) => {
-                    // The workers already started would wait for this one forever.
                     abort.abort();
                     spawn_error = Some(err);
                     break;
                 }
             }
         }
-        let mut results: Vec<Done<P>> = Vec::with_capacity(map.workers());
+        let mut results: Vec<Done<P>> = Vec::with_capacity(handles.len() + 1);
         let mut panics = Vec::new();
         if let Some(err) = spawn_error {
             drop(first);
@@ -131,7 +151,7 @@ pub fn run_threads_with<P: Partition + Send>(
     if let Some(p) = panics.into_iter().next() {
         std::panic::resume_unwind(p);
     }
-    gather(map, results)
+    results
 }
 
 /// The partitions back in index order, or the error a sequential run would report.
@@ -435,7 +455,6 @@ fn run_rank_threads<P: Partition + Send>(
     rank: crate::mpi::MpiTransport,
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
     use crate::mpi::{NotLeader, RankThreads};
-    use crate::Transport;
     let t = threads.min(hosted.len());
     // Every partition of another rank belongs to worker 0, which talks to the other ranks.
     let mut owner = vec![0; total];
@@ -471,47 +490,7 @@ fn run_rank_threads<P: Partition + Send>(
         let transport = RankThreads::new(tt, NotLeader, own(w + 1));
         others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
     }
-    type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
-    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>) -> Done<P> {
-        let stats = e.run()?;
-        Ok((e.into_partitions(), stats))
-    }
-    let (results, panics) = thread::scope(|s| {
-        let mut handles = Vec::with_capacity(others.len());
-        let mut spawn_error = None;
-        for (i, e) in others.into_iter().enumerate() {
-            let spawned = thread::Builder::new()
-                .name(format!("tessera-worker-{}", i + 1))
-                .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || work(e));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(err) => {
-                    abort.abort();
-                    spawn_error = Some(err);
-                    break;
-                }
-            }
-        }
-        let mut results: Vec<Done<P>> = Vec::with_capacity(t);
-        match spawn_error {
-            Some(err) => results.push(Err(EngineError::Transport {
-                source: format!("cannot start a worker thread: {err}").into(),
-            })),
-            None => results.push(work(leader)),
-        }
-        let mut panics = Vec::new();
-        for h in handles {
-            match h.join() {
-                Ok(r) => results.push(r),
-                Err(p) => panics.push(p),
-            }
-        }
-        (results, panics)
-    });
-    if let Some(p) = panics.into_iter().next() {
-        std::panic::resume_unwind(p);
-    }
+    let results = run_workers(leader, others, &abort);
     let is_abort =
         |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
     let mut all = Vec::new();
