@@ -97,6 +97,18 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             std::process::exit(1);
         }
     };
+    // Every rank sees the same configuration, so every rank would find this: one says it.
+    if let Err(e) = tessera_cluster::rank_owners(
+        setup.cfg.partition_count() as usize,
+        ranks as usize,
+        a.placement,
+    ) {
+        if rank == 0 {
+            eprintln!("error: {}: {e}", setup.label);
+        }
+        drop(universe);
+        std::process::exit(1);
+    }
     let t0 = Instant::now();
     let run = tessera_cluster::run_gpu_mpi(
         &setup.cfg,

@@ -85,6 +85,21 @@ pub(crate) struct Setup {
 /// trace.
 pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
     let cfg = GpuConfig::load(&a.config, &a.set)?;
+    if let (Some(out), false) = (&a.stats_out, quiet) {
+        // Found now rather than after a long run (the writer is this process: a single
+        // run, or MPI's rank 0, the one not quiet).
+        let dir = match out.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "{}: cannot write the stats there: {} is not a directory",
+                out.display(),
+                dir.display()
+            );
+        }
+    }
     let mut temp = None;
     let trace_path = match (&a.trace, &a.workload) {
         (Some(t), _) => t.clone(),

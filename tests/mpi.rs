@@ -196,6 +196,7 @@ fn more_ranks_than_partitions_is_an_error() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.matches("error: ").count(), 1, "not one message:\n{err}");
     assert_no_output(&out);
 }
 

@@ -423,3 +423,26 @@ fn a_build_without_mpi_refuses_to_run_as_several_ranks() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.exists());
 }
+
+/// `--stats-out` into a directory that does not exist fails before simulating anything,
+/// naming the path.
+#[test]
+fn stats_out_in_a_missing_directory_fails_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("no-such-dir").join("stats.json");
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        config("default.yaml").as_os_str(),
+        "--workload".as_ref(),
+        "vectoradd".as_ref(),
+        "--stats-out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_clean_failure(&o, &["no-such-dir", "not a directory"]);
+    assert!(
+        !stdout(&o).contains("gpu_tot_sim_cycle"),
+        "it simulated first"
+    );
+    assert_no_output(&out);
+}
