@@ -15,6 +15,9 @@ struct Line {
 /// Mutable state of an SM's I-cache.
 pub(super) struct Icache {
     spec: IcacheSpec,
+    /// `log2(line_bytes)` when a power of two (always, in the presets): every fetch maps
+    /// its address to a line, and a shift is a cycle where a division is tens.
+    line_shift: Option<u32>,
     lines: Vec<Line>,
     clock: u64,
 }
@@ -23,6 +26,10 @@ impl Icache {
     pub fn new(spec: IcacheSpec) -> Self {
         Icache {
             spec,
+            line_shift: spec
+                .line_bytes
+                .is_power_of_two()
+                .then(|| spec.line_bytes.trailing_zeros()),
             lines: vec![Line::default(); spec.sets as usize * spec.assoc as usize],
             clock: 0,
         }
@@ -38,7 +45,10 @@ impl Icache {
     #[inline(always)]
     pub fn fetch(&mut self, addr: u64, c: u64, hint: &mut u32) -> (u64, bool) {
         let s = &self.spec;
-        let line = addr / s.line_bytes as u64;
+        let line = match self.line_shift {
+            Some(k) => addr >> k,
+            None => addr / s.line_bytes.max(1) as u64,
+        };
         let tag = line + 1;
         self.clock += 1;
         // A line address is in at most one way (of its own set): a match is that line.
