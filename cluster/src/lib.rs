@@ -134,7 +134,7 @@ pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThr
 pub use routing::Routing;
 pub use system::{
     run_gpu, run_gpu_placed, run_gpu_progress, run_gpu_threads, run_sequential, run_threads,
-    run_threads_with, GpuProgress,
+    run_threads_placed, run_threads_with, GpuProgress,
 };
 #[cfg(feature = "mpi")]
 pub use system::{run_gpu_mpi, MpiRun};

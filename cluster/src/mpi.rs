@@ -77,7 +77,6 @@ pub struct MpiTransport {
     send_displs: Vec<Count>,
     recv_displs: Vec<Count>,
     reports: Vec<u64>,
-    failed: bool,
 }
 
 /// The rank of each partition: contiguous blocks, as even as possible (rank `r` hosts
@@ -158,7 +157,6 @@ impl MpiTransport {
             send_displs: vec![0; ranks],
             recv_displs: vec![0; ranks],
             reports: vec![0; 2 * ranks],
-            failed: false,
         })
     }
 
@@ -170,11 +168,6 @@ impl MpiTransport {
     /// The ranks this rank exchanges with under [`Exchange::Linked`].
     pub fn peers(&self) -> &[usize] {
         &self.peers
-    }
-
-    /// Whether [`Transport::abort`] was called (this rank failed).
-    pub fn failed(&self) -> bool {
-        self.failed
     }
 
     /// Encodes the outgoing mail into `out[rank]`, grouped by destination partition.
@@ -406,9 +399,8 @@ impl Transport for MpiTransport {
     }
 
     fn abort(&mut self) {
-        // The caller prints the error and calls `abort_job`: aborting here would end the
-        // process before the message is printed.
-        self.failed = true;
+        // Nothing here: the caller prints the error and calls `abort_job`, and aborting
+        // here would end the process before the message is printed.
     }
 }
 

@@ -41,9 +41,21 @@ pub fn run_threads<P: Partition + Send>(
     links: impl IntoIterator<Item = Link>,
     threads: usize,
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
+    run_threads_placed(partitions, ports, links, threads, Placement::Contiguous)
+}
+
+/// [`run_threads`] with the partitions dealt to the threads as `placement` says
+/// ([`WorkerMap::place`]); the results are the same for any placement.
+pub fn run_threads_placed<P: Partition + Send>(
+    partitions: Vec<P>,
+    ports: impl IntoIterator<Item = (PortId, usize)>,
+    links: impl IntoIterator<Item = Link>,
+    threads: usize,
+    placement: Placement,
+) -> Result<(Vec<P>, WindowStats), EngineError> {
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
-    let map = WorkerMap::contiguous(partitions.len(), threads)?;
+    let map = WorkerMap::place(partitions.len(), threads, placement)?;
     run_threads_with(lookahead, routing, partitions, &map)
 }
 
@@ -176,6 +188,13 @@ fn gather<P>(
         let stats = stats.unwrap_or_default();
         return Ok((map.join(parts)?, stats));
     }
+    Err(first_error(errors))
+}
+
+/// Of the errors of several workers, the one a sequential run would report: the
+/// lowest-ranked ([`rank`]) that is not an abort caused by another worker's failure;
+/// stalls merged over all workers, by partition.
+fn first_error(errors: Vec<EngineError>) -> EngineError {
     let is_abort =
         |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
     let mut stalls: Vec<(usize, String)> = Vec::new();
@@ -199,13 +218,13 @@ fn gather<P>(
         }
     }
     match best {
-        Some(e) if !is_abort(&e) => Err(e),
+        Some(e) if !is_abort(&e) => e,
         _ if !stalls.is_empty() => {
             stalls.sort_by_key(|&(p, _)| p);
-            Err(EngineError::Stalled { reports: stalls })
+            EngineError::Stalled { reports: stalls }
         }
-        Some(e) => Err(e),
-        None => Err(EngineError::Failed),
+        Some(e) => e,
+        None => EngineError::Failed,
     }
 }
 
@@ -274,24 +293,26 @@ pub fn run_gpu_placed(
     placement: Placement,
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<(tessera_partitions::stats::RunStats, WindowStats), tessera_partitions::gpu::GpuError> {
-    use tessera_partitions::gpu::{build, collect_stats, GpuError};
+    use tessera_partitions::gpu::{build, collect_stats};
     let sys = build(cfg, trace)?;
     let run = match on_progress {
         Some(report) if threads <= 1 => run_reporting(sys.partitions, sys.ports, sys.links, report),
-        _ => (|| {
-            let routing = Routing::new(sys.partitions.len(), sys.ports)?;
-            let lookahead = routing.lookahead(sys.links)?.unwrap_or(Picos::MAX);
-            let map = WorkerMap::place(sys.partitions.len(), threads, placement)?;
-            run_threads_with(lookahead, routing, sys.partitions, &map)
-        })(),
+        _ => run_threads_placed(sys.partitions, sys.ports, sys.links, threads, placement),
     };
-    match run {
-        Ok((parts, w)) => Ok((collect_stats(cfg, parts), w)),
-        Err(EngineError::Model { source, .. }) => Err(match source.downcast::<GpuError>() {
+    let (parts, w) = run.map_err(gpu_error)?;
+    Ok((collect_stats(cfg, parts), w))
+}
+
+/// An engine error as the GPU model's: a model error is the model's own
+/// ([`tessera_partitions::gpu::GpuError`]), anything else the engine's, as text.
+fn gpu_error(e: EngineError) -> tessera_partitions::gpu::GpuError {
+    use tessera_partitions::gpu::GpuError;
+    match e {
+        EngineError::Model { source, .. } => match source.downcast::<GpuError>() {
             Ok(g) => *g,
             Err(other) => GpuError::Engine(other.to_string()),
-        }),
-        Err(e) => Err(GpuError::Engine(e.to_string())),
+        },
+        e => GpuError::Engine(e.to_string()),
     }
 }
 
@@ -364,31 +385,24 @@ pub fn run_gpu_mpi(
     use mpi::topology::Communicator;
     use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part, GpuError};
 
-    let engine_err = |e: EngineError| match e {
-        EngineError::Model { source, .. } => match source.downcast::<GpuError>() {
-            Ok(g) => *g,
-            Err(other) => GpuError::Engine(other.to_string()),
-        },
-        e => GpuError::Engine(e.to_string()),
-    };
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
     let owners =
-        crate::mpi::rank_owners(parts, world.size() as usize, placement).map_err(engine_err)?;
+        crate::mpi::rank_owners(parts, world.size() as usize, placement).map_err(gpu_error)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
     let sys = build_hosted(cfg, trace, &hosted)?;
-    let routing = Routing::new(parts, sys.ports).map_err(engine_err)?;
+    let routing = Routing::new(parts, sys.ports).map_err(gpu_error)?;
     let lookahead = routing
         .lookahead(sys.links.iter().cloned())
-        .map_err(engine_err)?
+        .map_err(gpu_error)?
         .unwrap_or(Picos::MAX);
     let transport =
         crate::mpi::MpiTransport::new(world.duplicate(), owners, exchange, &routing, &sys.links)
-            .map_err(engine_err)?;
+            .map_err(gpu_error)?;
     let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
         let mut engine =
-            Engine::new(lookahead, routing, sys.partitions, transport).map_err(engine_err)?;
-        let windows = engine.run().map_err(engine_err)?;
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
+        let windows = engine.run().map_err(gpu_error)?;
         (engine.into_partitions(), windows)
     } else {
         run_rank_threads(
@@ -400,7 +414,7 @@ pub fn run_gpu_mpi(
             threads,
             transport,
         )
-        .map_err(engine_err)?
+        .map_err(gpu_error)?
     };
     let local_end = run_end_ps(&partitions);
     let mut end = 0u64;
@@ -442,8 +456,8 @@ pub fn run_gpu_mpi(
 /// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
 /// of `total` partitions on `threads` worker threads in contiguous blocks, `rank` being the
 /// rank's MPI transport, used by the calling thread only. The partitions come back in no
-/// particular order (the stats sort units themselves); the error returned is the first
-/// thread's that is not an abort caused by another's.
+/// particular order (the stats sort units themselves); on failure, the error
+/// [`first_error`] picks, as on threads alone.
 #[cfg(feature = "mpi")]
 fn run_rank_threads<P: Partition + Send>(
     lookahead: Picos,
@@ -491,25 +505,21 @@ fn run_rank_threads<P: Partition + Send>(
         others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
     }
     let results = run_workers(leader, others, &abort);
-    let is_abort =
-        |e: &EngineError| matches!(e, EngineError::Transport { source } if source.is::<Aborted>());
     let mut all = Vec::new();
     let mut stats = None;
-    let mut first_abort = None;
+    let mut errors = Vec::new();
     for r in results {
         match r {
             Ok((p, w)) => {
                 stats.get_or_insert(w);
                 all.extend(p);
             }
-            Err(e) if is_abort(&e) => {
-                first_abort.get_or_insert(e);
-            }
-            Err(e) => return Err(e),
+            Err(e) => errors.push(e),
         }
     }
-    match first_abort {
-        Some(e) => Err(e),
-        None => Ok((all, stats.unwrap_or_default())),
+    if errors.is_empty() {
+        Ok((all, stats.unwrap_or_default()))
+    } else {
+        Err(first_error(errors))
     }
 }
