@@ -84,8 +84,11 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
     world.all_gather_into(&failed, &mut all[..]);
     let setup = match setup {
         Ok(s) if all.iter().all(|&f| f == 0) => s,
-        Ok(_) => {
-            // Another rank failed and reports it; the job fails quietly here.
+        Ok(s) => {
+            // Another rank failed and reports it; the job fails quietly here. (Dropped
+            // before `exit`, which runs no destructors: a recorded workload's temporary
+            // trace goes with it.)
+            drop(s);
             drop(universe);
             std::process::exit(1);
         }
@@ -106,6 +109,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         if rank == 0 {
             eprintln!("error: {}: {e}", setup.label);
         }
+        drop(setup);
         drop(universe);
         std::process::exit(1);
     }
@@ -121,6 +125,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
     match run {
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);
+            drop(setup);
             tessera_cluster::mpi::abort_job(&world, 1)
         }
         Ok(None) => Ok(()),
@@ -132,6 +137,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             .to_lowercase();
             if let Err(e) = crate::run_cmd::report_run(&a, &setup.cfg, &stats, &windows, t0, &on) {
                 eprintln!("error: rank 0 of {ranks}: {e:#}");
+                drop(setup);
                 tessera_cluster::mpi::abort_job(&world, 1)
             }
             Ok(())

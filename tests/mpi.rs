@@ -169,7 +169,8 @@ fn ranks_never_change_results_on_8_gpus_with_peer_traffic() {
     );
 }
 
-/// More ranks than partitions: one clear error naming both counts, no stats file.
+/// More ranks than partitions: one clear error naming both counts, no stats file, no
+/// temporary trace left by any rank.
 #[test]
 fn more_ranks_than_partitions_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
@@ -198,6 +199,25 @@ fn more_ranks_than_partitions_is_an_error() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(err.matches("error: ").count(), 1, "not one message:\n{err}");
     assert_no_output(&out);
+    // The same with a built-in workload, recorded by every rank to a temporary trace:
+    // the ranks leave none behind.
+    let tmpdir = tmp.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let cfg = config("a100-4chiplet.yaml");
+    let args = [
+        "run".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+        "--workload".as_ref(),
+        "stream".as_ref(),
+        "-p".as_ref(),
+        "n=4096".as_ref(),
+    ];
+    let o = mpirun_env(5, bin(), &args, &[("TMPDIR", &tmpdir)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("5 MPI ranks"), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().collect();
+    assert!(left.is_empty(), "temporary traces left behind: {left:?}");
 }
 
 /// A wrapper script that runs `tessera run` with `$BAD` as the trace on rank 1 and `$GOOD`
