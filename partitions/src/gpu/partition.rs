@@ -373,9 +373,9 @@ impl<'t> GpuPartition<'t> {
         self.index
     }
 
-    /// Runs unit `u`'s events at `t`, then queues its next one.
-    fn process(&mut self, u: u32, t: Picos) -> Result<(), GpuError> {
-        match self.slot[u as usize] {
+    /// Runs unit `u`'s events at `t`; returns the time of its next one (at least `t`).
+    fn process(&mut self, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
+        Ok(match self.slot[u as usize] {
             Slot::Cp(i) => self.process_cp(i, u, t)?,
             Slot::Link(i) => {
                 while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
@@ -383,9 +383,7 @@ impl<'t> GpuPartition<'t> {
                         .on_packet(at, src, pkt, &mut self.wires)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
                 }
-                if let Some(a) = self.wires.inbox_head(u) {
-                    self.wires.schedule(u, a);
-                }
+                self.wires.inbox_head(u)
             }
             Slot::Sm(i) => self.process_sm(i, u, t)?,
             Slot::Channel(i) => {
@@ -411,16 +409,13 @@ impl<'t> GpuPartition<'t> {
                         .on_packet(at, pkt, &mut self.wires)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
                 }
-                if let Some(a) = self.wires.inbox_head(u) {
-                    self.wires.schedule(u, a);
-                }
+                self.wires.inbox_head(u)
             }
-            Slot::Remote => {}
-        }
-        Ok(())
+            Slot::Remote => None,
+        })
     }
 
-    fn process_cp(&mut self, i: usize, u: u32, t: Picos) -> Result<(), GpuError> {
+    fn process_cp(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         let kernels = self.trace.kernels();
         let ids = self.wires.ids;
         let cp = &mut self.cps[i];
@@ -457,13 +452,10 @@ impl<'t> GpuPartition<'t> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if let Some(n) = next {
-            self.wires.schedule(u, n.max(t));
-        }
-        Ok(())
+        Ok(next.map(|n| n.max(t)))
     }
 
-    fn process_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<(), GpuError> {
+    fn process_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         let period = self.period;
         let kernels = self.trace.kernels();
         let GpuPartition {
@@ -582,10 +574,7 @@ impl<'t> GpuPartition<'t> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if let Some(n) = next {
-            wires.schedule(u, n.max(t));
-        }
-        Ok(())
+        Ok(next.map(|n| n.max(t)))
     }
 }
 
@@ -599,10 +588,12 @@ impl Partition for GpuPartition<'_> {
             if t >= end {
                 break;
             }
-            self.wires.wake.pop();
             self.now = t;
             self.wires.now = t;
-            self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
+            // The unit stays queued while it runs (at `t`, the earliest time: anything
+            // it sends arrives no earlier) and then moves to its next time in one step.
+            let next = self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
+            self.wires.wake.requeue(u, next);
             if let Some((src, dst, at, now)) = self.wires.early {
                 return Err(Box::new(GpuError::Protocol(format!(
                     "unit {src} sent unit {dst} a packet arriving at {at} ps, before the \

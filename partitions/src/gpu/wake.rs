@@ -41,14 +41,53 @@ impl WakeQueue {
         self.sift_up(i);
     }
 
+    /// Moves queued `unit` to `at` (later or earlier), or out of the queue (`None`); an
+    /// unqueued one is queued at `at`. Used for the unit just run, which stays queued while
+    /// it runs: one sift instead of a pop and a push.
+    #[inline]
+    pub(super) fn requeue(&mut self, unit: u32, at: Option<Picos>) {
+        let u = unit as usize;
+        let p = self.pos[u];
+        if p == NONE {
+            if let Some(at) = at {
+                self.schedule(unit, at);
+            }
+            return;
+        }
+        let i = p as usize;
+        match at {
+            Some(at) => {
+                let old = self.heap[i].0;
+                self.heap[i].0 = at;
+                if at < old {
+                    self.sift_up(i);
+                } else {
+                    self.sift_down(i);
+                }
+            }
+            None => {
+                self.pos[u] = NONE;
+                let Some(last) = self.heap.pop() else {
+                    return;
+                };
+                if i < self.heap.len() {
+                    self.heap[i] = last;
+                    self.sift_down(i);
+                    let j = self.pos[last.1 as usize] as usize;
+                    self.sift_up(j);
+                }
+            }
+        }
+    }
+
     /// The earliest `(time, unit)`.
     #[inline]
     pub(super) fn peek(&self) -> Option<(Picos, u32)> {
         self.heap.first().copied()
     }
 
-    /// Removes the earliest unit.
-    #[inline]
+    /// Removes the earliest unit (the partition uses [`WakeQueue::requeue`] instead).
+    #[cfg(test)]
     pub(super) fn pop(&mut self) -> Option<(Picos, u32)> {
         let top = *self.heap.first()?;
         let last = self.heap.pop()?;
@@ -119,6 +158,21 @@ mod tests {
             out.push(x);
         }
         assert_eq!(out, [(5, 2), (10, 7), (20, 1), (20, 5), (50, 3)]);
+        // `requeue` moves a unit either way or drops it, wherever it is in the heap.
+        let mut q = WakeQueue::new(8);
+        for (u, t) in [(3, 50), (1, 20), (5, 30), (2, 90), (7, 10), (4, 60)] {
+            q.schedule(u, t);
+        }
+        q.requeue(7, Some(70)); // the head, later
+        q.requeue(2, Some(15)); // a leaf, earlier
+        q.requeue(5, None); // dropped
+        q.requeue(6, Some(40)); // not queued: queued
+        q.requeue(0, None); // not queued: nothing
+        let mut out = Vec::new();
+        while let Some(x) = q.pop() {
+            out.push(x);
+        }
+        assert_eq!(out, [(15, 2), (20, 1), (40, 6), (50, 3), (60, 4), (70, 7)]);
         assert!(q.peek().is_none());
         // A pseudo-random stream against a sorted reference.
         let mut q = WakeQueue::new(64);
