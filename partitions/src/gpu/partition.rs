@@ -686,7 +686,12 @@ mod tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let at = seq * 10 + if x % 4 == 0 { 0 } else { (x >> 20) % 300 };
+            let at = seq * 10
+                + if x.is_multiple_of(4) {
+                    0
+                } else {
+                    (x >> 20) % 300
+                };
             let src = ((x >> 40) % 5) as u32;
             let a = Arrival {
                 at,
