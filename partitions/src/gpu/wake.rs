@@ -1,143 +1,84 @@
 //! The wake-up queue of a partition's units: each unit is in it at most once, at its next
-//! event time, and moving it earlier is a decrease-key (no stale entries to skip).
+//! event time, and moving it is an update in place (no stale entries to skip).
 
 use crate::Picos;
 
-const NONE: u32 = u32::MAX;
+/// The key of an empty leaf: after every real `(time, unit)`.
+const ABSENT: (Picos, u32) = (Picos::MAX, u32::MAX);
 
-/// An indexed binary min-heap of units keyed by `(time, unit id)`, the keys stored in the
-/// heap itself (comparisons touch one array).
+/// A tournament tree over the units: leaf `u` holds unit `u`'s `(time, unit id)` key
+/// ([`ABSENT`] when not queued) and each inner node the least key below it, so the root is
+/// the next unit to run. Moving a unit (either way) rewrites the nodes above its leaf,
+/// stopping where a node keeps its value: no element moves and no position index, unlike
+/// an indexed heap, whose sift of a unit that moves far later took ~200 instructions.
 #[derive(Clone, Debug, Default)]
 pub(super) struct WakeQueue {
-    /// `(time, unit id)` in heap order.
-    heap: Vec<(Picos, u32)>,
-    /// By unit id: its index in `heap`, or `NONE`.
-    pos: Vec<u32>,
+    /// Node `i`'s children are `2i` and `2i + 1`; leaves from `leaves` on; node 0 unused.
+    tree: Vec<(Picos, u32)>,
+    leaves: usize,
 }
 
 impl WakeQueue {
     pub(super) fn new(units: usize) -> WakeQueue {
+        let leaves = units.max(1).next_power_of_two();
         WakeQueue {
-            heap: Vec::with_capacity(units),
-            pos: vec![NONE; units],
+            tree: vec![ABSENT; 2 * leaves],
+            leaves,
         }
     }
 
     /// Queues `unit` at `at`, or moves it earlier if it is queued later.
     #[inline]
     pub(super) fn schedule(&mut self, unit: u32, at: Picos) {
-        let u = unit as usize;
-        let i = match self.pos[u] {
-            NONE => {
-                self.heap.push((at, unit));
-                self.heap.len() - 1
-            }
-            p if at < self.heap[p as usize].0 => {
-                self.heap[p as usize].0 = at;
-                p as usize
-            }
-            _ => return,
-        };
-        self.sift_up(i);
+        let i = self.leaves + unit as usize;
+        if (at, unit) < self.tree[i] {
+            self.set(i, (at, unit));
+        }
     }
 
-    /// Moves queued `unit` to `at` (later or earlier), or out of the queue (`None`); an
-    /// unqueued one is queued at `at`. Used for the unit just run, which stays queued while
-    /// it runs: one sift instead of a pop and a push.
+    /// Moves `unit` to `at` (later or earlier), or out of the queue (`None`). Used for the
+    /// unit just run, which stays queued while it runs.
     #[inline]
     pub(super) fn requeue(&mut self, unit: u32, at: Option<Picos>) {
-        let u = unit as usize;
-        let p = self.pos[u];
-        if p == NONE {
-            if let Some(at) = at {
-                self.schedule(unit, at);
-            }
-            return;
+        let i = self.leaves + unit as usize;
+        let k = at.map_or(ABSENT, |at| (at, unit));
+        if self.tree[i] != k {
+            self.set(i, k);
         }
-        let i = p as usize;
-        match at {
-            Some(at) => {
-                let old = self.heap[i].0;
-                self.heap[i].0 = at;
-                if at < old {
-                    self.sift_up(i);
-                } else {
-                    self.sift_down(i);
-                }
+    }
+
+    /// Sets leaf `i` to `k` and the nodes above it.
+    #[inline]
+    fn set(&mut self, mut i: usize, k: (Picos, u32)) {
+        self.tree[i] = k;
+        while i > 1 {
+            let sib = self.tree[i ^ 1];
+            let m = if sib < self.tree[i] {
+                sib
+            } else {
+                self.tree[i]
+            };
+            i >>= 1;
+            if self.tree[i] == m {
+                break;
             }
-            None => {
-                self.pos[u] = NONE;
-                let Some(last) = self.heap.pop() else {
-                    return;
-                };
-                if i < self.heap.len() {
-                    self.heap[i] = last;
-                    self.sift_down(i);
-                    let j = self.pos[last.1 as usize] as usize;
-                    self.sift_up(j);
-                }
-            }
+            self.tree[i] = m;
         }
     }
 
     /// The earliest `(time, unit)`.
     #[inline]
     pub(super) fn peek(&self) -> Option<(Picos, u32)> {
-        self.heap.first().copied()
+        let k = self.tree[1];
+        (k.1 != ABSENT.1).then_some(k)
     }
 
     /// Removes the earliest unit (the partition uses [`WakeQueue::requeue`] instead).
     #[cfg(test)]
     pub(super) fn pop(&mut self) -> Option<(Picos, u32)> {
-        let top = *self.heap.first()?;
-        let last = self.heap.pop()?;
-        self.pos[top.1 as usize] = NONE;
-        if !self.heap.is_empty() {
-            self.heap[0] = last;
-            self.sift_down(0);
-        }
+        let top = self.peek()?;
+        self.requeue(top.1, None);
         Some(top)
-    }
-
-    fn sift_up(&mut self, mut i: usize) {
-        let x = self.heap[i];
-        while i > 0 {
-            let p = (i - 1) / 2;
-            if x >= self.heap[p] {
-                break;
-            }
-            self.heap[i] = self.heap[p];
-            self.pos[self.heap[i].1 as usize] = i as u32;
-            i = p;
-        }
-        self.heap[i] = x;
-        self.pos[x.1 as usize] = i as u32;
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let x = self.heap[i];
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                break;
-            }
-            let r = l + 1;
-            let c = if r < n && self.heap[r] < self.heap[l] {
-                r
-            } else {
-                l
-            };
-            if self.heap[c] >= x {
-                break;
-            }
-            self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].1 as usize] = i as u32;
-            i = c;
-        }
-        self.heap[i] = x;
-        self.pos[x.1 as usize] = i as u32;
     }
 }
 
