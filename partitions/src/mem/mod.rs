@@ -144,6 +144,7 @@ mod channel;
 mod dram;
 mod harness;
 mod ldst;
+mod linemap;
 mod link;
 mod packet;
 mod port;
