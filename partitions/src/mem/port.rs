@@ -160,7 +160,12 @@ impl BwPort {
 
     #[inline]
     fn to_ps(&self, units: u128) -> Picos {
-        units.div_ceil(self.den) as Picos
+        // A 64-bit division while the times fit (the first few hundred microseconds at NoC
+        // rates), instead of the 128-bit library call; the same quotient.
+        match (u64::try_from(units), u64::try_from(self.den)) {
+            (Ok(u), Ok(d)) => u.div_ceil(d) as Picos,
+            _ => units.div_ceil(self.den) as Picos,
+        }
     }
 
     /// Busy intervals in exact units (tests).
