@@ -95,7 +95,7 @@ impl BwPort {
         match last {
             None => {
                 self.busy.push((c, c + d));
-                return t;
+                t
             }
             Some(last) if last.1 <= c => {
                 if last.1 == c {
@@ -104,7 +104,7 @@ impl BwPort {
                     self.busy.push((c, c + d));
                 }
                 // `c` is `t` exactly: no division.
-                return t;
+                t
             }
             Some(last) if last.0 <= c => {
                 // Inside the last interval (a queue behind it, the next most common case):
@@ -112,7 +112,7 @@ impl BwPort {
                 // find and merge the same way.
                 let start = last.1;
                 last.1 = start + d;
-                return self.to_ps(start);
+                self.to_ps(start)
             }
             Some(_) => self.reserve_in_gap(c, d),
         }
