@@ -7,6 +7,7 @@
 //! at once with the fill's time, so a later access to it merges with the fill in flight (an
 //! MSHR merge) instead of sending a second request.
 
+use super::linemap::LineMap;
 use crate::Picos;
 
 const INVALID: u64 = u64::MAX;
@@ -39,7 +40,14 @@ pub(crate) struct SectorCache {
     /// By set: ways in use; they are the first ways of the set (only `invalidate_all`
     /// frees ways, and it frees all).
     filled: Vec<u32>,
+    /// Tag to way for every way holding a line, when sets are wide (a lookup instead of a
+    /// scan of up to `assoc` tags on every access). Dropped, for the scan, if a tag ever
+    /// sits in two ways (no caller does that), so `find` always answers as the scan would.
+    index: Option<LineMap>,
 }
+
+/// Sets at least this wide get a tag index; narrower ones are scanned (a few compares).
+const INDEX_MIN_ASSOC: usize = 16;
 
 const NIL: u32 = u32::MAX;
 
@@ -78,6 +86,17 @@ impl SectorCache {
             mru: vec![NIL; sets as usize],
             lru: vec![NIL; sets as usize],
             filled: vec![0; sets as usize],
+            index: (assoc >= INDEX_MIN_ASSOC).then(|| LineMap::with_capacity(n)),
+        }
+    }
+
+    /// Sectors `0..spl` as a mask (per-sector state exists only for those).
+    #[inline]
+    fn spl_mask(&self) -> u64 {
+        if self.spl >= 64 {
+            u64::MAX
+        } else {
+            (1 << self.spl) - 1
         }
     }
 
@@ -94,6 +113,14 @@ impl SectorCache {
     pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
         let s = self.set_of(set);
         let base = s * self.assoc;
+        if let (Some(ix), false) = (&self.index, tag == INVALID) {
+            // Every way holding a line is indexed and no tag is in two ways: the scan would
+            // find exactly this way, or nothing when it lies in another set.
+            return ix
+                .get(tag)
+                .map(|w| w as usize)
+                .filter(|&w| w >= base && w < base + self.assoc);
+        }
         // Only the ways in use can hold a line (the others are `INVALID`, which only a
         // search for `INVALID` itself, never a line address in practice, must still see).
         let n = if tag == INVALID {
@@ -170,6 +197,14 @@ impl SectorCache {
         } else {
             None
         };
+        if let Some(ix) = &mut self.index {
+            ix.remove(self.tags[victim]);
+            if tag != INVALID && !ix.insert(tag, victim as u32) {
+                // The tag is in another way too: the index could not tell which one the
+                // scan finds first.
+                self.index = None;
+            }
+        }
         self.tags[victim] = tag;
         self.meta[victim].valid = 0;
         self.meta[victim].dirty = 0;
@@ -212,10 +247,14 @@ impl SectorCache {
 
     /// Makes the sectors of `mask` valid with data at `ready`.
     pub(crate) fn fill(&mut self, i: usize, mask: u64, ready: Picos) {
-        for s in 0..self.spl {
-            if mask & (1 << s) != 0 {
-                self.ready[i * self.spl + s] = ready;
+        // Only the set sectors (a few of up to 64).
+        let mut m = mask & self.spl_mask();
+        let r = &mut self.ready[i * self.spl..(i + 1) * self.spl];
+        while m != 0 {
+            if let Some(x) = r.get_mut(m.trailing_zeros() as usize) {
+                *x = ready;
             }
+            m &= m - 1;
         }
         self.meta[i].valid |= mask;
     }
@@ -223,11 +262,15 @@ impl SectorCache {
     /// The valid sectors of way `i` whose data is not there yet (`ready` is
     /// [`PENDING`]: a fill in flight whose time is not known).
     pub(crate) fn pending_mask(&self, i: usize) -> u64 {
+        let r = &self.ready[i * self.spl..(i + 1) * self.spl];
+        let mut v = self.meta[i].valid & self.spl_mask();
         let mut m = 0;
-        for s in 0..self.spl {
-            if self.meta[i].valid & (1 << s) != 0 && self.ready[i * self.spl + s] == PENDING {
+        while v != 0 {
+            let s = v.trailing_zeros();
+            if r.get(s as usize) == Some(&PENDING) {
                 m |= 1 << s;
             }
+            v &= v - 1;
         }
         m
     }
@@ -261,6 +304,111 @@ impl SectorCache {
         self.mru.fill(NIL);
         self.lru.fill(NIL);
         self.filled.fill(0);
+        match &mut self.index {
+            Some(ix) => ix.clear(),
+            // Every way is empty: no tag is in two ways any more.
+            None if self.assoc >= INDEX_MIN_ASSOC => {
+                self.index = Some(LineMap::with_capacity(self.tags.len()))
+            }
+            None => {}
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tag index answers every lookup, allocation and eviction exactly as the scan of
+    /// the set does: two caches, one indexed and one scanned, driven alike, with lines
+    /// that collide in sets, invalidations of sectors and of everything, and a tag
+    /// allocated twice (which drops the index, then `invalidate_all` restores it).
+    #[test]
+    fn tag_index_agrees_with_the_scan() {
+        for (sets, assoc) in [(4u64, 56u32), (1, 16), (8, 24), (3, 20)] {
+            let mut a = SectorCache::new(sets, assoc, 4);
+            let mut b = SectorCache::new(sets, assoc, 4);
+            assert!(a.index.is_some());
+            b.index = None;
+            let mut x = 11u64;
+            for step in 0..40_000u64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let line = ((x >> 33) % (sets * assoc as u64 * 3)) * 128;
+                let set = line / 128;
+                match (x >> 20) % 16 {
+                    0..=10 => {
+                        let (i, ev) = a.find_or_allocate(set, line);
+                        let (j, ev2) = b.find_or_allocate(set, line);
+                        assert_eq!(i, j);
+                        assert_eq!(
+                            ev.map(|e| (e.line_addr, e.dirty)),
+                            ev2.map(|e| (e.line_addr, e.dirty))
+                        );
+                        let m = (x >> 40) & 0xf;
+                        a.fill(i, m, step);
+                        b.fill(j, m, step);
+                        a.mark_dirty(i, m >> 1);
+                        b.mark_dirty(j, m >> 1);
+                    }
+                    11..=13 => assert_eq!(a.find(set, line), b.find(set, line)),
+                    14 => {
+                        if let Some(i) = a.find(set, line) {
+                            a.invalidate_sectors(i, 0b11);
+                            b.invalidate_sectors(i, 0b11);
+                        }
+                        // A lookup in the wrong set, and of the empty-way tag.
+                        assert_eq!(a.find(set + 1, line), b.find(set + 1, line));
+                        assert_eq!(a.find(set, INVALID), b.find(set, INVALID));
+                    }
+                    _ => {
+                        if step % 7 == 0 {
+                            let ea: Vec<_> = a
+                                .invalidate_all()
+                                .iter()
+                                .map(|e| (e.line_addr, e.dirty))
+                                .collect();
+                            let eb: Vec<_> = b
+                                .invalidate_all()
+                                .iter()
+                                .map(|e| (e.line_addr, e.dirty))
+                                .collect();
+                            assert_eq!(ea, eb);
+                            b.index = None;
+                        }
+                    }
+                }
+            }
+            for line in 0..sets * assoc as u64 * 3 {
+                assert_eq!(a.find(line, line * 128), b.find(line, line * 128));
+            }
+            // The same tag allocated in two ways: the index gives way to the scan.
+            let (i, _) = a.allocate(0, 1 << 40);
+            let (j, _) = b.allocate(0, 1 << 40);
+            assert_eq!(i, j);
+            a.allocate(0, 1 << 40);
+            b.allocate(0, 1 << 40);
+            assert!(a.index.is_none());
+            assert_eq!(a.find(0, 1 << 40), b.find(0, 1 << 40));
+            a.invalidate_all();
+            assert!(a.index.is_some());
+        }
+    }
+
+    /// `fill` and `pending_mask` touch only the sectors of their mask.
+    #[test]
+    fn fill_and_pending_by_sector() {
+        let mut c = SectorCache::new(2, 2, 4);
+        let (i, _) = c.allocate(0, 0);
+        c.fill(i, 0b0101, PENDING);
+        c.fill(i, 0b0010, 7);
+        assert_eq!(c.pending_mask(i), 0b0101);
+        assert_eq!(c.ready(i, 1), 7);
+        c.fill(i, 0b0100, 9);
+        assert_eq!(c.pending_mask(i), 0b0001);
+        assert_eq!(c.ready(i, 2), 9);
+        assert_eq!(c.valid(i), 0b0111);
     }
 }

@@ -490,7 +490,6 @@ impl MemChannel {
         let geom = self.spec.l2_geom;
         let lb = geom.line_bytes;
         let mut line = start - start % lb;
-        let mut one = Vec::with_capacity(1);
         while line < end {
             if self.spec.private {
                 let (home, set) = self.spec.llc_home(line);
@@ -504,21 +503,22 @@ impl MemChannel {
                 continue;
             }
             let (home, slice, set) = self.spec.l2_home(line);
-            if home == self.channel {
-                one.clear();
-                let lo = line.max(start);
-                let hi = line.saturating_add(lb).min(end);
-                add_range(&geom, lo, hi - lo, &mut one);
-                if let Some(g) = one.first() {
-                    let (i, ev) = self.slices[slice].cache.find_or_allocate(set, line);
-                    if let Some(ev) = ev {
-                        self.l2_writeback(now, now, ev);
-                    }
-                    let c = &mut self.slices[slice].cache;
-                    c.invalidate_sectors(i, g.sectors);
-                    c.fill(i, g.sectors, now);
-                    self.stats.memcpy_l2_sectors += popcount(g.sectors);
+            let lo = line.max(start);
+            let hi = line.saturating_add(lb).min(end);
+            // (`hi == lo` only for a copy saturated at the top of the address space, which
+            // `add_range` found empty.)
+            if home == self.channel && hi > lo {
+                // The part of the copy in this line (what `add_range` would give, without
+                // a vector per chunk: this runs for every copied line).
+                let sectors = geom.range_sectors(lo - line, hi - line);
+                let (i, ev) = self.slices[slice].cache.find_or_allocate(set, line);
+                if let Some(ev) = ev {
+                    self.l2_writeback(now, now, ev);
                 }
+                let c = &mut self.slices[slice].cache;
+                c.invalidate_sectors(i, sectors);
+                c.fill(i, sectors, now);
+                self.stats.memcpy_l2_sectors += popcount(sectors);
             }
             match line.checked_add(lb) {
                 Some(n) => line = n,

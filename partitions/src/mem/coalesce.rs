@@ -56,6 +56,15 @@ impl Geometry {
         }
     }
 
+    /// The sectors of a line that bytes `[off0, off1)` of it touch (`off0 < off1 <=
+    /// line_bytes`).
+    #[inline]
+    pub fn range_sectors(&self, off0: u64, off1: u64) -> u64 {
+        let s0 = (off0 >> self.sector_shift).min(63);
+        let s1 = ((off1.max(1) - 1) >> self.sector_shift).min(63);
+        (u64::MAX >> (63 - s1)) & (u64::MAX << s0)
+    }
+
     /// The sectors fully covered by the byte mask `bytes` (lines of at most 128 bytes).
     pub fn covered_sectors(&self, bytes: u128) -> u64 {
         if self.line_bytes > 128 {
@@ -88,9 +97,7 @@ pub fn add_range(g: &Geometry, addr: u64, len: u64, out: &mut Vec<LineAccess>) {
         let line_end = line_addr.saturating_add(g.line_bytes).min(end);
         let off0 = a - line_addr;
         let off1 = line_end - line_addr; // exclusive, <= line_bytes
-        let s0 = off0 >> g.sector_shift;
-        let s1 = ((off1 - 1) >> g.sector_shift).min(63);
-        let sectors = (u64::MAX >> (63 - s1)) & (u64::MAX << s0);
+        let sectors = g.range_sectors(off0, off1);
         let bytes: u128 = if g.line_bytes <= 128 {
             let n = off1 - off0;
             let ones = if n >= 128 {

@@ -2,12 +2,12 @@
 //! shared-memory banks and the SM's NoC ports (the model is in the module documentation of
 //! [`crate::mem`]).
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache, PENDING};
 use super::coalesce::{self, add_range, LineAccess};
+use super::linemap::LineMap;
 use super::port::BwPort;
 use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
 use crate::config::{WriteAllocate, WritePolicy};
@@ -37,8 +37,10 @@ struct Mshr {
     sectors: u64,
     /// Replies still to come.
     replies: u32,
-    /// Tokens of the warp instructions waiting for it (one entry per wait).
-    waiters: Vec<u32>,
+    /// Token of the first warp instruction waiting for it (there always is one).
+    waiter: u32,
+    /// Tokens of the later ones (one entry per wait; usually none, so kept apart).
+    more_waiters: Vec<u32>,
     /// Whether its data fills the L1 (a load through L1).
     fill_l1: bool,
     /// When its data is usable (the latest reply so far).
@@ -65,26 +67,6 @@ struct InstWait {
     ready: Picos,
 }
 
-/// Hashes a line address (a multiple of the line size) for the MSHR table: one multiply,
-/// high bits folded down (SipHash's DoS resistance buys nothing here and costs a lot).
-#[derive(Default)]
-struct LineHasher(u64);
-
-impl Hasher for LineHasher {
-    fn finish(&self) -> u64 {
-        let h = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        h ^ (h >> 29)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 ^= x;
-    }
-}
-
 /// The LD/ST unit, L1D and shared memory of one SM.
 pub struct LdStUnit {
     spec: Arc<MemSpec>,
@@ -101,7 +83,7 @@ pub struct LdStUnit {
     free_mshrs: Vec<u32>,
     busy_mshrs: u32,
     /// The MSHR of each line with a load in flight that fills the L1.
-    by_line: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
+    by_line: LineMap,
     waiting: VecDeque<Miss>,
     /// By token: the instructions with replies outstanding.
     insts: Vec<InstWait>,
@@ -137,7 +119,7 @@ impl LdStUnit {
             mshrs: Vec::new(),
             free_mshrs: Vec::new(),
             busy_mshrs: 0,
-            by_line: HashMap::default(),
+            by_line: LineMap::with_capacity(spec.l1_mshrs as usize),
             waiting: VecDeque::new(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
@@ -298,8 +280,8 @@ impl LdStUnit {
         let ready = x.ready;
         let line = x.line;
         if x.fill_l1 {
-            if self.by_line.get(&line) == Some(&tag) {
-                self.by_line.remove(&line);
+            if self.by_line.get(line) == Some(tag) {
+                self.by_line.remove(line);
             }
             let set = line / self.spec.l1_geom.line_bytes;
             let hint = self.mshrs[m].l1_way;
@@ -313,18 +295,16 @@ impl LdStUnit {
                 self.l1.fill(i, p, ready);
             }
         }
-        let mut waiters = std::mem::take(&mut self.mshrs[m].waiters);
-        for &token in &waiters {
-            if let Some(w) = self.insts.get_mut(token as usize) {
-                w.ready = w.ready.max(ready);
-                w.outstanding = w.outstanding.saturating_sub(1);
-                if w.outstanding == 0 {
-                    done.push((token, w.ready));
-                }
+        let first = self.mshrs[m].waiter;
+        self.wake(first, ready, done);
+        if !self.mshrs[m].more_waiters.is_empty() {
+            let mut more = std::mem::take(&mut self.mshrs[m].more_waiters);
+            for &token in &more {
+                self.wake(token, ready, done);
             }
+            more.clear();
+            self.mshrs[m].more_waiters = more;
         }
-        waiters.clear();
-        self.mshrs[m].waiters = waiters;
         self.free_mshrs.push(tag);
         self.busy_mshrs -= 1;
         // Misses waiting for an MSHR leave when the fill frees one.
@@ -335,6 +315,18 @@ impl LdStUnit {
             self.start_miss(now, ti, miss, net);
         }
         Ok(())
+    }
+
+    /// Instruction `token` has one more reply's data at `ready`.
+    #[inline]
+    fn wake(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
+        if let Some(w) = self.insts.get_mut(token as usize) {
+            w.ready = w.ready.max(ready);
+            w.outstanding = w.outstanding.saturating_sub(1);
+            if w.outstanding == 0 {
+                done.push((token, w.ready));
+            }
+        }
     }
 
     /// The SM starts a CTA of another kernel at `now`: L1s are not coherent across
@@ -415,9 +407,9 @@ impl LdStUnit {
                 }
             }
             if pending != 0 {
-                match self.by_line.get(&la.line_addr) {
-                    Some(&m) => {
-                        self.mshrs[m as usize].waiters.push(token);
+                match self.by_line.get(la.line_addr) {
+                    Some(m) => {
+                        self.mshrs[m as usize].more_waiters.push(token);
                         w.outstanding += 1;
                     }
                     // Pending without an MSHR cannot happen; fetch again rather than wait
@@ -458,9 +450,9 @@ impl LdStUnit {
     ) {
         let merge = miss.op == Op::Read && miss.fill_l1;
         if merge {
-            if let Some(&m) = self.by_line.get(&miss.line) {
+            if let Some(m) = self.by_line.get(miss.line) {
                 let x = &mut self.mshrs[m as usize];
-                x.waiters.push(miss.token);
+                x.more_waiters.push(miss.token);
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
                 let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
@@ -493,8 +485,8 @@ impl LdStUnit {
             x.fill_l1 = merge;
             x.ready = 0;
             x.l1_way = usize::MAX;
-            x.waiters.clear();
-            x.waiters.push(miss.token);
+            x.waiter = miss.token;
+            x.more_waiters.clear();
         }
         if merge {
             self.by_line.insert(miss.line, m);

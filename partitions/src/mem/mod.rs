@@ -144,6 +144,7 @@ mod channel;
 mod dram;
 mod harness;
 mod ldst;
+mod linemap;
 mod link;
 mod packet;
 mod port;
@@ -750,6 +751,36 @@ pub struct MemSpec {
     pub(crate) llc_mshrs: u32,
     pub(crate) llc_hit_ps: Picos,
     pub(crate) llc_size_bytes: u64,
+    /// [`MemSpec::l2_home`]'s divisions as shifts and masks, when all are by powers of two
+    /// (`None` otherwise): it runs for every request, twice (the SM routes it, the channel
+    /// checks it), and for every line a copy fills.
+    l2_home_pow2: Option<HomeShifts>,
+}
+
+/// The DRAM map, `l2.line_bytes` and slices per channel as shifts and masks.
+#[derive(Clone, Copy, Debug)]
+struct HomeShifts {
+    interleave: u32,
+    interleave_mask: u64,
+    channels: u32,
+    channels_mask: u64,
+    line: u32,
+    slices: u32,
+    slices_mask: u64,
+}
+
+impl HomeShifts {
+    fn new(map: &DramMap, line: &Divisor, slices: &Divisor) -> Option<HomeShifts> {
+        Some(HomeShifts {
+            interleave: map.interleave.shift?,
+            interleave_mask: map.interleave.d - 1,
+            channels: map.channels.shift?,
+            channels_mask: map.channels.d - 1,
+            line: line.shift?,
+            slices: slices.shift?,
+            slices_mask: slices.d - 1,
+        })
+    }
 }
 
 impl MemSpec {
@@ -775,6 +806,9 @@ impl MemSpec {
         let l2_sets = cfg.l2.size_bytes
             / slices_n
             / ((cfg.l2.assoc as u64).max(1) * l2_geom.line_bytes).max(1);
+        let slices_per_channel = Divisor::new(slices_n / channels);
+        let l2_line = Divisor::new(l2_geom.line_bytes);
+        let dram_map = DramMap::new(cfg);
         MemSpec {
             ids: UnitIds::new(cfg),
             l1_geom,
@@ -804,9 +838,10 @@ impl MemSpec {
             noc_latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
             l2_hit_ps: cfg.l2.hit_latency_cycles as Picos * cfg.l2_period_ps(),
             l2_atomic_ps: cfg.l2.atomic_latency_cycles as Picos * cfg.l2_period_ps(),
-            slices_per_channel: Divisor::new(slices_n / channels),
-            l2_line: Divisor::new(l2_geom.line_bytes),
-            dram_map: DramMap::new(cfg),
+            l2_home_pow2: HomeShifts::new(&dram_map, &l2_line, &slices_per_channel),
+            slices_per_channel,
+            l2_line,
+            dram_map,
             home: HomeMap::new(cfg),
             gpu_homes: GpuHomes::default(),
             private: cfg.package.l2 == crate::config::L2Organization::Private,
@@ -862,6 +897,18 @@ impl MemSpec {
     /// memory-side hash of the module documentation on the chiplet-local address).
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
         let (chiplet, addr) = self.locate(line_addr);
+        if let Some(p) = &self.l2_home_pow2 {
+            // The same map: `(chunk / channels) * interleave` has no bits below the
+            // interleave's, so `+ addr % interleave` is an or.
+            let chunk = addr >> p.interleave;
+            let local = ((chunk >> p.channels) << p.interleave) | (addr & p.interleave_mask);
+            let line_in_channel = local >> p.line;
+            return (
+                chiplet * self.ids.channels + (chunk & p.channels_mask) as u32,
+                (line_in_channel & p.slices_mask) as usize,
+                line_in_channel >> p.slices,
+            );
+        }
         let (channel, local) = self.dram_map.map(addr);
         let line_in_channel = self.l2_line.div(local);
         let spc = &self.slices_per_channel;
@@ -891,7 +938,37 @@ impl MemSpec {
 
 #[cfg(test)]
 mod divisor_tests {
-    use super::Divisor;
+    use super::{Divisor, MemSpec};
+
+    /// The shift-and-mask home of a power-of-two preset is the divisions' home, for
+    /// every channel and slice count and interleave tried.
+    #[test]
+    fn l2_home_by_shifts_matches_the_divisions() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
+        let base = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
+        for (channels, slices, interleave) in
+            [(16, 32, 256), (8, 8, 512), (32, 128, 128), (4, 16, 4096)]
+        {
+            let mut cfg = base.clone();
+            cfg.dram.channels = channels;
+            cfg.l2.slices = slices;
+            cfg.dram.interleave_bytes = interleave;
+            let fast = MemSpec::new(&cfg);
+            assert!(fast.l2_home_pow2.is_some());
+            let mut slow = fast.clone();
+            slow.l2_home_pow2 = None;
+            let mut x = 5u64;
+            for _ in 0..20_000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let line = (x >> (x % 40)) & !127;
+                assert_eq!(fast.l2_home(line), slow.l2_home(line), "{line:#x}");
+            }
+            let top = !127u64;
+            assert_eq!(fast.l2_home(top), slow.l2_home(top));
+        }
+    }
 
     /// Shifts, masks and the reciprocal give exactly `/` and `%`, including at the top of
     /// the range.

@@ -33,6 +33,7 @@ pub(crate) struct BwPort {
     busy: Vec<(u128, u128)>,
     head: usize,
     /// Total units reserved (for checks).
+    #[cfg(test)]
     reserved_units: u128,
 }
 
@@ -44,6 +45,7 @@ impl BwPort {
             per_byte: PS_PER_S,
             busy: Vec::new(),
             head: 0,
+            #[cfg(test)]
             reserved_units: 0,
         }
     }
@@ -55,6 +57,7 @@ impl BwPort {
             per_byte: 1,
             busy: Vec::new(),
             head: 0,
+            #[cfg(test)]
             reserved_units: 0,
         }
     }
@@ -62,29 +65,37 @@ impl BwPort {
     /// Reserves the transfer of `bytes` starting no earlier than `t`, in the earliest gap
     /// that holds it; returns its start, rounded up to a picosecond. `floor` is a time no
     /// later reservation will precede (the current call's `now_ps`).
+    ///
+    /// Inlined: every packet crosses several ports, and almost every reservation takes one
+    /// of the fast paths (the gap search is [`BwPort::reserve_in_gap`]).
+    #[inline]
     pub(crate) fn reserve(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
         let floor_u = floor as u128 * self.den;
         while self.busy.get(self.head).is_some_and(|&(_, e)| e <= floor_u) {
             self.head += 1;
         }
         if self.head >= 4 && self.head * 2 >= self.busy.len() {
-            // At most as many live intervals move as dead ones leave: amortized O(1), and
-            // a port holds few more intervals than are live (memory per port stays small).
-            self.busy.drain(..self.head);
-            self.head = 0;
+            self.drop_expired();
         }
         let d = bytes as u128 * self.per_byte;
         let c = t as u128 * self.den;
         if d == 0 {
             return t;
         }
-        self.reserved_units += d;
-        let head = self.head;
+        #[cfg(test)]
+        {
+            self.reserved_units += d;
+        }
         // Fast path: at or after the last busy interval (the common, in-order case).
-        match self.busy[head..].last_mut() {
+        let last = if self.head < self.busy.len() {
+            self.busy.last_mut()
+        } else {
+            None
+        };
+        match last {
             None => {
                 self.busy.push((c, c + d));
-                return t;
+                t
             }
             Some(last) if last.1 <= c => {
                 if last.1 == c {
@@ -93,7 +104,7 @@ impl BwPort {
                     self.busy.push((c, c + d));
                 }
                 // `c` is `t` exactly: no division.
-                return t;
+                t
             }
             Some(last) if last.0 <= c => {
                 // Inside the last interval (a queue behind it, the next most common case):
@@ -101,12 +112,26 @@ impl BwPort {
                 // find and merge the same way.
                 let start = last.1;
                 last.1 = start + d;
-                return self.to_ps(start);
+                self.to_ps(start)
             }
-            Some(_) => {}
+            Some(_) => self.reserve_in_gap(c, d),
         }
-        // The earliest gap at or after `c` that holds `d`: start after the interval that
-        // contains `c`, if any, then walk the gaps.
+    }
+
+    /// At most as many live intervals move as dead ones leave: amortized O(1), and a port
+    /// holds few more intervals than are live (memory per port stays small).
+    #[inline(never)]
+    fn drop_expired(&mut self) {
+        self.busy.drain(..self.head);
+        self.head = 0;
+    }
+
+    /// The earliest gap at or after `c` that holds `d` units, before the last busy
+    /// interval; returns its start in picoseconds.
+    #[inline(never)]
+    fn reserve_in_gap(&mut self, c: u128, d: u128) -> Picos {
+        let head = self.head;
+        // Start after the interval that contains `c`, if any, then walk the gaps.
         let busy = &mut self.busy[head..];
         let mut i = busy.partition_point(|&(s, _)| s <= c);
         let mut start = c;
@@ -135,7 +160,12 @@ impl BwPort {
 
     #[inline]
     fn to_ps(&self, units: u128) -> Picos {
-        units.div_ceil(self.den) as Picos
+        // A 64-bit division while the times fit (the first few hundred microseconds at NoC
+        // rates), instead of the 128-bit library call; the same quotient.
+        match (u64::try_from(units), u64::try_from(self.den)) {
+            (Ok(u), Ok(d)) => u.div_ceil(d) as Picos,
+            _ => units.div_ceil(self.den) as Picos,
+        }
     }
 
     /// Busy intervals in exact units (tests).
