@@ -57,11 +57,16 @@ impl Inbox {
     #[inline]
     fn push(&mut self, a: Arrival) {
         let k = a.key();
-        if self.q.back().is_none_or(|b| b.key() <= k) {
-            self.q.push_back(a);
+        let q = &mut self.q;
+        // From the back: a late packet usually belongs a few places before it.
+        let mut i = q.len();
+        while i > 0 && q[i - 1].key() > k {
+            i -= 1;
+        }
+        if i == q.len() {
+            q.push_back(a);
         } else {
-            let i = self.q.partition_point(|x| x.key() <= k);
-            self.q.insert(i, a);
+            q.insert(i, a);
         }
     }
 
