@@ -599,6 +599,12 @@ impl Partition for GpuPartition<'_> {
             // it sends arrives no earlier) and then moves to its next time in one step.
             let next = self.process(u, t).map_err(|e| Box::new(e) as BoxError)?;
             self.wires.wake.requeue(u, next);
+            if let Some(max) = self.wires.wake.overflowed() {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "an event at or after {max} ps: simulated time is limited to that \
+                     (check the configured latencies)"
+                ))));
+            }
             if let Some((src, dst, at, now)) = self.wires.early {
                 return Err(Box::new(GpuError::Protocol(format!(
                     "unit {src} sent unit {dst} a packet arriving at {at} ps, before the \

@@ -3,36 +3,69 @@
 
 use crate::Picos;
 
-/// The key of an empty leaf: after every real `(time, unit)`.
-const ABSENT: (Picos, u32) = (Picos::MAX, u32::MAX);
+/// The key of an empty leaf: after every real key.
+const ABSENT: u64 = u64::MAX;
 
-/// A tournament tree over the units: leaf `u` holds unit `u`'s `(time, unit id)` key
-/// ([`ABSENT`] when not queued) and each inner node the least key below it, so the root is
-/// the next unit to run. Moving a unit (either way) rewrites the nodes above its leaf,
-/// stopping where a node keeps its value: no element moves and no position index, unlike
-/// an indexed heap, whose sift of a unit that moves far later took ~200 instructions.
+/// A tournament tree over the units: leaf `u` holds unit `u`'s key, `time << bits | u`
+/// (time, then unit id, in one integer: one comparison per level; [`ABSENT`] when not
+/// queued), and each inner node the least key below it, so the root is the next unit to
+/// run. Moving a unit (either way) rewrites the nodes above its leaf, stopping where a node
+/// keeps its value: no element moves and no position index, unlike an indexed heap, whose
+/// sift of a unit that moves far later took ~200 instructions.
+///
+/// Times must fit in `64 - bits` bits (2^53 ps, two and a half simulated hours, with a
+/// thousand units); a later one is clamped and flagged ([`WakeQueue::overflowed`]), and
+/// the partition stops with an error rather than run events out of order.
 #[derive(Clone, Debug, Default)]
 pub(super) struct WakeQueue {
     /// Node `i`'s children are `2i` and `2i + 1`; leaves from `leaves` on; node 0 unused.
-    tree: Vec<(Picos, u32)>,
+    tree: Vec<u64>,
     leaves: usize,
+    /// Bits of the unit id in a key (unit ids are below `2^bits - 1`, so no key is
+    /// [`ABSENT`]).
+    bits: u32,
+    /// The latest time a key can hold.
+    max_time: Picos,
+    overflow: bool,
 }
 
 impl WakeQueue {
     pub(super) fn new(units: usize) -> WakeQueue {
         let leaves = units.max(1).next_power_of_two();
+        let bits = (units as u64 + 1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(1);
         WakeQueue {
             tree: vec![ABSENT; 2 * leaves],
             leaves,
+            bits,
+            max_time: (u64::MAX >> bits) - 1,
+            overflow: false,
         }
+    }
+
+    #[inline]
+    fn key(&mut self, unit: u32, at: Picos) -> u64 {
+        if at > self.max_time {
+            self.overflow = true;
+        }
+        at.min(self.max_time) << self.bits | unit as u64
+    }
+
+    /// Whether a unit was queued at a time beyond what a key holds (the order of events
+    /// is then no longer exact).
+    pub(super) fn overflowed(&self) -> Option<Picos> {
+        self.overflow.then_some(self.max_time)
     }
 
     /// Queues `unit` at `at`, or moves it earlier if it is queued later.
     #[inline]
     pub(super) fn schedule(&mut self, unit: u32, at: Picos) {
         let i = self.leaves + unit as usize;
-        if (at, unit) < self.tree[i] {
-            self.set(i, (at, unit));
+        let k = self.key(unit, at);
+        if k < self.tree[i] {
+            self.set(i, k);
         }
     }
 
@@ -41,7 +74,10 @@ impl WakeQueue {
     #[inline]
     pub(super) fn requeue(&mut self, unit: u32, at: Option<Picos>) {
         let i = self.leaves + unit as usize;
-        let k = at.map_or(ABSENT, |at| (at, unit));
+        let k = match at {
+            Some(at) => self.key(unit, at),
+            None => ABSENT,
+        };
         if self.tree[i] != k {
             self.set(i, k);
         }
@@ -49,15 +85,10 @@ impl WakeQueue {
 
     /// Sets leaf `i` to `k` and the nodes above it.
     #[inline]
-    fn set(&mut self, mut i: usize, k: (Picos, u32)) {
+    fn set(&mut self, mut i: usize, k: u64) {
         self.tree[i] = k;
         while i > 1 {
-            let sib = self.tree[i ^ 1];
-            let m = if sib < self.tree[i] {
-                sib
-            } else {
-                self.tree[i]
-            };
+            let m = self.tree[i].min(self.tree[i ^ 1]);
             i >>= 1;
             if self.tree[i] == m {
                 break;
@@ -70,7 +101,7 @@ impl WakeQueue {
     #[inline]
     pub(super) fn peek(&self) -> Option<(Picos, u32)> {
         let k = self.tree[1];
-        (k.1 != ABSENT.1).then_some(k)
+        (k != ABSENT).then(|| (k >> self.bits, (k & ((1 << self.bits) - 1)) as u32))
     }
 
     /// Removes the earliest unit (the partition uses [`WakeQueue::requeue`] instead).
@@ -114,6 +145,18 @@ mod tests {
             out.push(x);
         }
         assert_eq!(out, [(15, 2), (20, 1), (40, 6), (50, 3), (60, 4), (70, 7)]);
+        assert!(q.overflowed().is_none());
+        // Unit ids fill their bits exactly (7 units: 3 bits); the latest time that fits
+        // still orders by unit; one past it is flagged.
+        let mut q7 = WakeQueue::new(7);
+        let max = q7.overflowed().map_or((u64::MAX >> 3) - 1, |t| t);
+        q7.schedule(6, max);
+        q7.schedule(5, max);
+        assert_eq!(q7.pop(), Some((max, 5)));
+        assert_eq!(q7.pop(), Some((max, 6)));
+        assert!(q7.overflowed().is_none());
+        q7.schedule(0, max + 1);
+        assert_eq!(q7.overflowed(), Some(max));
         assert!(q.peek().is_none());
         // A pseudo-random stream against a sorted reference.
         let mut q = WakeQueue::new(64);
