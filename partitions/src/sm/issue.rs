@@ -302,10 +302,13 @@ struct Entry {
 struct SchedState {
     /// Its resident warps, oldest first.
     entries: Vec<Entry>,
-    /// Age of the last warp it issued, and a hint of its position in `entries` (exact
-    /// unless a completion has moved the entries since).
+    /// Age of the last warp it issued, its position in `entries` (`None` once it has
+    /// left), and where `lrr`'s round robin starts: one past it (the number of entries
+    /// no younger than it, 0 before any issue). Set on issue; a completion, which moves
+    /// the entries, recomputes the positions from the age.
     last: Option<u64>,
-    last_pos: u32,
+    last_at: Option<u32>,
+    rr_start: u32,
     /// Cycle from which each class's unit accepts a new instruction.
     unit_free: [u64; OpClass::COUNT],
     /// Unfinished warps.
@@ -353,7 +356,8 @@ impl SchedState {
         SchedState {
             entries: Vec::new(),
             last: None,
-            last_pos: 0,
+            last_at: None,
+            rr_start: 0,
             unit_free: [0; OpClass::COUNT],
             unfinished: 0,
             issue_at: NEVER,
@@ -505,6 +509,7 @@ impl SchedState {
     }
 
     /// Recomputes `min_e1` (every warp active: not `two_level`).
+    #[inline(never)]
     fn rescan_e1(&mut self) {
         let (mut e1, mut a1) = (NEVER, 0);
         for (i, e) in self.entries.iter().enumerate() {
@@ -516,7 +521,9 @@ impl SchedState {
     }
 
     /// Recomputes `min_e2` and `issue_at` (every warp active: not `two_level`) from the
-    /// warps in `live`.
+    /// warps in `live`. Out of line: [`SchedState::after_issue`], which calls it about
+    /// every other issue, stays small enough to inline.
+    #[inline(never)]
     fn rescan_e2(&mut self) {
         let (mut e2, mut next, mut a2, mut an) = (NEVER, NEVER, 0, 0);
         if self.entries.len() > 64 {
@@ -553,7 +560,7 @@ impl SchedState {
     /// later: copies its times into its entry and updates the caches, without a rescan
     /// while the warps attaining the minima are untouched. Not for `two_level` (its pool
     /// update rescans).
-    #[inline]
+    #[inline(always)]
     fn after_issue(&mut self, ws: &WarpState, now: u64) {
         debug_assert_eq!(self.cap, 0);
         let p = ws.pos;
@@ -653,23 +660,21 @@ impl SchedState {
         let x = last - first;
         stats.bank_conflict_cycles += x;
         if !self.colls.is_empty() {
-            // The first of the free collectors (the gate guarantees one at `c`), and the
-            // new earliest free time, in one pass.
-            let mut taken = false;
-            let mut min = NEVER;
-            for f in self.colls.iter_mut() {
-                if !taken && *f <= c {
-                    *f = last + 1;
-                    taken = true;
-                }
-                min = min.min(*f);
+            // The first of the free collectors (the gate guarantees one at `c`).
+            let colls = &mut self.colls[..];
+            let mut i = 0;
+            while i < colls.len() && colls[i] > c {
+                i += 1;
             }
-            if !taken {
-                // Not reached (see above); as the first collector.
-                self.colls[0] = last + 1;
-                min = self.colls.iter().copied().min().unwrap_or(0);
+            if i == colls.len() {
+                i = 0;
             }
-            self.coll_at = min;
+            colls[i] = last + 1;
+            // Two per scheduler (most presets) without the loop's set-up.
+            self.coll_at = match *colls {
+                [a, b] => a.min(b),
+                _ => colls.iter().fold(NEVER, |m, &f| m.min(f)),
+            };
         }
         x
     }
@@ -1198,13 +1203,7 @@ impl Sm {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).
-                let start = sch.last.map_or(0, |age| {
-                    let p = sch.last_pos as usize;
-                    match ents.get(p) {
-                        Some(e) if e.age == age => p + 1,
-                        _ => ents.partition_point(|e| e.age <= age),
-                    }
-                });
+                let start = sch.rr_start as usize;
                 if ents.len() <= 64 {
                     // Only warps in `live` can be ready: those from `start` on, then the
                     // others, each in position order.
@@ -1225,14 +1224,9 @@ impl Sm {
                 .map(|&w| self.warps[w as usize].pos as usize)
                 .find(|&p| ready(&ents[p])),
             SchedulerPolicy::Gto => {
-                if let Some(age) = sch.last {
-                    let hint = sch.last_pos as usize;
-                    let at = match ents.get(hint) {
-                        Some(e) if e.age == age => Some(hint),
-                        _ => ents.binary_search_by_key(&age, |e| e.age).ok(),
-                    };
-                    if let Some(p) = at.filter(|&p| ready(&ents[p])) {
-                        return Some(p);
+                if let Some(p) = sch.last_at {
+                    if ents.get(p as usize).is_some_and(ready) {
+                        return Some(p as usize);
                     }
                 }
                 if ents.len() <= 64 {
@@ -1281,7 +1275,8 @@ impl Sm {
         let Entry { age, slot, .. } = sc.entries[pos];
         let w = slot as usize;
         sc.last = Some(age);
-        sc.last_pos = pos as u32;
+        sc.last_at = Some(pos as u32);
+        sc.rr_start = pos as u32 + 1;
         let cur = &mut cursors[w];
         let Some(&inst) = cur.peek() else {
             return;
@@ -1675,6 +1670,14 @@ impl Sm {
             }
             for (i, e) in sc.entries.iter().enumerate() {
                 self.warps[e.slot as usize].pos = i as u32;
+            }
+            if let Some(age) = sc.last {
+                sc.rr_start = sc.entries.partition_point(|e| e.age <= age) as u32;
+                sc.last_at = sc
+                    .entries
+                    .binary_search_by_key(&age, |e| e.age)
+                    .ok()
+                    .map(|p| p as u32);
             }
             if sc.cap > 0 {
                 // A finished warp not yet dropped by a pool update frees its slot.
