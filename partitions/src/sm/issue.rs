@@ -1195,6 +1195,7 @@ impl Sm {
     }
 
     /// The position in scheduler `s`'s list of the warp it issues at `now`, per policy.
+    #[inline(always)]
     fn pick(&self, s: usize, now: u64) -> Option<usize> {
         let sch = &self.scheds[s];
         let ents = &sch.entries;
