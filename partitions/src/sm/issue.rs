@@ -397,7 +397,7 @@ impl SchedState {
     /// when they only got earlier, except that under `two_level` an earlier time can
     /// also cancel a pending demotion: there a [`SchedState::rescan`] must follow, as
     /// after any change that can make a time later).
-    #[inline]
+    #[inline(always)]
     fn lower(&mut self, ws: &WarpState) {
         let e = Entry {
             e1: ws.e1(),
