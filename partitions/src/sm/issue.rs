@@ -302,10 +302,13 @@ struct Entry {
 struct SchedState {
     /// Its resident warps, oldest first.
     entries: Vec<Entry>,
-    /// Age of the last warp it issued, and a hint of its position in `entries` (exact
-    /// unless a completion has moved the entries since).
+    /// Age of the last warp it issued, its position in `entries` (`None` once it has
+    /// left), and where `lrr`'s round robin starts: one past it (the number of entries
+    /// no younger than it, 0 before any issue). Set on issue; a completion, which moves
+    /// the entries, recomputes the positions from the age.
     last: Option<u64>,
-    last_pos: u32,
+    last_at: Option<u32>,
+    rr_start: u32,
     /// Cycle from which each class's unit accepts a new instruction.
     unit_free: [u64; OpClass::COUNT],
     /// Unfinished warps.
@@ -353,7 +356,8 @@ impl SchedState {
         SchedState {
             entries: Vec::new(),
             last: None,
-            last_pos: 0,
+            last_at: None,
+            rr_start: 0,
             unit_free: [0; OpClass::COUNT],
             unfinished: 0,
             issue_at: NEVER,
@@ -393,7 +397,7 @@ impl SchedState {
     /// when they only got earlier, except that under `two_level` an earlier time can
     /// also cancel a pending demotion: there a [`SchedState::rescan`] must follow, as
     /// after any change that can make a time later).
-    #[inline]
+    #[inline(always)]
     fn lower(&mut self, ws: &WarpState) {
         let e = Entry {
             e1: ws.e1(),
@@ -505,6 +509,7 @@ impl SchedState {
     }
 
     /// Recomputes `min_e1` (every warp active: not `two_level`).
+    #[inline(never)]
     fn rescan_e1(&mut self) {
         let (mut e1, mut a1) = (NEVER, 0);
         for (i, e) in self.entries.iter().enumerate() {
@@ -516,7 +521,9 @@ impl SchedState {
     }
 
     /// Recomputes `min_e2` and `issue_at` (every warp active: not `two_level`) from the
-    /// warps in `live`.
+    /// warps in `live`. Out of line: [`SchedState::after_issue`], which calls it about
+    /// every other issue, stays small enough to inline.
+    #[inline(never)]
     fn rescan_e2(&mut self) {
         let (mut e2, mut next, mut a2, mut an) = (NEVER, NEVER, 0, 0);
         if self.entries.len() > 64 {
@@ -553,7 +560,7 @@ impl SchedState {
     /// later: copies its times into its entry and updates the caches, without a rescan
     /// while the warps attaining the minima are untouched. Not for `two_level` (its pool
     /// update rescans).
-    #[inline]
+    #[inline(always)]
     fn after_issue(&mut self, ws: &WarpState, now: u64) {
         debug_assert_eq!(self.cap, 0);
         let p = ws.pos;
@@ -602,6 +609,74 @@ impl SchedState {
             self.rescan_e2();
         }
         self.settle();
+    }
+
+    /// After warp `ws` issued: [`SchedState::after_issue`], or under `two_level` a copy
+    /// of its times (they may have got later: the caller rescans).
+    #[inline(always)]
+    fn settle_issue(&mut self, ws: &WarpState, now: u64) {
+        if self.cap == 0 {
+            self.after_issue(ws, now);
+        } else {
+            self.lower(ws);
+        }
+    }
+
+    /// Reads the source operands `srcs` (in register order) of an instruction issued at
+    /// `c`, whose banks are shifted by `shift` (the warp slot with
+    /// `core.reg_bank_use_warp_id`), and takes a collector unit until they are read;
+    /// returns the delay bank conflicts add to its result (0 without operand
+    /// collection).
+    ///
+    /// The reads are requested from `c + 1` in register order; each takes the first cycle
+    /// from then at which its bank is free and holds the bank that cycle (one read per
+    /// bank per cycle, across instructions). Without conflicts every read is at `c + 1`
+    /// (already part of the class latency, which is measured conflict-free); the delay is
+    /// how much later the last read is. The collector is held until the cycle after the
+    /// last read (dispatch). Writeback port conflicts are not modelled.
+    #[inline(always)]
+    fn collect(&mut self, srcs: &[u16], shift: usize, c: u64, stats: &mut SmStats) -> u64 {
+        let n = self.banks.len();
+        // No banks: operand collection is not modelled.
+        let srcs = if n > 0 { srcs } else { &[] };
+        let first = c + 1;
+        let mut last = first;
+        let mask = n.wrapping_sub(1);
+        let pow2 = n.is_power_of_two();
+        let mut conflicts = 0;
+        for &r in srcs {
+            let b = if pow2 {
+                (r as usize + shift) & mask
+            } else {
+                (r as usize + shift) % n
+            };
+            let t = self.banks[b].max(first);
+            self.banks[b] = t + 1;
+            last = last.max(t);
+            conflicts += u64::from(t > first);
+        }
+        stats.operand_reads += srcs.len() as u64;
+        stats.bank_conflicts += conflicts;
+        let x = last - first;
+        stats.bank_conflict_cycles += x;
+        if !self.colls.is_empty() {
+            // The first of the free collectors (the gate guarantees one at `c`).
+            let colls = &mut self.colls[..];
+            let mut i = 0;
+            while i < colls.len() && colls[i] > c {
+                i += 1;
+            }
+            if i == colls.len() {
+                i = 0;
+            }
+            colls[i] = last + 1;
+            // Two per scheduler (most presets) without the loop's set-up.
+            self.coll_at = match *colls {
+                [a, b] => a.min(b),
+                _ => colls.iter().fold(NEVER, |m, &f| m.min(f)),
+            };
+        }
+        x
     }
 }
 
@@ -936,6 +1011,7 @@ impl Sm {
                 n: prep.slots.len(),
             });
         }
+        let code_base = prep.code_base;
         let n_warps = cta.n_warps();
         if n_warps as u64 > self.free_warp_slots() as u64 {
             return Err(SmError::TooManyWarps {
@@ -1017,16 +1093,9 @@ impl Sm {
             sc.unfinished += u32::from(!done);
             self.warps[search] = ws;
             let ws = &mut self.warps[search];
-            if let Some((pc, _)) = first {
+            if let (Some((pc, _)), Some(ic)) = (first, self.icache.as_mut()) {
                 // Its first instruction is fetched on arrival.
-                fetch(
-                    &mut self.icache,
-                    &self.prep,
-                    &mut self.stats,
-                    ws,
-                    pc,
-                    self.now,
-                );
+                fetch(ic, code_base, &mut self.stats, ws, pc, self.now);
             }
             self.scheds[sched as usize].lower(ws);
             slots.push(slot);
@@ -1057,54 +1126,28 @@ impl Sm {
         Ok(ci as u32)
     }
 
-    #[inline]
-    fn inst(&self, w: usize) -> Option<&WarpInst> {
-        self.cursors[w].peek()
-    }
-
     /// Refreshes warp `w`'s cache of its next instruction.
     #[inline(always)]
     fn refresh(&mut self, w: usize) {
         if self.warps[w].done {
             return;
         }
-        let (Some(inst), Some(prep)) = (self.inst(w), self.prep.as_ref()) else {
+        let (Some(inst), Some(prep)) = (self.cursors[w].peek(), self.prep.as_deref()) else {
             return;
         };
-        let class = inst.class;
         let base = w * self.stride;
-        let regs = &self.reg_ready[base..base + self.stride];
-        let wait = &prep.slots[inst.slot as usize].wait;
-        let (mut reg_at, mut long_at) = (0, 0);
-        if self.two_level {
-            let long = &self.reg_long[base..base + self.stride];
-            for &r in wait.iter() {
-                let t = regs[r as usize];
-                reg_at = reg_at.max(t);
-                if long[r as usize] {
-                    long_at = long_at.max(t);
-                }
-            }
+        let long = if self.two_level {
+            &self.reg_long[base..base + self.stride]
         } else {
-            for &r in wait.iter() {
-                reg_at = reg_at.max(regs[r as usize]);
-            }
-        }
-        let ws = &mut self.warps[w];
-        if class == OpClass::Fence {
-            // A fence waits for every memory result of its warp.
-            if ws.mem_pending > 0 {
-                reg_at = NEVER;
-                if self.two_level {
-                    long_at = NEVER;
-                }
-            } else {
-                reg_at = reg_at.max(ws.mem_done_at);
-            }
-        }
-        ws.reg_at = reg_at;
-        ws.long_at = long_at;
-        ws.class = class;
+            &[]
+        };
+        refresh_warp(
+            &mut self.warps[w],
+            &self.reg_ready[base..base + self.stride],
+            long,
+            &prep.slots[inst.slot as usize].wait,
+            inst.class,
+        );
     }
 
     /// Counts the stall reason of scheduler `s` for every cycle of `[a, b)`, during which
@@ -1134,7 +1177,25 @@ impl Sm {
         st.stall_barrier += sb - a;
     }
 
+    /// [`Sm::count_stalls`] for the one cycle `now` (the same classification, as
+    /// branches rather than clamps).
+    #[inline]
+    fn count_stall(&mut self, s: usize, now: u64) {
+        let sc = &self.scheds[s];
+        let st = &mut self.stats;
+        if sc.unfinished == 0 {
+            st.stall_no_warp += 1;
+        } else if sc.min_e2 <= now {
+            st.stall_unit_busy += 1;
+        } else if sc.min_e1 <= now {
+            st.stall_scoreboard += 1;
+        } else {
+            st.stall_barrier += 1;
+        }
+    }
+
     /// The position in scheduler `s`'s list of the warp it issues at `now`, per policy.
+    #[inline(always)]
     fn pick(&self, s: usize, now: u64) -> Option<usize> {
         let sch = &self.scheds[s];
         let ents = &sch.entries;
@@ -1143,13 +1204,7 @@ impl Sm {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).
-                let start = sch.last.map_or(0, |age| {
-                    let p = sch.last_pos as usize;
-                    match ents.get(p) {
-                        Some(e) if e.age == age => p + 1,
-                        _ => ents.partition_point(|e| e.age <= age),
-                    }
-                });
+                let start = sch.rr_start as usize;
                 if ents.len() <= 64 {
                     // Only warps in `live` can be ready: those from `start` on, then the
                     // others, each in position order.
@@ -1170,14 +1225,9 @@ impl Sm {
                 .map(|&w| self.warps[w as usize].pos as usize)
                 .find(|&p| ready(&ents[p])),
             SchedulerPolicy::Gto => {
-                if let Some(age) = sch.last {
-                    let hint = sch.last_pos as usize;
-                    let at = match ents.get(hint) {
-                        Some(e) if e.age == age => Some(hint),
-                        _ => ents.binary_search_by_key(&age, |e| e.age).ok(),
-                    };
-                    if let Some(p) = at.filter(|&p| ready(&ents[p])) {
-                        return Some(p);
+                if let Some(p) = sch.last_at {
+                    if ents.get(p as usize).is_some_and(ready) {
+                        return Some(p as usize);
                     }
                 }
                 if ents.len() <= 64 {
@@ -1188,62 +1238,107 @@ impl Sm {
         }
     }
 
+    /// Issues the instruction of the warp at position `pos` of scheduler `s` at `now`.
+    ///
+    /// The common case (no warp finishes, no barrier) runs on borrows of the fields it
+    /// touches, each table indexed once: the borrows show the compiler that the writes
+    /// to the scoreboard and the stats cannot move the tables, so nothing is reloaded.
     fn issue(&mut self, s: usize, pos: usize, now: u64, mem: &mut impl MemPort) {
-        let Entry { age, slot, .. } = self.scheds[s].entries[pos];
-        let w = slot as usize;
-        self.scheds[s].last = Some(age);
-        self.scheds[s].last_pos = pos as u32;
-        let Some(&inst) = self.inst(w) else {
+        let Sm {
+            spec,
+            prep,
+            warps,
+            cursors,
+            reg_ready,
+            reg_long,
+            two_level,
+            stride,
+            scheds,
+            ctas,
+            live,
+            complete_at,
+            record,
+            stats,
+            inflight,
+            free,
+            pending,
+            icache,
+            n_finished,
+            finished_at,
+            ..
+        } = self;
+        // Without a kernel no warp is resident: nothing can issue.
+        let Some(prep) = prep.as_deref() else {
             return;
         };
-        let t = self.spec.timing_of(inst.class);
-        let st = &mut self.stats;
+        let (two_level, stride) = (*two_level, *stride);
+        let sc = &mut scheds[s];
+        let Entry { age, slot, .. } = sc.entries[pos];
+        let w = slot as usize;
+        sc.last = Some(age);
+        sc.last_at = Some(pos as u32);
+        sc.rr_start = pos as u32 + 1;
+        let cur = &mut cursors[w];
+        let Some(&inst) = cur.peek() else {
+            return;
+        };
+        let ws = &mut warps[w];
+        let t = spec.timing_of(inst.class);
+        // Most instructions run on a full warp: skip the (software) population count.
+        let lanes = if inst.mask == u32::MAX {
+            32
+        } else {
+            inst.mask.count_ones() as u64
+        };
+        let st = &mut *stats;
         st.warp_insts += 1;
         st.issue_slots_used += 1;
-        st.thread_insts += inst.mask.count_ones() as u64;
+        st.thread_insts += lanes;
         st.class_warp_insts[inst.class as usize] += 1;
         if inst.class == OpClass::Exit {
-            st.exited_lanes += inst.mask.count_ones() as u64;
+            st.exited_lanes += lanes;
         }
-        let cta = self.warps[w].cta as usize;
-        if self.record {
+        let cta = ws.cta as usize;
+        if *record {
             st.issue_log.push(IssueEvent {
                 cycle: now,
                 warp: w as u32,
                 cta: cta as u32,
-                inst: self.warps[w].next as u32,
+                inst: ws.next as u32,
                 class: inst.class,
             });
         }
+        let regs = &prep.slots[inst.slot as usize];
         // Operand reads before dispatch: bank conflicts delay the result. The unit's
         // interval still counts from issue: collectors dispatch in any order (GPGPU-Sim),
         // so a later instruction whose operands are ready can take the unit meanwhile.
-        let x = self.collect(s, w, inst.slot as usize, now);
-        self.scheds[s].unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
-        let Some(rc) = self.ctas[cta].as_mut() else {
+        let shift = if spec.reg_bank_use_warp_id { w } else { 0 };
+        let x = sc.collect(&regs.srcs, shift, now, st);
+        sc.unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
+        let Some(rc) = ctas[cta].as_mut() else {
             return;
         };
-        let mut pending = false;
+        let mut is_pending = false;
         let done_at = if inst.class.is_memory() {
             // The last freed entry, taken off the free list only if the result is pending
             // (an answer known now leaves the list as it was).
-            let (token, listed) = match self.free.last() {
+            let (token, listed) = match free.last() {
                 Some(&t) => (t, true),
                 None => {
-                    self.inflight.push(InFlight {
+                    inflight.push(InFlight {
                         warp: 0,
                         slot: 0,
                         delay: 0,
                         live: false,
                     });
-                    (self.inflight.len() as u32 - 1, false)
+                    (inflight.len() as u32 - 1, false)
                 }
             };
-            let addrs = self.cursors[w].lane_source();
-            match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
+            let addrs = cur.lane_source();
+            let done_at = match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
                 MemIssue::Done(at) => {
                     if !listed {
-                        self.free.push(token);
+                        free.push(token);
                     }
                     // The memory system sees accesses in issue order (the GPU advances
                     // SMs in global time), so the operand delay comes after it.
@@ -1251,145 +1346,98 @@ impl Sm {
                 }
                 MemIssue::Pending => {
                     if listed {
-                        self.free.pop();
+                        free.pop();
                     }
-                    self.inflight[token as usize] = InFlight {
+                    inflight[token as usize] = InFlight {
                         warp: w as u32,
                         slot: inst.slot,
                         delay: x,
                         live: true,
                     };
-                    self.pending += 1;
-                    pending = true;
+                    *pending += 1;
+                    is_pending = true;
                     NEVER
                 }
-            }
-        } else {
-            now + x + t.latency_cycles as u64
-        };
-        if inst.class.is_memory() {
-            let ws = &mut self.warps[w];
-            if pending {
+            };
+            if is_pending {
                 ws.mem_pending += 1;
             } else {
                 ws.mem_done_at = ws.mem_done_at.max(done_at);
             }
-        }
-        if pending {
+            done_at
+        } else {
+            now + x + t.latency_cycles as u64
+        };
+        if is_pending {
             rc.pending += 1;
             rc.complete_at = rc.complete_at.max(now + 1);
         } else {
-            self.complete_at = self.complete_at.max(done_at);
+            *complete_at = (*complete_at).max(done_at);
             rc.complete_at = rc.complete_at.max(done_at).max(now + 1);
         }
-        if let Some(prep) = self.prep.as_ref() {
-            let base = w * self.stride;
-            let dsts = prep.slots[inst.slot as usize].dsts.iter();
-            if self.two_level {
-                let long = is_long(inst.class);
-                for &r in dsts {
-                    self.reg_ready[base + r as usize] = done_at;
-                    self.reg_long[base + r as usize] = long;
-                }
-            } else {
-                for &r in dsts {
-                    self.reg_ready[base + r as usize] = done_at;
-                }
+        let base = w * stride;
+        let board = &mut reg_ready[base..base + stride];
+        if two_level {
+            let long = is_long(inst.class);
+            let long_board = &mut reg_long[base..base + stride];
+            for &r in regs.dsts.iter() {
+                board[r as usize] = done_at;
+                long_board[r as usize] = long;
+            }
+        } else {
+            for &r in regs.dsts.iter() {
+                board[r as usize] = done_at;
             }
         }
-        let ws = &mut self.warps[w];
         ws.next += 1;
-        let cur = &mut self.cursors[w];
         if cur.advance(&rc.cta).is_err() {
             // Not on a stream checked when made (every one is): end the warp rather than
             // run what cannot be decoded.
             debug_assert!(false, "warp {w}: its checked stream fails to decode");
             ws.end = ws.next;
         }
-        if ws.next < ws.end {
-            if let Some(next) = cur.peek() {
-                fetch(
-                    &mut self.icache,
-                    &self.prep,
-                    &mut self.stats,
-                    ws,
-                    next.pc,
-                    now,
-                );
-            }
+        let next = if ws.next < ws.end { cur.peek() } else { None };
+        if let (Some(next), Some(ic)) = (next, icache.as_mut()) {
+            fetch(ic, prep.code_base, st, ws, next.pc, now);
         }
         if ws.next == ws.end {
             ws.done = true;
-            self.live -= 1;
-            self.scheds[s].unfinished -= 1;
+            *live -= 1;
+            sc.unfinished -= 1;
             rc.alive -= 1;
             if rc.finished() {
-                self.n_finished += 1;
-                self.finished_at = self.finished_at.min(rc.complete_at);
+                *n_finished += 1;
+                *finished_at = (*finished_at).min(rc.complete_at);
             }
-            self.try_release(cta, now);
         } else if inst.class == OpClass::Barrier {
             ws.at_barrier = true;
             rc.arrived.push((w as u32, now));
-            self.try_release(cta, now);
+        } else {
+            // The common case: nothing else moves; the warp's cache of its next
+            // instruction is refreshed here, where its parts are at hand.
+            if let Some(next) = next {
+                let long_board = if two_level {
+                    &reg_long[base..base + stride]
+                } else {
+                    &[]
+                };
+                refresh_warp(
+                    ws,
+                    &reg_ready[base..base + stride],
+                    long_board,
+                    &prep.slots[next.slot as usize].wait,
+                    next.class,
+                );
+            }
+            sc.settle_issue(ws, now);
+            return;
         }
+        // A warp finished or reached a barrier: the barrier may release (which moves other
+        // warps' times), then as above.
+        self.try_release(cta, now);
         self.refresh(w);
         let ws = &self.warps[w];
-        let sc = &mut self.scheds[s];
-        if sc.cap == 0 {
-            sc.after_issue(ws, now);
-        } else {
-            // Its times may have got later: the caller rescans; this copies them.
-            sc.lower(ws);
-        }
-    }
-
-    /// Reads the source operands of warp `w`'s instruction `slot`, issued at `c` on
-    /// scheduler `s`, and takes a collector unit until they are read; returns the delay
-    /// bank conflicts add to its result (0 without operand collection).
-    ///
-    /// The reads are requested from `c + 1` in register order; each takes the first cycle
-    /// from then at which its bank is free and holds the bank that cycle (one read per
-    /// bank per cycle, across instructions). Without conflicts every read is at `c + 1`
-    /// (already part of the class latency, which is measured conflict-free); the delay is
-    /// how much later the last read is. The collector is held until the cycle after the
-    /// last read (dispatch). Writeback port conflicts are not modelled.
-    #[inline(always)]
-    fn collect(&mut self, s: usize, w: usize, slot: usize, c: u64) -> u64 {
-        let sc = &mut self.scheds[s];
-        let n = sc.banks.len();
-        let shift = if self.spec.reg_bank_use_warp_id { w } else { 0 };
-        let first = c + 1;
-        let mut last = first;
-        let srcs = match self.prep.as_ref() {
-            Some(prep) if n > 0 => &prep.slots[slot].srcs[..],
-            _ => &[],
-        };
-        let mask = n.wrapping_sub(1);
-        let pow2 = n.is_power_of_two();
-        let mut conflicts = 0;
-        for &r in srcs {
-            let b = if pow2 {
-                (r as usize + shift) & mask
-            } else {
-                (r as usize + shift) % n
-            };
-            let t = sc.banks[b].max(first);
-            sc.banks[b] = t + 1;
-            last = last.max(t);
-            conflicts += u64::from(t > first);
-        }
-        self.stats.operand_reads += srcs.len() as u64;
-        self.stats.bank_conflicts += conflicts;
-        let x = last - first;
-        self.stats.bank_conflict_cycles += x;
-        if !sc.colls.is_empty() {
-            // The first of the free collectors (the gate guarantees one at `c`).
-            let i = sc.colls.iter().position(|&f| f <= c).unwrap_or_default();
-            sc.colls[i] = last + 1;
-            sc.coll_at = sc.colls.iter().copied().min().unwrap_or(0);
-        }
-        x
+        self.scheds[s].settle_issue(ws, now);
     }
 
     /// Releases CTA `cta`'s barrier when every unfinished warp has arrived: they all may
@@ -1528,34 +1576,48 @@ impl Sm {
     pub fn step(&mut self, mem: &mut impl MemPort) {
         let now = self.now;
         for s in 0..self.scheds.len() {
+            let sc = &self.scheds[s];
+            if sc.cap > 0 {
+                self.step_two_level(s, now, mem);
+                continue;
+            }
             // An issue elsewhere this cycle cannot make one of this scheduler's warps ready
             // now (a barrier releases for the next cycle), so its cache decides.
-            if self.scheds[s].cap > 0 && self.scheds[s].next_issue <= now {
-                self.update_pools(s, now);
-            }
-            let sc = &self.scheds[s];
-            let picked = if sc.issue_at.max(sc.coll_at) <= now {
-                self.pick(s, now)
-            } else {
-                None
-            };
-            match picked {
-                Some(pos) => {
-                    let slot = self.scheds[s].entries[pos].slot;
+            if sc.issue_at.max(sc.coll_at) <= now {
+                if let Some(pos) = self.pick(s, now) {
                     self.issue(s, pos, now, mem);
-                    let sc = &mut self.scheds[s];
-                    if sc.cap > 0 {
-                        if let Some(i) = sc.active.iter().position(|&w| w == slot) {
-                            // Round robin from the last issued: it goes to the back.
-                            sc.active.rotate_left(i + 1);
-                        }
-                        sc.rescan();
-                    }
+                    continue;
                 }
-                None => self.count_stalls(s, now, now + 1),
             }
+            self.count_stall(s, now);
         }
         self.now += 1;
+    }
+
+    /// [`Sm::step`] for scheduler `s` under `two_level`: the pool update, then as the
+    /// other policies, and the active pool rotated after an issue.
+    fn step_two_level(&mut self, s: usize, now: u64, mem: &mut impl MemPort) {
+        if self.scheds[s].next_issue <= now {
+            self.update_pools(s, now);
+        }
+        let sc = &self.scheds[s];
+        let picked = if sc.issue_at.max(sc.coll_at) <= now {
+            self.pick(s, now)
+        } else {
+            None
+        };
+        let Some(pos) = picked else {
+            self.count_stall(s, now);
+            return;
+        };
+        let slot = self.scheds[s].entries[pos].slot;
+        self.issue(s, pos, now, mem);
+        let sc = &mut self.scheds[s];
+        if let Some(i) = sc.active.iter().position(|&w| w == slot) {
+            // Round robin from the last issued: it goes to the back.
+            sc.active.rotate_left(i + 1);
+        }
+        sc.rescan();
     }
 
     /// Removes the CTAs whose warps have all finished and whose results are all written
@@ -1610,6 +1672,14 @@ impl Sm {
             for (i, e) in sc.entries.iter().enumerate() {
                 self.warps[e.slot as usize].pos = i as u32;
             }
+            if let Some(age) = sc.last {
+                sc.rr_start = sc.entries.partition_point(|e| e.age <= age) as u32;
+                sc.last_at = sc
+                    .entries
+                    .binary_search_by_key(&age, |e| e.age)
+                    .ok()
+                    .map(|p| p as u32);
+            }
             if sc.cap > 0 {
                 // A finished warp not yet dropped by a pool update frees its slot.
                 sc.active.retain(|&w| used[w as usize]);
@@ -1653,24 +1723,57 @@ fn first_ready(sch: &SchedState, mut mask: u64, now: u64) -> Option<usize> {
     None
 }
 
-/// Fetches warp `ws`'s next instruction, at `pc`, at cycle `c` through the I-cache
-/// (nothing without one); a free function so that it borrows only what it touches.
+/// Fetches warp `ws`'s next instruction, at `pc` of the kernel whose code is at
+/// `code_base`, at cycle `c` through the I-cache; a free function so that it borrows only
+/// what it touches.
 #[inline(always)]
 fn fetch(
-    icache: &mut Option<Icache>,
-    prep: &Option<Arc<KernelPrep>>,
+    ic: &mut Icache,
+    code_base: u64,
     stats: &mut SmStats,
     ws: &mut WarpState,
     pc: u32,
     c: u64,
 ) {
-    let (Some(ic), Some(prep)) = (icache.as_mut(), prep.as_ref()) else {
-        return;
-    };
-    let (at, hit) = ic.fetch(prep.code_base | pc as u64, c, &mut ws.line_hint);
+    let (at, hit) = ic.fetch(code_base | pc as u64, c, &mut ws.line_hint);
     ws.fetch_at = at;
     stats.icache_accesses += 1;
     stats.icache_misses += u64::from(!hit);
+}
+
+/// Sets warp `ws`'s cache of its next instruction, of class `class`, which waits on the
+/// registers `wait`, from its scoreboard `board` (and `long`, whether each register's
+/// pending write is long-latency: `two_level` only, empty otherwise).
+#[inline(always)]
+fn refresh_warp(ws: &mut WarpState, board: &[u64], long: &[bool], wait: &[u16], class: OpClass) {
+    let (mut reg_at, mut long_at) = (0, 0);
+    if long.is_empty() {
+        for &r in wait {
+            reg_at = reg_at.max(board[r as usize]);
+        }
+    } else {
+        for &r in wait {
+            let t = board[r as usize];
+            reg_at = reg_at.max(t);
+            if long[r as usize] {
+                long_at = long_at.max(t);
+            }
+        }
+    }
+    if class == OpClass::Fence {
+        // A fence waits for every memory result of its warp.
+        if ws.mem_pending > 0 {
+            reg_at = NEVER;
+            if !long.is_empty() {
+                long_at = NEVER;
+            }
+        } else {
+            reg_at = reg_at.max(ws.mem_done_at);
+        }
+    }
+    ws.reg_at = reg_at;
+    ws.long_at = long_at;
+    ws.class = class;
 }
 
 /// Runs `ctas` (CTAs of `kernel`, all resident at once) on one SM to completion and
