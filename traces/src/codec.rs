@@ -55,9 +55,24 @@ pub fn zigzag(v: i64) -> u64 {
 }
 
 #[inline]
-pub fn unzigzag(v: u64) -> i64 {
+pub const fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
+
+/// [`unzigzag`] of a one-byte varint, by the byte (entries past 127 unused): a delta in one
+/// load, where most list-mode address deltas are one byte.
+static UNZIGZAG_BYTE: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < 128 {
+        t[i] = unzigzag(i as u64) as u64;
+        i += 1;
+    }
+    t
+};
+
+/// The high bit of each byte of a word: a word of one-byte varints has none set.
+const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// A read cursor over a byte slice.
 #[derive(Clone, Copy)]
@@ -135,7 +150,6 @@ impl<'a> Cursor<'a> {
     /// for values only checked, not used (a CTA's first pass), eight bytes at a time.
     #[inline]
     pub fn skip_varints(&mut self, mut n: u64) -> CResult<()> {
-        const HIGH: u64 = 0x8080_8080_8080_8080;
         const ONES: u64 = 0x0101_0101_0101_0101;
         while n > 0 {
             let word = self
@@ -143,6 +157,12 @@ impl<'a> Cursor<'a> {
                 .get(self.pos..)
                 .and_then(|r| r.first_chunk::<8>())
                 .map(|w| u64::from_le_bytes(*w));
+            if n >= 8 && word.is_some_and(|w| w & HIGH == 0) {
+                // Eight one-byte varints (most list addresses): no counting.
+                self.pos += 8;
+                n -= 8;
+                continue;
+            }
             // Each byte below 0x80 ends a varint; those ending in this word began in it
             // (the word starts at a varint boundary), so are at most 8 bytes: no overflow.
             let ends = word.map_or(0, |w| !w & HIGH);
@@ -166,6 +186,12 @@ impl<'a> Cursor<'a> {
             n -= k;
         }
         Ok(())
+    }
+
+    /// The next eight bytes, if there are as many (not consumed).
+    #[inline(always)]
+    fn word(&self) -> Option<&'a [u8; 8]> {
+        self.buf.get(self.pos..)?.first_chunk::<8>()
     }
 
     /// The longest run of one-byte varints among the next `n` (consumed).
@@ -943,6 +969,80 @@ fn decode_warps(
     Ok(())
 }
 
+/// Where [`decode_addrs`] writes a list's addresses.
+pub(crate) trait AddrSink {
+    /// `n` more addresses to be written: their start index and the slots themselves.
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]);
+}
+
+impl AddrSink for Vec<u64> {
+    #[inline]
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
+        let s = self.len();
+        self.resize(s + n, 0);
+        (s as u32, &mut self[s..])
+    }
+}
+
+/// Addresses decoded in place: `v[..len]` are the addresses; `v` keeps its length from one
+/// use to the next (a cursor's buffer), so that a list neither fills nor checks capacity
+/// per address.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddrBuf {
+    v: Vec<u64>,
+    len: usize,
+}
+
+impl AddrBuf {
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        self.v.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Replaces the addresses with `a`.
+    pub(crate) fn set(&mut self, a: &[u64]) {
+        self.len = 0;
+        self.grow(a.len()).1.copy_from_slice(a);
+    }
+
+    /// The addresses alone, as a vector.
+    pub(crate) fn into_vec(mut self) -> Vec<u64> {
+        self.v.truncate(self.len);
+        self.v
+    }
+}
+
+impl AddrSink for AddrBuf {
+    #[inline]
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
+        let s = self.len;
+        let e = s + n;
+        if self.v.len() < e {
+            self.grow_slow(e);
+        }
+        self.len = e;
+        (s as u32, &mut self.v[s..e])
+    }
+}
+
+impl AddrBuf {
+    #[cold]
+    #[inline(never)]
+    fn grow_slow(&mut self, e: usize) {
+        self.v.resize(e.max(2 * self.v.len()), 0);
+    }
+}
+
 /// Decodes the addresses of one memory instruction whose static instruction's base state
 /// is `state`, appending list-mode addresses to `addrs`.
 #[inline(always)]
@@ -951,7 +1051,7 @@ pub(crate) fn decode_addrs(
     state: &mut BaseState,
     mask: u32,
     dod: bool,
-    addrs: &mut Vec<u64>,
+    addrs: &mut impl AddrSink,
 ) -> CResult<(u8, Addrs)> {
     let mode = ac.byte()?;
     match mode {
@@ -963,27 +1063,45 @@ pub(crate) fn decode_addrs(
         }
         ADDR_LIST | ADDR_DELTA => {
             let len = list_len(mode, mask);
-            let start = addrs.len() as u32;
-            if len > 0 {
-                addrs.reserve(len as usize);
-                let mut a = state.decode(ac.varint()?, dod);
-                addrs.push(a);
-                let mut left = len - 1;
-                while left > 0 {
-                    // Lanes a few words apart (shared-memory tiles) take one byte per
-                    // delta: runs of those decode without varint steps or per-push
-                    // capacity checks.
-                    let run = ac.one_byte_varints(left);
-                    addrs.extend(run.iter().map(|&b| {
-                        a = a.wrapping_add(unzigzag(b as u64) as u64);
-                        a
-                    }));
-                    left -= run.len() as u32;
-                    if left > 0 {
-                        a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
-                        addrs.push(a);
-                        left -= 1;
+            // Written in place, not pushed: no capacity check per address.
+            let (start, out) = addrs.grow(len as usize);
+            let Some((first, rest)) = out.split_first_mut() else {
+                return Ok((mode, Addrs::List { start, len }));
+            };
+            let mut a = state.decode(ac.varint()?, dod);
+            *first = a;
+            let mut i = 0;
+            while i < rest.len() {
+                // Lanes a few words apart (shared-memory tiles) take one byte per delta:
+                // those among the next eight bytes, each a table load and an add, then
+                // a longer one on its own.
+                let take = (rest.len() - i).min(8);
+                let k = match ac.word() {
+                    Some(w) => {
+                        let k = ((u64::from_le_bytes(*w) & HIGH).trailing_zeros() / 8) as usize;
+                        if let (8, Some(o)) = (k, rest[i..].first_chunk_mut::<8>()) {
+                            for (o, &b) in o.iter_mut().zip(w) {
+                                a = a.wrapping_add(UNZIGZAG_BYTE[b as usize]);
+                                *o = a;
+                            }
+                            8
+                        } else {
+                            let k = k.min(take);
+                            for (o, &b) in rest[i..i + k].iter_mut().zip(w) {
+                                a = a.wrapping_add(UNZIGZAG_BYTE[b as usize]);
+                                *o = a;
+                            }
+                            k
+                        }
                     }
+                    None => 0,
+                };
+                ac.pos += k;
+                i += k;
+                if k < take {
+                    a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
+                    rest[i] = a;
+                    i += 1;
                 }
             }
             Ok((mode, Addrs::List { start, len }))
@@ -1093,6 +1211,77 @@ mod tests {
         assert!(Cursor::new(&b).skip_varints(2).is_ok());
         b[9] = 2;
         assert!(Cursor::new(&b).skip_varints(2).is_err());
+    }
+
+    /// List addresses decode as their deltas say, into a vector or in place, whatever the
+    /// mix of one-byte and longer deltas and whatever follows them; a column cut inside a
+    /// list is an error, not a panic.
+    #[test]
+    fn address_lists_decode_in_place() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut buf = AddrBuf::default();
+        for _ in 0..5000 {
+            let n = 1 + next() % 32;
+            let mask = (u64::MAX >> (64 - n)) as u32;
+            let mut want = vec![next() >> (next() % 64)];
+            for _ in 1..n {
+                let d = (match next() % 8 {
+                    0 => next(),
+                    1 => next() % 2000,
+                    _ => next() % 128,
+                } as i64)
+                    .wrapping_sub(64);
+                want.push(want[want.len() - 1].wrapping_add(d as u64));
+            }
+            let mut col = vec![ADDR_LIST];
+            put_varint(&mut col, zigzag(want[0] as i64));
+            for w in want.windows(2) {
+                put_varint(&mut col, zigzag(w[1].wrapping_sub(w[0]) as i64));
+            }
+            let list_end = col.len();
+            for _ in 0..next() % 12 {
+                col.push(next() as u8);
+            }
+            let mut v = vec![7u64];
+            let mut c = Cursor::new(&col);
+            let r = decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut v);
+            assert_eq!(
+                r,
+                Ok((
+                    ADDR_LIST,
+                    Addrs::List {
+                        start: 1,
+                        len: n as u32
+                    }
+                ))
+            );
+            assert_eq!((&v[1..], c.pos()), (&want[..], list_end));
+            // In place, after a longer list left the buffer longer.
+            buf.set(&[1, 2, 3]);
+            let mut c = Cursor::new(&col);
+            let r = decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut buf);
+            assert_eq!(
+                r,
+                Ok((
+                    ADDR_LIST,
+                    Addrs::List {
+                        start: 3,
+                        len: n as u32
+                    }
+                ))
+            );
+            assert_eq!((&buf.as_slice()[3..], c.pos()), (&want[..], list_end));
+            let cut = (next() % list_end as u64) as usize;
+            let mut c = Cursor::new(&col[..cut]);
+            buf.clear();
+            assert!(decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut buf).is_err());
+        }
     }
 
     #[test]

@@ -12,9 +12,9 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrRecord, Addrs,
-    BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo,
-    WarpInst,
+    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf, AddrRecord,
+    Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource,
+    SlotInfo, WarpInst,
 };
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ impl CtaStream {
         let mut warps = Vec::with_capacity(n_warps as usize);
         // A CTA has at most 32 warps; a corrupt count must not reserve more.
         let mut head = Vec::with_capacity(n_warps.min(32) as usize * BUF_INSTS as usize);
-        let mut head_addrs = Vec::new();
+        let mut head_addrs = AddrBuf::default();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
         let mut total = 0u64;
@@ -344,7 +344,7 @@ impl CtaStream {
             warps,
             bases: Box::new([]),
             head,
-            head_addrs,
+            head_addrs: head_addrs.into_vec(),
             head_ops,
             head_op_index,
             insts: total,
@@ -464,6 +464,7 @@ impl CtaStream {
                 if let Addrs::List { start, len } = inst.addrs {
                     let list = cur
                         .addrs
+                        .as_slice()
                         .get(start as usize..(start + len) as usize)
                         .unwrap_or(&[]);
                     inst.addrs = Addrs::List {
@@ -516,7 +517,7 @@ pub struct WarpCursor {
     /// The buffer: decoded instructions, the list-mode addresses their [`Addrs::List`]
     /// index, per-lane operands and `(index in insts, start in operands)`.
     insts: Vec<WarpInst>,
-    addrs: Vec<u64>,
+    addrs: AddrBuf,
     operands: Vec<u64>,
     operand_index: Vec<(u32, u32)>,
     /// Index in `insts` of the instruction at the cursor.
@@ -554,8 +555,7 @@ impl WarpCursor {
         self.pos = 0;
         self.prev_slot = h.prev_slot;
         self.mask = h.mask;
-        self.addrs.clear();
-        self.addrs.extend_from_slice(
+        self.addrs.set(
             cta.head_addrs
                 .get(range(h.head_addrs))
                 .ok_or(gone.clone())?,
@@ -592,7 +592,7 @@ impl WarpCursor {
     /// [`WarpCursor::advance`]).
     #[inline]
     pub fn lane_source(&self) -> LaneAddrSource<'_> {
-        LaneAddrSource(&self.addrs)
+        LaneAddrSource(self.addrs.as_slice())
     }
 
     /// The per-lane operands of the instruction at the cursor, `per_lane` per active lane
