@@ -219,6 +219,12 @@ impl<'a> Cursor<'a> {
         Ok(b)
     }
 
+    /// All its bytes, read or not.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+
     /// Bytes not yet read.
     #[inline]
     pub fn remaining(&self) -> usize {

@@ -58,6 +58,22 @@ pub struct StreamScratch {
     touched: Vec<u32>,
     /// The current warp's instructions after its head: static slot and mask.
     tail: Vec<(u32, u32)>,
+    /// Those of them with memory.
+    mem_tail: Vec<(u32, u32)>,
+}
+
+/// The last warp whose static and mask columns [`CtaStream::new_in`] decoded (and
+/// checked), what a warp with the same columns takes from it.
+struct LastWarp<'r> {
+    n: usize,
+    slot_col: &'r [u8],
+    mask_col: &'r [u8],
+    /// Where its head starts in the CTA's head.
+    head: usize,
+    /// Its columns' positions after the head, and the slot and mask there.
+    resume_slot: (usize, i64),
+    resume_mask: (usize, u32),
+    top: usize,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -139,6 +155,7 @@ impl CtaStream {
         let table = &mut scratch.table[..];
         let seen = &mut scratch.seen[..];
         let touched = &mut scratch.touched;
+        let mut last: Option<LastWarp<'_>> = None;
         for _ in 0..n_warps {
             scratch.stamp += 1;
             let stamp = scratch.stamp;
@@ -175,80 +192,111 @@ impl CtaStream {
             );
             // Column by column, as `decode_cta` (the same checks, so the same records
             // fail): the head decoded into `head`, the rest only checked, its static
-            // slots and masks kept in `tail` for the address and operand columns.
+            // slots and masks kept in `tail` (the memory instructions in `mem_tail`) for
+            // the address and operand columns.
             let tail = &mut scratch.tail;
-            tail.clear();
-            let mut prev_slot: i64 = -1;
-            // The warp's highest slot (meaningful when it has instructions).
-            let mut top = 0;
-            for _ in 0..k {
-                prev_slot = prev_slot
-                    .wrapping_add(1)
-                    .wrapping_add(unzigzag(sc.varint()?));
-                let s = prev_slot as usize;
-                let info = slots
-                    .get(s)
-                    .ok_or(CodecError("static instruction index out of range"))?;
-                head.push(info.inst(s as u32));
-                top = top.max(s);
-            }
-            let resume_slot = (sc.pos(), prev_slot);
-            // Slots are checked against `n_slots` as one flag (branch-light); a negative
-            // index wraps to a huge one.
-            let n_slots = slots.len();
-            let mut bad = false;
-            if n > k && sc.remaining() == n - k {
-                // Every entry one byte (straight-line code and short jumps).
-                let bytes = sc.rest();
-                if bytes.iter().any(|&b| b >= 0x80) {
-                    return Err(CodecError("static column entry longer than its column"));
-                }
-                tail.extend(bytes.iter().map(|&b| {
-                    prev_slot = prev_slot.wrapping_add(1 + unzigzag(b as u64));
-                    let s = prev_slot as usize;
-                    bad |= s >= n_slots;
-                    top = top.max(s);
-                    (s as u32, 0)
-                }));
-            } else if n > k {
-                tail.reserve(n - k);
-                for _ in k..n {
+            let mem_tail = &mut scratch.mem_tail;
+            // The warps of a CTA mostly run the same code: static and mask columns equal
+            // to those of the last warp decoded (which passed every check) decode the
+            // same, so its head and tail are taken as they are.
+            let same = last
+                .as_ref()
+                .is_some_and(|l| l.n == n && l.slot_col == sc.bytes() && l.mask_col == mc.bytes());
+            let (resume_slot, resume_mask, top);
+            if let (true, Some(l)) = (same, &last) {
+                head.extend_from_within(l.head..l.head + k);
+                (resume_slot, resume_mask, top) = (l.resume_slot, l.resume_mask, l.top);
+                // Consumed, as decoding them would.
+                sc.rest();
+                mc.rest();
+            } else {
+                tail.clear();
+                let mut prev_slot: i64 = -1;
+                // The warp's highest slot (meaningful when it has instructions).
+                let mut hi = 0;
+                for _ in 0..k {
                     prev_slot = prev_slot
                         .wrapping_add(1)
                         .wrapping_add(unzigzag(sc.varint()?));
                     let s = prev_slot as usize;
-                    bad |= s >= n_slots;
-                    top = top.max(s);
-                    tail.push((s as u32, 0));
+                    let info = slots
+                        .get(s)
+                        .ok_or(CodecError("static instruction index out of range"))?;
+                    head.push(info.inst(s as u32));
+                    hi = hi.max(s);
                 }
-            }
-            if bad {
-                return Err(CodecError("static instruction index out of range"));
+                resume_slot = (sc.pos(), prev_slot);
+                // Slots are checked against `n_slots` as one flag (branch-light); a
+                // negative index wraps to a huge one.
+                let n_slots = slots.len();
+                let mut bad = false;
+                if n > k && sc.remaining() == n - k {
+                    // Every entry one byte (straight-line code and short jumps).
+                    let bytes = sc.rest();
+                    if bytes.iter().any(|&b| b >= 0x80) {
+                        return Err(CodecError("static column entry longer than its column"));
+                    }
+                    tail.extend(bytes.iter().map(|&b| {
+                        prev_slot = prev_slot.wrapping_add(1 + unzigzag(b as u64));
+                        let s = prev_slot as usize;
+                        bad |= s >= n_slots;
+                        hi = hi.max(s);
+                        (s as u32, 0)
+                    }));
+                } else if n > k {
+                    tail.reserve(n - k);
+                    for _ in k..n {
+                        prev_slot = prev_slot
+                            .wrapping_add(1)
+                            .wrapping_add(unzigzag(sc.varint()?));
+                        let s = prev_slot as usize;
+                        bad |= s >= n_slots;
+                        hi = hi.max(s);
+                        tail.push((s as u32, 0));
+                    }
+                }
+                if bad {
+                    return Err(CodecError("static instruction index out of range"));
+                }
+                top = hi;
+                let mut mask = u32::MAX;
+                for inst in &mut head[h0..] {
+                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                    inst.mask = mask;
+                }
+                resume_mask = (mc.pos(), mask);
+                if n > k && mc.remaining() == n - k {
+                    // Every entry one byte (same mask, all, none, or low lanes flipped).
+                    for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
+                        if b >= 0x80 {
+                            return Err(CodecError("mask column entry longer than its column"));
+                        }
+                        mask = apply_mask_code(mask, b as u64, v2)?;
+                        *m = mask;
+                    }
+                } else {
+                    for (_, m) in tail.iter_mut() {
+                        mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                        *m = mask;
+                    }
+                }
+                mem_tail.clear();
+                // In range: checked above.
+                mem_tail.extend(tail.iter().filter(|&&(s, _)| slots[s as usize].has_mem));
+                // Used only if the warp passes every check.
+                last = Some(LastWarp {
+                    n,
+                    slot_col: sc.bytes(),
+                    mask_col: mc.bytes(),
+                    head: h0,
+                    resume_slot,
+                    resume_mask,
+                    top,
+                });
             }
             // Below `n_slots`: checked.
             if n > 0 {
                 max_slot = max_slot.max(Some(top as u32));
-            }
-            let mut mask = u32::MAX;
-            for inst in &mut head[h0..] {
-                mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                inst.mask = mask;
-            }
-            let resume_mask = (mc.pos(), mask);
-            if n > k && mc.remaining() == n - k {
-                // Every entry one byte (same mask, all, none, or low lanes flipped).
-                for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
-                    if b >= 0x80 {
-                        return Err(CodecError("mask column entry longer than its column"));
-                    }
-                    mask = apply_mask_code(mask, b as u64, v2)?;
-                    *m = mask;
-                }
-            } else {
-                for (_, m) in tail.iter_mut() {
-                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                    *m = mask;
-                }
             }
             for inst in &mut head[h0..] {
                 // In range: checked by the static column's loop.
@@ -269,22 +317,20 @@ impl CtaStream {
                 }
             }
             let resume_addr = ac.pos();
-            for &(s, m) in tail.iter() {
+            for &(s, m) in mem_tail.iter() {
                 let s = s as usize;
-                if slots[s].has_mem {
-                    if ac.is_empty() {
-                        return Err(CodecError("memory instruction without its addresses"));
-                    }
-                    if !table[s].seen() {
-                        touched.push(s as u32);
-                    }
-                    if seen[s] != stamp {
-                        seen[s] = stamp;
-                        bases.push((s as u32, table[s]));
-                    }
-                    // Past the head only the base state is needed (and the checks).
-                    skip_addrs(&mut ac, &mut table[s], m, v2)?;
+                if ac.is_empty() {
+                    return Err(CodecError("memory instruction without its addresses"));
                 }
+                if !table[s].seen() {
+                    touched.push(s as u32);
+                }
+                if seen[s] != stamp {
+                    seen[s] = stamp;
+                    bases.push((s as u32, table[s]));
+                }
+                // Past the head only the base state is needed (and the checks).
+                skip_addrs(&mut ac, &mut table[s], m, v2)?;
             }
             let mut resume_op = oc.pos();
             if has_ops {
@@ -310,11 +356,7 @@ impl CtaStream {
                     "column has bytes left after the warp's last instruction",
                 ));
             }
-            let (sp, ps) = if n > k {
-                resume_slot
-            } else {
-                (sc.pos(), prev_slot)
-            };
+            let (sp, ps) = resume_slot;
             let (mp, m) = resume_mask;
             let (ap, op) = (resume_addr, resume_op);
             total += n as u64;
