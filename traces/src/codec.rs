@@ -617,6 +617,18 @@ pub(crate) fn apply_mask_code(prev: u32, v: u64, v2: bool) -> CResult<u32> {
     }
 }
 
+/// [`apply_mask_code`] of a one-byte code (which always fits).
+#[inline(always)]
+pub(crate) fn apply_mask_byte(prev: u32, b: u8, v2: bool) -> u32 {
+    match b {
+        _ if !v2 => prev ^ b as u32,
+        0 => prev,
+        1 => u32::MAX,
+        2 => 0,
+        _ => prev ^ (b as u32 - 3),
+    }
+}
+
 /// Number of addresses a mode-0/2 record carries for `mask`.
 #[inline]
 pub fn list_len(mode: u8, mask: u32) -> u32 {

@@ -12,9 +12,9 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf, AddrRecord,
-    Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource,
-    SlotInfo, WarpInst,
+    apply_mask_byte, apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf,
+    AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta,
+    LaneAddrSource, SlotInfo, WarpInst,
 };
 use std::sync::Arc;
 
@@ -664,10 +664,49 @@ impl WarpCursor {
         Ok(())
     }
 
+    /// The static and mask columns of the next `n` instructions, into `insts`, whatever
+    /// their entries' lengths (bit `i` of `mem` set when instruction `i` has memory).
+    fn fill_static(
+        &mut self,
+        cta: &CtaStream,
+        insts: &mut Vec<WarpInst>,
+        n: u32,
+        mem: &mut u32,
+    ) -> CResult<()> {
+        let col = |a: usize, b: usize| {
+            cta.rec
+                .get(a..b)
+                .map(Cursor::new)
+                .ok_or(CodecError("column outside the CTA record"))
+        };
+        let mut sc = col(self.slot_pos, self.slot_end)?;
+        let mut prev = self.prev_slot;
+        for i in 0..n {
+            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
+            let info = cta
+                .slots
+                .get(prev as usize)
+                .ok_or(CodecError("static instruction index out of range"))?;
+            *mem |= (info.has_mem as u32) << i;
+            insts.push(info.inst(prev as u32));
+        }
+        self.prev_slot = prev;
+        self.slot_pos += sc.pos();
+        let mut mc = col(self.mask_pos, self.mask_end)?;
+        let mut mask = self.mask;
+        for inst in insts.iter_mut() {
+            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
+            inst.mask = mask;
+        }
+        self.mask = mask;
+        self.mask_pos += mc.pos();
+        Ok(())
+    }
+
     /// Replaces the buffer with the next instructions of the warp; column by column, as
     /// [`crate::codec::decode_cta`], for speed.
     #[inline(never)]
-    fn fill(&mut self, cta: &CtaStream) -> CResult<()> {
+    fn fill<'c>(&mut self, cta: &'c CtaStream) -> CResult<()> {
         self.insts.clear();
         self.addrs.clear();
         self.operands.clear();
@@ -685,33 +724,72 @@ impl WarpCursor {
                 .map(Cursor::new)
                 .ok_or(CodecError("column outside the CTA record"))
         };
-        let mut sc = col(self.slot_pos, self.slot_end)?;
+        // Worked on out of `self`, so that its length stays in a register.
+        let mut insts = std::mem::take(&mut self.insts);
+        // Bit `i`: instruction `i` has memory.
+        let mut mem = 0u32;
         let mut prev = self.prev_slot;
-        for _ in 0..n {
-            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
-            let info = slots
-                .get(prev as usize)
-                .ok_or(CodecError("static instruction index out of range"))?;
-            self.insts.push(info.inst(prev as u32));
+        let mut mask = self.mask;
+        let (sb, mb) = (
+            cta.rec.get(self.slot_pos..self.slot_end),
+            cta.rec.get(self.mask_pos..self.mask_end),
+        );
+        let n_slots = slots.len();
+        let one_byte = |b: Option<&'c [u8]>| {
+            b.and_then(|b| b.get(..n as usize))
+                .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
+        };
+        if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
+            // Every entry of both columns one byte (straight-line code, short jumps, masks
+            // that stay or flip low lanes): no varint steps. Column by column into small
+            // arrays, each loop with few values live, then the instructions in one pass.
+            // Slots are checked as one flag (branch-light); a negative one wraps to a huge
+            // index.
+            let mut bad = false;
+            let mut idx = [0u32; BUF_INSTS as usize];
+            for (i, (o, &b)) in idx.iter_mut().zip(sb).enumerate() {
+                prev = prev.wrapping_add(1 + unzigzag(b as u64));
+                bad |= prev as usize >= n_slots;
+                mem |= (slots.get(prev as usize).is_some_and(|s| s.has_mem) as u32) << i;
+                *o = prev as u32;
+            }
+            let mut masks = [0u32; BUF_INSTS as usize];
+            for (o, &b) in masks.iter_mut().zip(mb) {
+                mask = apply_mask_byte(mask, b, cta.v2);
+                *o = mask;
+            }
+            insts.extend(idx.iter().zip(&masks).take(n as usize).map(|(&s, &m)| {
+                let mut inst = slots.get(s as usize).unwrap_or(&NO_SLOT).inst(s);
+                inst.mask = m;
+                inst
+            }));
+            if bad {
+                self.insts = insts;
+                return Err(CodecError("static instruction index out of range"));
+            }
+            self.slot_pos += n as usize;
+            self.mask_pos += n as usize;
+        } else {
+            let r = self.fill_static(cta, &mut insts, n, &mut mem);
+            if let Err(e) = r {
+                self.insts = insts;
+                return Err(e);
+            }
+            prev = self.prev_slot;
+            mask = self.mask;
         }
         self.prev_slot = prev;
-        self.slot_pos += sc.pos();
-        let mut mc = col(self.mask_pos, self.mask_end)?;
-        let mut mask = self.mask;
-        for inst in &mut self.insts {
-            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
-            inst.mask = mask;
-        }
         self.mask = mask;
-        self.mask_pos += mc.pos();
+        self.insts = insts;
         let mut ac = col(self.addr_pos, self.addr_end)?;
-        for inst in &mut self.insts {
-            // In range: checked by the first loop.
-            if slots[inst.slot as usize].has_mem {
-                let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
-                (inst.addr_mode, inst.addrs) =
-                    decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
-            }
+        while mem != 0 {
+            let i = mem.trailing_zeros() as usize;
+            mem &= mem - 1;
+            // Below `n`, the buffer's length.
+            let inst = &mut self.insts[i];
+            let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
+            (inst.addr_mode, inst.addrs) =
+                decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
         self.addr_pos += ac.pos();
         if self.with_operands && self.op_pos < self.op_end {
@@ -732,6 +810,14 @@ impl WarpCursor {
         Ok(())
     }
 }
+
+/// The slot info of an out-of-range static index in a loop that flags it, not returns.
+const NO_SLOT: SlotInfo = SlotInfo {
+    pc: 0,
+    class: crate::OpClass::Other,
+    has_mem: false,
+    operands: 0,
+};
 
 /// The base state of static instruction `slot` among a warp's.
 #[inline]
