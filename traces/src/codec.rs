@@ -188,10 +188,10 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// The next eight bytes, if there are as many (not consumed).
+    /// The next `N` bytes, if there are as many (not consumed).
     #[inline(always)]
-    fn word(&self) -> Option<&'a [u8; 8]> {
-        self.buf.get(self.pos..)?.first_chunk::<8>()
+    fn words<const N: usize>(&self) -> Option<&'a [u8; N]> {
+        self.buf.get(self.pos..)?.first_chunk::<N>()
     }
 
     /// The longest run of one-byte varints among the next `n` (consumed).
@@ -632,7 +632,13 @@ pub(crate) fn apply_mask_byte(prev: u32, b: u8, v2: bool) -> u32 {
 /// Number of addresses a mode-0/2 record carries for `mask`.
 #[inline]
 pub fn list_len(mode: u8, mask: u32) -> u32 {
-    let n = mask.count_ones();
+    // All lanes (the common case) without a population count, which baseline x86-64 does
+    // in a dozen instructions.
+    let n = if mask == u32::MAX {
+        32
+    } else {
+        mask.count_ones()
+    };
     if mode == ADDR_DELTA {
         n.max(1)
     } else {
@@ -987,18 +993,31 @@ fn decode_warps(
     Ok(())
 }
 
+/// Slots past a list's end that [`decode_addrs`] may write (and leave as garbage): a step
+/// decodes sixteen one-byte deltas whether or not all sixteen are one byte, and keeps
+/// those that are.
+const PAD: usize = 16;
+
 /// Where [`decode_addrs`] writes a list's addresses.
 pub(crate) trait AddrSink {
-    /// `n` more addresses to be written: their start index and the slots themselves.
+    /// Room for `n` more addresses and [`PAD`] slots after them: their start index and
+    /// the slots.
     fn grow(&mut self, n: usize) -> (u32, &mut [u64]);
+    /// Ends the list that [`AddrSink::grow`] made room for (`n` addresses).
+    fn commit(&mut self, start: u32, n: usize);
 }
 
 impl AddrSink for Vec<u64> {
     #[inline]
     fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
         let s = self.len();
-        self.resize(s + n, 0);
+        self.resize(s + n + PAD, 0);
         (s as u32, &mut self[s..])
+    }
+
+    #[inline]
+    fn commit(&mut self, start: u32, n: usize) {
+        self.truncate(start as usize + n);
     }
 }
 
@@ -1030,7 +1049,13 @@ impl AddrBuf {
     /// Replaces the addresses with `a`.
     pub(crate) fn set(&mut self, a: &[u64]) {
         self.len = 0;
-        self.grow(a.len()).1.copy_from_slice(a);
+        if a.is_empty() {
+            // No room made: a cursor without list addresses allocates none.
+            return;
+        }
+        let (s, out) = self.grow(a.len());
+        out[..a.len()].copy_from_slice(a);
+        self.commit(s, a.len());
     }
 
     /// The addresses alone, as a vector.
@@ -1038,26 +1063,28 @@ impl AddrBuf {
         self.v.truncate(self.len);
         self.v
     }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_slow(&mut self, e: usize) {
+        self.v.resize(e.max(2 * self.v.len()), 0);
+    }
 }
 
 impl AddrSink for AddrBuf {
     #[inline]
     fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
         let s = self.len;
-        let e = s + n;
+        let e = s + n + PAD;
         if self.v.len() < e {
             self.grow_slow(e);
         }
-        self.len = e;
         (s as u32, &mut self.v[s..e])
     }
-}
 
-impl AddrBuf {
-    #[cold]
-    #[inline(never)]
-    fn grow_slow(&mut self, e: usize) {
-        self.v.resize(e.max(2 * self.v.len()), 0);
+    #[inline]
+    fn commit(&mut self, start: u32, n: usize) {
+        self.len = start as usize + n;
     }
 }
 
@@ -1081,51 +1108,78 @@ pub(crate) fn decode_addrs(
         }
         ADDR_LIST | ADDR_DELTA => {
             let len = list_len(mode, mask);
+            let n = len as usize;
             // Written in place, not pushed: no capacity check per address.
-            let (start, out) = addrs.grow(len as usize);
-            let Some((first, rest)) = out.split_first_mut() else {
-                return Ok((mode, Addrs::List { start, len }));
-            };
-            let mut a = state.decode(ac.varint()?, dod);
-            *first = a;
-            let mut i = 0;
-            while i < rest.len() {
-                // Lanes a few words apart (shared-memory tiles) take one byte per delta:
-                // those among the next eight bytes, each a table load and an add, then
-                // a longer one on its own.
-                let take = (rest.len() - i).min(8);
-                let k = match ac.word() {
-                    Some(w) => {
-                        let k = ((u64::from_le_bytes(*w) & HIGH).trailing_zeros() / 8) as usize;
-                        if let (8, Some(o)) = (k, rest[i..].first_chunk_mut::<8>()) {
-                            for (o, &b) in o.iter_mut().zip(w) {
-                                a = a.wrapping_add(UNZIGZAG_BYTE[b as usize]);
-                                *o = a;
-                            }
-                            8
-                        } else {
-                            let k = k.min(take);
-                            for (o, &b) in rest[i..i + k].iter_mut().zip(w) {
-                                a = a.wrapping_add(UNZIGZAG_BYTE[b as usize]);
-                                *o = a;
-                            }
-                            k
-                        }
-                    }
-                    None => 0,
-                };
-                ac.pos += k;
-                i += k;
-                if k < take {
-                    a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
-                    rest[i] = a;
-                    i += 1;
-                }
+            let (start, out) = addrs.grow(n);
+            if n > 0 {
+                decode_list(ac, state, dod, &mut out[..n + PAD])?;
             }
+            addrs.commit(start, n);
             Ok((mode, Addrs::List { start, len }))
         }
         _ => Err(CodecError("unknown address mode")),
     }
+}
+
+/// Addresses after `a` by the deltas of bytes `w` into `o`, whether one-byte varints or
+/// not; the first `min(ones, take)` are kept (`a` moves to the last of them), their count
+/// returned.
+#[inline(always)]
+fn one_byte_deltas<const N: usize>(
+    w: &[u8; N],
+    o: &mut [u64; N],
+    a: &mut u64,
+    ones: usize,
+    take: usize,
+) -> usize {
+    let mut b = *a;
+    for (o, &x) in o.iter_mut().zip(w) {
+        b = b.wrapping_add(UNZIGZAG_BYTE[x as usize]);
+        *o = b;
+    }
+    let k = ones.min(take);
+    if let Some(&last) = o.get(k.wrapping_sub(1)) {
+        *a = last;
+    }
+    k
+}
+
+/// The base and deltas of a list of `out.len() - PAD` (at least one) addresses, into `out`.
+#[inline(always)]
+fn decode_list(
+    ac: &mut Cursor<'_>,
+    state: &mut BaseState,
+    dod: bool,
+    out: &mut [u64],
+) -> CResult<()> {
+    let n = out.len() - PAD;
+    let mut a = state.decode(ac.varint()?, dod);
+    out[0] = a;
+    let mut i = 1;
+    while i < n {
+        // Lanes a few words apart (shared-memory tiles) take one byte per delta: sixteen
+        // bytes at a time (eight near the column's end), each a table load and an add,
+        // the addresses up to the first longer delta kept (those after it are
+        // overwritten), then that one on its own.
+        let take = (n - i).min(16);
+        let k = if let (Some(w), Some(o)) = (ac.words::<16>(), out[i..].first_chunk_mut::<16>()) {
+            let high = u128::from_le_bytes(*w) & ((HIGH as u128) << 64 | HIGH as u128);
+            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
+        } else if let (Some(w), Some(o)) = (ac.words::<8>(), out[i..].first_chunk_mut::<8>()) {
+            let high = u64::from_le_bytes(*w) & HIGH;
+            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
+        } else {
+            0
+        };
+        ac.pos += k;
+        i += k;
+        if k < take {
+            a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
+            out[i] = a;
+            i += 1;
+        }
+    }
+    Ok(())
 }
 
 /// [`decode_addrs`] for a record only checked and stepped over: the same checks and base
