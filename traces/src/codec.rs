@@ -147,11 +147,39 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips `n` varints, with the checks (and errors) of as many [`Cursor::varint`]s:
-    /// for values only checked, not used (a CTA's first pass), eight bytes at a time.
+    /// for values only checked, not used (a CTA's first pass), thirty-two or eight bytes
+    /// at a time.
     #[inline]
     pub fn skip_varints(&mut self, mut n: u64) -> CResult<()> {
         const ONES: u64 = 0x0101_0101_0101_0101;
         while n > 0 {
+            if let Some(w) = self.words::<32>() {
+                let mut high = [0; 4];
+                for (h, c) in high.iter_mut().zip(w.chunks_exact(8)) {
+                    *h = c.first_chunk::<8>().map_or(0, |c| u64::from_le_bytes(*c)) & HIGH;
+                }
+                // One-byte varints first: all those to skip (a list of small deltas).
+                let lead = high
+                    .iter()
+                    .position(|&h| h != 0)
+                    .map_or(32, |i| 8 * i + high[i].trailing_zeros() as usize / 8);
+                if lead as u64 >= n {
+                    self.pos += n as usize;
+                    return Ok(());
+                }
+                // Thirty-two bytes from a varint boundary to the end of a varint (the last
+                // byte ends one), holding at most eight continuation bytes, so no varint
+                // of ten bytes or more (none that can overflow): all are valid, and only
+                // counted (a list of one-byte deltas and a longer one or two).
+                let t: u64 = high.iter().map(|&h| (h ^ HIGH) >> 7).sum();
+                // Byte sums of at most 32: no carry between bytes.
+                let ends = t.wrapping_mul(ONES) >> 56;
+                if w[31] < 0x80 && ends >= 24 && ends <= n {
+                    self.pos += 32;
+                    n -= ends;
+                    continue;
+                }
+            }
             let word = self
                 .buf
                 .get(self.pos..)
@@ -1245,22 +1273,24 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let len = (x % 40) as usize;
-            // Mostly short varints, some long runs of continuation bytes and 10-byte ones.
+            let len = (x % 80) as usize;
+            // Mostly short varints, some long runs of continuation bytes and 10-byte ones;
+            // continuation bytes common or rare.
             let high = [0x00, 0x80, 0xff, 0x40][(x >> 8) as usize % 4] as u8;
+            let every = if (x >> 16).is_multiple_of(2) { 3 } else { 13 };
             let mut y = x;
             let buf: Vec<u8> = (0..len)
                 .map(|i| {
                     y = y.rotate_left(7) ^ (i as u64);
                     let b = (y as u8) & 0x7f;
-                    if (y >> 20).is_multiple_of(3) {
+                    if (y >> 20).is_multiple_of(every) {
                         b | high & 0x80
                     } else {
                         b | if round.is_multiple_of(5) { 0x80 } else { 0 }
                     }
                 })
                 .collect();
-            for n in 0..12u64 {
+            for n in (0..12u64).chain([20, 24, 27, 29, 31, 32, 33, 40, 56, 70]) {
                 let mut a = Cursor::new(&buf);
                 let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
                 let mut b = Cursor::new(&buf);
@@ -1274,6 +1304,23 @@ mod tests {
                 assert!(run.len() <= n as usize && run.iter().all(|&b| b < 0x80));
                 assert_eq!(c.pos(), run.len());
                 assert!(run.len() == n as usize || buf.get(run.len()).is_none_or(|&b| b >= 0x80));
+            }
+        }
+        // A ten-byte varint among one-byte ones in a 32-byte window, at the limit and
+        // past it, and an eleven-byte one.
+        for long in [&[0xffu8; 9][..], &[0x80; 10][..]] {
+            for last in [1u8, 2] {
+                let mut b = long.to_vec();
+                b.push(last);
+                b.resize(40, 3);
+                for n in [23, 24, 30] {
+                    let mut a = Cursor::new(&b);
+                    let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
+                    let mut c = Cursor::new(&b);
+                    let rc = c.skip_varints(n);
+                    assert_eq!(ra.is_ok(), rc.is_ok(), "{b:x?} n={n}");
+                    assert!(ra.is_err() || a.pos() == c.pos());
+                }
             }
         }
         // Ten-byte varints (the longest), exactly at the limit and past it.
