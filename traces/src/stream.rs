@@ -74,6 +74,8 @@ struct LastWarp<'r> {
     resume_slot: (usize, i64),
     resume_mask: (usize, u32),
     top: usize,
+    /// Bit `i`: its head instruction `i` has memory.
+    mem_head: u32,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -202,10 +204,11 @@ impl CtaStream {
             let same = last
                 .as_ref()
                 .is_some_and(|l| l.n == n && l.slot_col == sc.bytes() && l.mask_col == mc.bytes());
-            let (resume_slot, resume_mask, top);
+            let (resume_slot, resume_mask, top, mem_head);
             if let (true, Some(l)) = (same, &last) {
                 head.extend_from_within(l.head..l.head + k);
-                (resume_slot, resume_mask, top) = (l.resume_slot, l.resume_mask, l.top);
+                (resume_slot, resume_mask, top, mem_head) =
+                    (l.resume_slot, l.resume_mask, l.top, l.mem_head);
                 // Consumed, as decoding them would.
                 sc.rest();
                 mc.rest();
@@ -214,7 +217,9 @@ impl CtaStream {
                 let mut prev_slot: i64 = -1;
                 // The warp's highest slot (meaningful when it has instructions).
                 let mut hi = 0;
-                for _ in 0..k {
+                // Bit `i`: head instruction `i` has memory.
+                let mut mem = 0u32;
+                for i in 0..k {
                     prev_slot = prev_slot
                         .wrapping_add(1)
                         .wrapping_add(unzigzag(sc.varint()?));
@@ -223,8 +228,10 @@ impl CtaStream {
                         .get(s)
                         .ok_or(CodecError("static instruction index out of range"))?;
                     head.push(info.inst(s as u32));
+                    mem |= (info.has_mem as u32) << i;
                     hi = hi.max(s);
                 }
+                mem_head = mem;
                 resume_slot = (sc.pos(), prev_slot);
                 // Slots are checked against `n_slots` as one flag (branch-light); a
                 // negative index wraps to a huge one.
@@ -292,28 +299,31 @@ impl CtaStream {
                     resume_slot,
                     resume_mask,
                     top,
+                    mem_head,
                 });
             }
             // Below `n_slots`: checked.
             if n > 0 {
                 max_slot = max_slot.max(Some(top as u32));
             }
-            for inst in &mut head[h0..] {
-                // In range: checked by the static column's loop.
-                if slots[inst.slot as usize].has_mem {
-                    let s = inst.slot as usize;
-                    if ac.is_empty() {
-                        return Err(CodecError("memory instruction without its addresses"));
-                    }
-                    if !table[s].seen() {
-                        touched.push(s as u32);
-                    }
-                    (inst.addr_mode, inst.addrs) =
-                        decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
-                    // Relative to the warp's head, as a cursor's buffer holds it.
-                    if let Addrs::List { start, .. } = &mut inst.addrs {
-                        *start -= ha0 as u32;
-                    }
+            let mut mem = mem_head;
+            while mem != 0 {
+                let i = mem.trailing_zeros() as usize;
+                mem &= mem - 1;
+                // Below `k`, the head's length; its slot in range (checked when decoded).
+                let inst = &mut head[h0 + i];
+                let s = inst.slot as usize;
+                if ac.is_empty() {
+                    return Err(CodecError("memory instruction without its addresses"));
+                }
+                if !table[s].seen() {
+                    touched.push(s as u32);
+                }
+                (inst.addr_mode, inst.addrs) =
+                    decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
+                // Relative to the warp's head, as a cursor's buffer holds it.
+                if let Addrs::List { start, .. } = &mut inst.addrs {
+                    *start -= ha0 as u32;
                 }
             }
             let resume_addr = ac.pos();
