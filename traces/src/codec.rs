@@ -657,16 +657,19 @@ pub(crate) fn apply_mask_byte(prev: u32, b: u8, v2: bool) -> u32 {
     }
 }
 
+/// `mask.count_ones()` out of line: inline, the compiler folds [`list_len`]'s full-mask
+/// case into the population count it is there to avoid.
+#[inline(never)]
+fn lanes(mask: u32) -> u32 {
+    mask.count_ones()
+}
+
 /// Number of addresses a mode-0/2 record carries for `mask`.
 #[inline]
 pub fn list_len(mode: u8, mask: u32) -> u32 {
     // All lanes (the common case) without a population count, which baseline x86-64 does
     // in a dozen instructions.
-    let n = if mask == u32::MAX {
-        32
-    } else {
-        mask.count_ones()
-    };
+    let n = if mask == u32::MAX { 32 } else { lanes(mask) };
     if mode == ADDR_DELTA {
         n.max(1)
     } else {
