@@ -60,8 +60,8 @@ pub const fn unzigzag(v: u64) -> i64 {
 }
 
 /// [`unzigzag`] of a one-byte varint, by the byte (entries past 127 unused): a delta in one
-/// load, where most list-mode address deltas are one byte.
-static UNZIGZAG_BYTE: [u64; 256] = {
+/// load, where most list-mode address deltas and static-column entries are one byte.
+pub(crate) static UNZIGZAG_BYTE: [u64; 256] = {
     let mut t = [0u64; 256];
     let mut i = 0;
     while i < 128 {

@@ -14,7 +14,7 @@
 use crate::codec::{
     apply_mask_byte, apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf,
     AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta,
-    LaneAddrSource, SlotInfo, WarpInst,
+    LaneAddrSource, SlotInfo, WarpInst, UNZIGZAG_BYTE,
 };
 use std::sync::Arc;
 
@@ -244,7 +244,7 @@ impl CtaStream {
                         return Err(CodecError("static column entry longer than its column"));
                     }
                     tail.extend(bytes.iter().map(|&b| {
-                        prev_slot = prev_slot.wrapping_add(1 + unzigzag(b as u64));
+                        prev_slot = prev_slot.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
                         let s = prev_slot as usize;
                         bad |= s >= n_slots;
                         hi = hi.max(s);
@@ -758,7 +758,7 @@ impl WarpCursor {
             let mut bad = false;
             let mut idx = [0u32; BUF_INSTS as usize];
             for (i, (o, &b)) in idx.iter_mut().zip(sb).enumerate() {
-                prev = prev.wrapping_add(1 + unzigzag(b as u64));
+                prev = prev.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
                 bad |= prev as usize >= n_slots;
                 mem |= (slots.get(prev as usize).is_some_and(|s| s.has_mem) as u32) << i;
                 *o = prev as u32;
