@@ -55,9 +55,24 @@ pub fn zigzag(v: i64) -> u64 {
 }
 
 #[inline]
-pub fn unzigzag(v: u64) -> i64 {
+pub const fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
+
+/// [`unzigzag`] of a one-byte varint, by the byte (entries past 127 unused): a delta in one
+/// load, where most list-mode address deltas and static-column entries are one byte.
+pub(crate) static UNZIGZAG_BYTE: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < 128 {
+        t[i] = unzigzag(i as u64) as u64;
+        i += 1;
+    }
+    t
+};
+
+/// The high bit of each byte of a word: a word of one-byte varints has none set.
+const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// A read cursor over a byte slice.
 #[derive(Clone, Copy)]
@@ -132,17 +147,50 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips `n` varints, with the checks (and errors) of as many [`Cursor::varint`]s:
-    /// for values only checked, not used (a CTA's first pass), eight bytes at a time.
+    /// for values only checked, not used (a CTA's first pass), thirty-two or eight bytes
+    /// at a time.
     #[inline]
     pub fn skip_varints(&mut self, mut n: u64) -> CResult<()> {
-        const HIGH: u64 = 0x8080_8080_8080_8080;
         const ONES: u64 = 0x0101_0101_0101_0101;
         while n > 0 {
+            if let Some(w) = self.words::<32>() {
+                let mut high = [0; 4];
+                for (h, c) in high.iter_mut().zip(w.chunks_exact(8)) {
+                    *h = c.first_chunk::<8>().map_or(0, |c| u64::from_le_bytes(*c)) & HIGH;
+                }
+                // One-byte varints first: all those to skip (a list of small deltas).
+                let lead = high
+                    .iter()
+                    .position(|&h| h != 0)
+                    .map_or(32, |i| 8 * i + high[i].trailing_zeros() as usize / 8);
+                if lead as u64 >= n {
+                    self.pos += n as usize;
+                    return Ok(());
+                }
+                // Thirty-two bytes from a varint boundary to the end of a varint (the last
+                // byte ends one), holding at most eight continuation bytes, so no varint
+                // of ten bytes or more (none that can overflow): all are valid, and only
+                // counted (a list of one-byte deltas and a longer one or two).
+                let t: u64 = high.iter().map(|&h| (h ^ HIGH) >> 7).sum();
+                // Byte sums of at most 32: no carry between bytes.
+                let ends = t.wrapping_mul(ONES) >> 56;
+                if w[31] < 0x80 && ends >= 24 && ends <= n {
+                    self.pos += 32;
+                    n -= ends;
+                    continue;
+                }
+            }
             let word = self
                 .buf
                 .get(self.pos..)
                 .and_then(|r| r.first_chunk::<8>())
                 .map(|w| u64::from_le_bytes(*w));
+            if n >= 8 && word.is_some_and(|w| w & HIGH == 0) {
+                // Eight one-byte varints (most list addresses): no counting.
+                self.pos += 8;
+                n -= 8;
+                continue;
+            }
             // Each byte below 0x80 ends a varint; those ending in this word began in it
             // (the word starts at a varint boundary), so are at most 8 bytes: no overflow.
             let ends = word.map_or(0, |w| !w & HIGH);
@@ -168,6 +216,12 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
+    /// The next `N` bytes, if there are as many (not consumed).
+    #[inline(always)]
+    fn words<const N: usize>(&self) -> Option<&'a [u8; N]> {
+        self.buf.get(self.pos..)?.first_chunk::<N>()
+    }
+
     /// The longest run of one-byte varints among the next `n` (consumed).
     #[inline]
     pub fn one_byte_varints(&mut self, n: u32) -> &'a [u8] {
@@ -191,6 +245,12 @@ impl<'a> Cursor<'a> {
             .ok_or(CodecError("byte past the end of its column"))?;
         self.pos += 1;
         Ok(b)
+    }
+
+    /// All its bytes, read or not.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.buf
     }
 
     /// Bytes not yet read.
@@ -585,10 +645,31 @@ pub(crate) fn apply_mask_code(prev: u32, v: u64, v2: bool) -> CResult<u32> {
     }
 }
 
+/// [`apply_mask_code`] of a one-byte code (which always fits).
+#[inline(always)]
+pub(crate) fn apply_mask_byte(prev: u32, b: u8, v2: bool) -> u32 {
+    match b {
+        _ if !v2 => prev ^ b as u32,
+        0 => prev,
+        1 => u32::MAX,
+        2 => 0,
+        _ => prev ^ (b as u32 - 3),
+    }
+}
+
+/// `mask.count_ones()` out of line: inline, the compiler folds [`list_len`]'s full-mask
+/// case into the population count it is there to avoid.
+#[inline(never)]
+fn lanes(mask: u32) -> u32 {
+    mask.count_ones()
+}
+
 /// Number of addresses a mode-0/2 record carries for `mask`.
 #[inline]
 pub fn list_len(mode: u8, mask: u32) -> u32 {
-    let n = mask.count_ones();
+    // All lanes (the common case) without a population count, which baseline x86-64 does
+    // in a dozen instructions.
+    let n = if mask == u32::MAX { 32 } else { lanes(mask) };
     if mode == ADDR_DELTA {
         n.max(1)
     } else {
@@ -943,6 +1024,101 @@ fn decode_warps(
     Ok(())
 }
 
+/// Slots past a list's end that [`decode_addrs`] may write (and leave as garbage): a step
+/// decodes sixteen one-byte deltas whether or not all sixteen are one byte, and keeps
+/// those that are.
+const PAD: usize = 16;
+
+/// Where [`decode_addrs`] writes a list's addresses.
+pub(crate) trait AddrSink {
+    /// Room for `n` more addresses and [`PAD`] slots after them: their start index and
+    /// the slots.
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]);
+    /// Ends the list that [`AddrSink::grow`] made room for (`n` addresses).
+    fn commit(&mut self, start: u32, n: usize);
+}
+
+impl AddrSink for Vec<u64> {
+    #[inline]
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
+        let s = self.len();
+        self.resize(s + n + PAD, 0);
+        (s as u32, &mut self[s..])
+    }
+
+    #[inline]
+    fn commit(&mut self, start: u32, n: usize) {
+        self.truncate(start as usize + n);
+    }
+}
+
+/// Addresses decoded in place: `v[..len]` are the addresses; `v` keeps its length from one
+/// use to the next (a cursor's buffer), so that a list neither fills nor checks capacity
+/// per address.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddrBuf {
+    v: Vec<u64>,
+    len: usize,
+}
+
+impl AddrBuf {
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        self.v.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Replaces the addresses with `a`.
+    pub(crate) fn set(&mut self, a: &[u64]) {
+        self.len = 0;
+        if a.is_empty() {
+            // No room made: a cursor without list addresses allocates none.
+            return;
+        }
+        let (s, out) = self.grow(a.len());
+        out[..a.len()].copy_from_slice(a);
+        self.commit(s, a.len());
+    }
+
+    /// The addresses alone, as a vector.
+    pub(crate) fn into_vec(mut self) -> Vec<u64> {
+        self.v.truncate(self.len);
+        self.v
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_slow(&mut self, e: usize) {
+        self.v.resize(e.max(2 * self.v.len()), 0);
+    }
+}
+
+impl AddrSink for AddrBuf {
+    #[inline]
+    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
+        let s = self.len;
+        let e = s + n + PAD;
+        if self.v.len() < e {
+            self.grow_slow(e);
+        }
+        (s as u32, &mut self.v[s..e])
+    }
+
+    #[inline]
+    fn commit(&mut self, start: u32, n: usize) {
+        self.len = start as usize + n;
+    }
+}
+
 /// Decodes the addresses of one memory instruction whose static instruction's base state
 /// is `state`, appending list-mode addresses to `addrs`.
 #[inline(always)]
@@ -951,7 +1127,7 @@ pub(crate) fn decode_addrs(
     state: &mut BaseState,
     mask: u32,
     dod: bool,
-    addrs: &mut Vec<u64>,
+    addrs: &mut impl AddrSink,
 ) -> CResult<(u8, Addrs)> {
     let mode = ac.byte()?;
     match mode {
@@ -963,33 +1139,78 @@ pub(crate) fn decode_addrs(
         }
         ADDR_LIST | ADDR_DELTA => {
             let len = list_len(mode, mask);
-            let start = addrs.len() as u32;
-            if len > 0 {
-                addrs.reserve(len as usize);
-                let mut a = state.decode(ac.varint()?, dod);
-                addrs.push(a);
-                let mut left = len - 1;
-                while left > 0 {
-                    // Lanes a few words apart (shared-memory tiles) take one byte per
-                    // delta: runs of those decode without varint steps or per-push
-                    // capacity checks.
-                    let run = ac.one_byte_varints(left);
-                    addrs.extend(run.iter().map(|&b| {
-                        a = a.wrapping_add(unzigzag(b as u64) as u64);
-                        a
-                    }));
-                    left -= run.len() as u32;
-                    if left > 0 {
-                        a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
-                        addrs.push(a);
-                        left -= 1;
-                    }
-                }
+            let n = len as usize;
+            // Written in place, not pushed: no capacity check per address.
+            let (start, out) = addrs.grow(n);
+            if n > 0 {
+                decode_list(ac, state, dod, &mut out[..n + PAD])?;
             }
+            addrs.commit(start, n);
             Ok((mode, Addrs::List { start, len }))
         }
         _ => Err(CodecError("unknown address mode")),
     }
+}
+
+/// Addresses after `a` by the deltas of bytes `w` into `o`, whether one-byte varints or
+/// not; the first `min(ones, take)` are kept (`a` moves to the last of them), their count
+/// returned.
+#[inline(always)]
+fn one_byte_deltas<const N: usize>(
+    w: &[u8; N],
+    o: &mut [u64; N],
+    a: &mut u64,
+    ones: usize,
+    take: usize,
+) -> usize {
+    let mut b = *a;
+    for (o, &x) in o.iter_mut().zip(w) {
+        b = b.wrapping_add(UNZIGZAG_BYTE[x as usize]);
+        *o = b;
+    }
+    let k = ones.min(take);
+    if let Some(&last) = o.get(k.wrapping_sub(1)) {
+        *a = last;
+    }
+    k
+}
+
+/// The base and deltas of a list of `out.len() - PAD` (at least one) addresses, into `out`.
+#[inline(always)]
+fn decode_list(
+    ac: &mut Cursor<'_>,
+    state: &mut BaseState,
+    dod: bool,
+    out: &mut [u64],
+) -> CResult<()> {
+    let n = out.len() - PAD;
+    let mut a = state.decode(ac.varint()?, dod);
+    out[0] = a;
+    let mut i = 1;
+    while i < n {
+        // Lanes a few words apart (shared-memory tiles) take one byte per delta: sixteen
+        // bytes at a time (eight near the column's end), each a table load and an add,
+        // the addresses up to the first longer delta kept (those after it are
+        // overwritten), then that one on its own.
+        let take = (n - i).min(16);
+        let k = if let (Some(w), Some(o)) = (ac.words::<16>(), out[i..].first_chunk_mut::<16>()) {
+            let high = u128::from_le_bytes(*w) & ((HIGH as u128) << 64 | HIGH as u128);
+            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
+        } else if let (Some(w), Some(o)) = (ac.words::<8>(), out[i..].first_chunk_mut::<8>()) {
+            let high = u64::from_le_bytes(*w) & HIGH;
+            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
+        } else {
+            0
+        };
+        ac.pos += k;
+        i += k;
+        if k < take {
+            a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
+            out[i] = a;
+            i += 1;
+        }
+    }
+    Ok(())
 }
 
 /// [`decode_addrs`] for a record only checked and stepped over: the same checks and base
@@ -1055,22 +1276,24 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let len = (x % 40) as usize;
-            // Mostly short varints, some long runs of continuation bytes and 10-byte ones.
+            let len = (x % 80) as usize;
+            // Mostly short varints, some long runs of continuation bytes and 10-byte ones;
+            // continuation bytes common or rare.
             let high = [0x00, 0x80, 0xff, 0x40][(x >> 8) as usize % 4] as u8;
+            let every = if (x >> 16).is_multiple_of(2) { 3 } else { 13 };
             let mut y = x;
             let buf: Vec<u8> = (0..len)
                 .map(|i| {
                     y = y.rotate_left(7) ^ (i as u64);
                     let b = (y as u8) & 0x7f;
-                    if (y >> 20).is_multiple_of(3) {
+                    if (y >> 20).is_multiple_of(every) {
                         b | high & 0x80
                     } else {
                         b | if round.is_multiple_of(5) { 0x80 } else { 0 }
                     }
                 })
                 .collect();
-            for n in 0..12u64 {
+            for n in (0..12u64).chain([20, 24, 27, 29, 31, 32, 33, 40, 56, 70]) {
                 let mut a = Cursor::new(&buf);
                 let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
                 let mut b = Cursor::new(&buf);
@@ -1086,6 +1309,23 @@ mod tests {
                 assert!(run.len() == n as usize || buf.get(run.len()).is_none_or(|&b| b >= 0x80));
             }
         }
+        // A ten-byte varint among one-byte ones in a 32-byte window, at the limit and
+        // past it, and an eleven-byte one.
+        for long in [&[0xffu8; 9][..], &[0x80; 10][..]] {
+            for last in [1u8, 2] {
+                let mut b = long.to_vec();
+                b.push(last);
+                b.resize(40, 3);
+                for n in [23, 24, 30] {
+                    let mut a = Cursor::new(&b);
+                    let ra: CResult<()> = (0..n).try_for_each(|_| a.varint().map(|_| ()));
+                    let mut c = Cursor::new(&b);
+                    let rc = c.skip_varints(n);
+                    assert_eq!(ra.is_ok(), rc.is_ok(), "{b:x?} n={n}");
+                    assert!(ra.is_err() || a.pos() == c.pos());
+                }
+            }
+        }
         // Ten-byte varints (the longest), exactly at the limit and past it.
         let mut b = Vec::new();
         put_varint(&mut b, u64::MAX);
@@ -1093,6 +1333,77 @@ mod tests {
         assert!(Cursor::new(&b).skip_varints(2).is_ok());
         b[9] = 2;
         assert!(Cursor::new(&b).skip_varints(2).is_err());
+    }
+
+    /// List addresses decode as their deltas say, into a vector or in place, whatever the
+    /// mix of one-byte and longer deltas and whatever follows them; a column cut inside a
+    /// list is an error, not a panic.
+    #[test]
+    fn address_lists_decode_in_place() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut buf = AddrBuf::default();
+        for _ in 0..5000 {
+            let n = 1 + next() % 32;
+            let mask = (u64::MAX >> (64 - n)) as u32;
+            let mut want = vec![next() >> (next() % 64)];
+            for _ in 1..n {
+                let d = (match next() % 8 {
+                    0 => next(),
+                    1 => next() % 2000,
+                    _ => next() % 128,
+                } as i64)
+                    .wrapping_sub(64);
+                want.push(want[want.len() - 1].wrapping_add(d as u64));
+            }
+            let mut col = vec![ADDR_LIST];
+            put_varint(&mut col, zigzag(want[0] as i64));
+            for w in want.windows(2) {
+                put_varint(&mut col, zigzag(w[1].wrapping_sub(w[0]) as i64));
+            }
+            let list_end = col.len();
+            for _ in 0..next() % 12 {
+                col.push(next() as u8);
+            }
+            let mut v = vec![7u64];
+            let mut c = Cursor::new(&col);
+            let r = decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut v);
+            assert_eq!(
+                r,
+                Ok((
+                    ADDR_LIST,
+                    Addrs::List {
+                        start: 1,
+                        len: n as u32
+                    }
+                ))
+            );
+            assert_eq!((&v[1..], c.pos()), (&want[..], list_end));
+            // In place, after a longer list left the buffer longer.
+            buf.set(&[1, 2, 3]);
+            let mut c = Cursor::new(&col);
+            let r = decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut buf);
+            assert_eq!(
+                r,
+                Ok((
+                    ADDR_LIST,
+                    Addrs::List {
+                        start: 3,
+                        len: n as u32
+                    }
+                ))
+            );
+            assert_eq!((&buf.as_slice()[3..], c.pos()), (&want[..], list_end));
+            let cut = (next() % list_end as u64) as usize;
+            let mut c = Cursor::new(&col[..cut]);
+            buf.clear();
+            assert!(decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut buf).is_err());
+        }
     }
 
     #[test]

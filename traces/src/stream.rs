@@ -12,9 +12,9 @@
 //! warp a few instructions at a time into its own small buffer.
 
 use crate::codec::{
-    apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrRecord, Addrs,
-    BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta, LaneAddrSource, SlotInfo,
-    WarpInst,
+    apply_mask_byte, apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf,
+    AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta,
+    LaneAddrSource, SlotInfo, WarpInst, UNZIGZAG_BYTE,
 };
 use std::sync::Arc;
 
@@ -58,6 +58,24 @@ pub struct StreamScratch {
     touched: Vec<u32>,
     /// The current warp's instructions after its head: static slot and mask.
     tail: Vec<(u32, u32)>,
+    /// Those of them with memory.
+    mem_tail: Vec<(u32, u32)>,
+}
+
+/// The last warp whose static and mask columns [`CtaStream::new_in`] decoded (and
+/// checked), what a warp with the same columns takes from it.
+struct LastWarp<'r> {
+    n: usize,
+    slot_col: &'r [u8],
+    mask_col: &'r [u8],
+    /// Where its head starts in the CTA's head.
+    head: usize,
+    /// Its columns' positions after the head, and the slot and mask there.
+    resume_slot: (usize, i64),
+    resume_mask: (usize, u32),
+    top: usize,
+    /// Bit `i`: its head instruction `i` has memory.
+    mem_head: u32,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -131,7 +149,7 @@ impl CtaStream {
         let mut warps = Vec::with_capacity(n_warps as usize);
         // A CTA has at most 32 warps; a corrupt count must not reserve more.
         let mut head = Vec::with_capacity(n_warps.min(32) as usize * BUF_INSTS as usize);
-        let mut head_addrs = Vec::new();
+        let mut head_addrs = AddrBuf::default();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
         let mut total = 0u64;
@@ -139,6 +157,7 @@ impl CtaStream {
         let table = &mut scratch.table[..];
         let seen = &mut scratch.seen[..];
         let touched = &mut scratch.touched;
+        let mut last: Option<LastWarp<'_>> = None;
         for _ in 0..n_warps {
             scratch.stamp += 1;
             let stamp = scratch.stamp;
@@ -175,116 +194,153 @@ impl CtaStream {
             );
             // Column by column, as `decode_cta` (the same checks, so the same records
             // fail): the head decoded into `head`, the rest only checked, its static
-            // slots and masks kept in `tail` for the address and operand columns.
+            // slots and masks kept in `tail` (the memory instructions in `mem_tail`) for
+            // the address and operand columns.
             let tail = &mut scratch.tail;
-            tail.clear();
-            let mut prev_slot: i64 = -1;
-            // The warp's highest slot (meaningful when it has instructions).
-            let mut top = 0;
-            for _ in 0..k {
-                prev_slot = prev_slot
-                    .wrapping_add(1)
-                    .wrapping_add(unzigzag(sc.varint()?));
-                let s = prev_slot as usize;
-                let info = slots
-                    .get(s)
-                    .ok_or(CodecError("static instruction index out of range"))?;
-                head.push(info.inst(s as u32));
-                top = top.max(s);
-            }
-            let resume_slot = (sc.pos(), prev_slot);
-            // Slots are checked against `n_slots` as one flag (branch-light); a negative
-            // index wraps to a huge one.
-            let n_slots = slots.len();
-            let mut bad = false;
-            if n > k && sc.remaining() == n - k {
-                // Every entry one byte (straight-line code and short jumps).
-                let bytes = sc.rest();
-                if bytes.iter().any(|&b| b >= 0x80) {
-                    return Err(CodecError("static column entry longer than its column"));
-                }
-                tail.extend(bytes.iter().map(|&b| {
-                    prev_slot = prev_slot.wrapping_add(1 + unzigzag(b as u64));
-                    let s = prev_slot as usize;
-                    bad |= s >= n_slots;
-                    top = top.max(s);
-                    (s as u32, 0)
-                }));
-            } else if n > k {
-                tail.reserve(n - k);
-                for _ in k..n {
+            let mem_tail = &mut scratch.mem_tail;
+            // The warps of a CTA mostly run the same code: static and mask columns equal
+            // to those of the last warp decoded (which passed every check) decode the
+            // same, so its head and tail are taken as they are.
+            let same = last
+                .as_ref()
+                .is_some_and(|l| l.n == n && l.slot_col == sc.bytes() && l.mask_col == mc.bytes());
+            let (resume_slot, resume_mask, top, mem_head);
+            if let (true, Some(l)) = (same, &last) {
+                head.extend_from_within(l.head..l.head + k);
+                (resume_slot, resume_mask, top, mem_head) =
+                    (l.resume_slot, l.resume_mask, l.top, l.mem_head);
+                // Consumed, as decoding them would.
+                sc.rest();
+                mc.rest();
+            } else {
+                tail.clear();
+                let mut prev_slot: i64 = -1;
+                // The warp's highest slot (meaningful when it has instructions).
+                let mut hi = 0;
+                // Bit `i`: head instruction `i` has memory.
+                let mut mem = 0u32;
+                for i in 0..k {
                     prev_slot = prev_slot
                         .wrapping_add(1)
                         .wrapping_add(unzigzag(sc.varint()?));
                     let s = prev_slot as usize;
-                    bad |= s >= n_slots;
-                    top = top.max(s);
-                    tail.push((s as u32, 0));
+                    let info = slots
+                        .get(s)
+                        .ok_or(CodecError("static instruction index out of range"))?;
+                    head.push(info.inst(s as u32));
+                    mem |= (info.has_mem as u32) << i;
+                    hi = hi.max(s);
                 }
-            }
-            if bad {
-                return Err(CodecError("static instruction index out of range"));
+                mem_head = mem;
+                resume_slot = (sc.pos(), prev_slot);
+                // Slots are checked against `n_slots` as one flag (branch-light); a
+                // negative index wraps to a huge one.
+                let n_slots = slots.len();
+                let mut bad = false;
+                if n > k && sc.remaining() == n - k {
+                    // Every entry one byte (straight-line code and short jumps).
+                    let bytes = sc.rest();
+                    if bytes.iter().any(|&b| b >= 0x80) {
+                        return Err(CodecError("static column entry longer than its column"));
+                    }
+                    tail.extend(bytes.iter().map(|&b| {
+                        prev_slot = prev_slot.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
+                        let s = prev_slot as usize;
+                        bad |= s >= n_slots;
+                        hi = hi.max(s);
+                        (s as u32, 0)
+                    }));
+                } else if n > k {
+                    tail.reserve(n - k);
+                    for _ in k..n {
+                        prev_slot = prev_slot
+                            .wrapping_add(1)
+                            .wrapping_add(unzigzag(sc.varint()?));
+                        let s = prev_slot as usize;
+                        bad |= s >= n_slots;
+                        hi = hi.max(s);
+                        tail.push((s as u32, 0));
+                    }
+                }
+                if bad {
+                    return Err(CodecError("static instruction index out of range"));
+                }
+                top = hi;
+                let mut mask = u32::MAX;
+                for inst in &mut head[h0..] {
+                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                    inst.mask = mask;
+                }
+                resume_mask = (mc.pos(), mask);
+                if n > k && mc.remaining() == n - k {
+                    // Every entry one byte (same mask, all, none, or low lanes flipped).
+                    for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
+                        if b >= 0x80 {
+                            return Err(CodecError("mask column entry longer than its column"));
+                        }
+                        mask = apply_mask_code(mask, b as u64, v2)?;
+                        *m = mask;
+                    }
+                } else {
+                    for (_, m) in tail.iter_mut() {
+                        mask = apply_mask_code(mask, mc.varint()?, v2)?;
+                        *m = mask;
+                    }
+                }
+                mem_tail.clear();
+                // In range: checked above.
+                mem_tail.extend(tail.iter().filter(|&&(s, _)| slots[s as usize].has_mem));
+                // Used only if the warp passes every check.
+                last = Some(LastWarp {
+                    n,
+                    slot_col: sc.bytes(),
+                    mask_col: mc.bytes(),
+                    head: h0,
+                    resume_slot,
+                    resume_mask,
+                    top,
+                    mem_head,
+                });
             }
             // Below `n_slots`: checked.
             if n > 0 {
                 max_slot = max_slot.max(Some(top as u32));
             }
-            let mut mask = u32::MAX;
-            for inst in &mut head[h0..] {
-                mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                inst.mask = mask;
-            }
-            let resume_mask = (mc.pos(), mask);
-            if n > k && mc.remaining() == n - k {
-                // Every entry one byte (same mask, all, none, or low lanes flipped).
-                for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
-                    if b >= 0x80 {
-                        return Err(CodecError("mask column entry longer than its column"));
-                    }
-                    mask = apply_mask_code(mask, b as u64, v2)?;
-                    *m = mask;
+            let mut mem = mem_head;
+            while mem != 0 {
+                let i = mem.trailing_zeros() as usize;
+                mem &= mem - 1;
+                // Below `k`, the head's length; its slot in range (checked when decoded).
+                let inst = &mut head[h0 + i];
+                let s = inst.slot as usize;
+                if ac.is_empty() {
+                    return Err(CodecError("memory instruction without its addresses"));
                 }
-            } else {
-                for (_, m) in tail.iter_mut() {
-                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                    *m = mask;
+                if !table[s].seen() {
+                    touched.push(s as u32);
                 }
-            }
-            for inst in &mut head[h0..] {
-                // In range: checked by the static column's loop.
-                if slots[inst.slot as usize].has_mem {
-                    let s = inst.slot as usize;
-                    if ac.is_empty() {
-                        return Err(CodecError("memory instruction without its addresses"));
-                    }
-                    if !table[s].seen() {
-                        touched.push(s as u32);
-                    }
-                    (inst.addr_mode, inst.addrs) =
-                        decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
-                    // Relative to the warp's head, as a cursor's buffer holds it.
-                    if let Addrs::List { start, .. } = &mut inst.addrs {
-                        *start -= ha0 as u32;
-                    }
+                (inst.addr_mode, inst.addrs) =
+                    decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
+                // Relative to the warp's head, as a cursor's buffer holds it.
+                if let Addrs::List { start, .. } = &mut inst.addrs {
+                    *start -= ha0 as u32;
                 }
             }
             let resume_addr = ac.pos();
-            for &(s, m) in tail.iter() {
+            for &(s, m) in mem_tail.iter() {
                 let s = s as usize;
-                if slots[s].has_mem {
-                    if ac.is_empty() {
-                        return Err(CodecError("memory instruction without its addresses"));
-                    }
-                    if !table[s].seen() {
-                        touched.push(s as u32);
-                    }
-                    if seen[s] != stamp {
-                        seen[s] = stamp;
-                        bases.push((s as u32, table[s]));
-                    }
-                    // Past the head only the base state is needed (and the checks).
-                    skip_addrs(&mut ac, &mut table[s], m, v2)?;
+                if ac.is_empty() {
+                    return Err(CodecError("memory instruction without its addresses"));
                 }
+                if !table[s].seen() {
+                    touched.push(s as u32);
+                }
+                if seen[s] != stamp {
+                    seen[s] = stamp;
+                    bases.push((s as u32, table[s]));
+                }
+                // Past the head only the base state is needed (and the checks).
+                skip_addrs(&mut ac, &mut table[s], m, v2)?;
             }
             let mut resume_op = oc.pos();
             if has_ops {
@@ -310,11 +366,7 @@ impl CtaStream {
                     "column has bytes left after the warp's last instruction",
                 ));
             }
-            let (sp, ps) = if n > k {
-                resume_slot
-            } else {
-                (sc.pos(), prev_slot)
-            };
+            let (sp, ps) = resume_slot;
             let (mp, m) = resume_mask;
             let (ap, op) = (resume_addr, resume_op);
             total += n as u64;
@@ -344,7 +396,7 @@ impl CtaStream {
             warps,
             bases: Box::new([]),
             head,
-            head_addrs,
+            head_addrs: head_addrs.into_vec(),
             head_ops,
             head_op_index,
             insts: total,
@@ -464,6 +516,7 @@ impl CtaStream {
                 if let Addrs::List { start, len } = inst.addrs {
                     let list = cur
                         .addrs
+                        .as_slice()
                         .get(start as usize..(start + len) as usize)
                         .unwrap_or(&[]);
                     inst.addrs = Addrs::List {
@@ -516,7 +569,7 @@ pub struct WarpCursor {
     /// The buffer: decoded instructions, the list-mode addresses their [`Addrs::List`]
     /// index, per-lane operands and `(index in insts, start in operands)`.
     insts: Vec<WarpInst>,
-    addrs: Vec<u64>,
+    addrs: AddrBuf,
     operands: Vec<u64>,
     operand_index: Vec<(u32, u32)>,
     /// Index in `insts` of the instruction at the cursor.
@@ -554,8 +607,7 @@ impl WarpCursor {
         self.pos = 0;
         self.prev_slot = h.prev_slot;
         self.mask = h.mask;
-        self.addrs.clear();
-        self.addrs.extend_from_slice(
+        self.addrs.set(
             cta.head_addrs
                 .get(range(h.head_addrs))
                 .ok_or(gone.clone())?,
@@ -592,7 +644,7 @@ impl WarpCursor {
     /// [`WarpCursor::advance`]).
     #[inline]
     pub fn lane_source(&self) -> LaneAddrSource<'_> {
-        LaneAddrSource(&self.addrs)
+        LaneAddrSource(self.addrs.as_slice())
     }
 
     /// The per-lane operands of the instruction at the cursor, `per_lane` per active lane
@@ -622,10 +674,49 @@ impl WarpCursor {
         Ok(())
     }
 
+    /// The static and mask columns of the next `n` instructions, into `insts`, whatever
+    /// their entries' lengths (bit `i` of `mem` set when instruction `i` has memory).
+    fn fill_static(
+        &mut self,
+        cta: &CtaStream,
+        insts: &mut Vec<WarpInst>,
+        n: u32,
+        mem: &mut u32,
+    ) -> CResult<()> {
+        let col = |a: usize, b: usize| {
+            cta.rec
+                .get(a..b)
+                .map(Cursor::new)
+                .ok_or(CodecError("column outside the CTA record"))
+        };
+        let mut sc = col(self.slot_pos, self.slot_end)?;
+        let mut prev = self.prev_slot;
+        for i in 0..n {
+            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
+            let info = cta
+                .slots
+                .get(prev as usize)
+                .ok_or(CodecError("static instruction index out of range"))?;
+            *mem |= (info.has_mem as u32) << i;
+            insts.push(info.inst(prev as u32));
+        }
+        self.prev_slot = prev;
+        self.slot_pos += sc.pos();
+        let mut mc = col(self.mask_pos, self.mask_end)?;
+        let mut mask = self.mask;
+        for inst in insts.iter_mut() {
+            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
+            inst.mask = mask;
+        }
+        self.mask = mask;
+        self.mask_pos += mc.pos();
+        Ok(())
+    }
+
     /// Replaces the buffer with the next instructions of the warp; column by column, as
     /// [`crate::codec::decode_cta`], for speed.
     #[inline(never)]
-    fn fill(&mut self, cta: &CtaStream) -> CResult<()> {
+    fn fill<'c>(&mut self, cta: &'c CtaStream) -> CResult<()> {
         self.insts.clear();
         self.addrs.clear();
         self.operands.clear();
@@ -643,33 +734,72 @@ impl WarpCursor {
                 .map(Cursor::new)
                 .ok_or(CodecError("column outside the CTA record"))
         };
-        let mut sc = col(self.slot_pos, self.slot_end)?;
+        // Worked on out of `self`, so that its length stays in a register.
+        let mut insts = std::mem::take(&mut self.insts);
+        // Bit `i`: instruction `i` has memory.
+        let mut mem = 0u32;
         let mut prev = self.prev_slot;
-        for _ in 0..n {
-            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
-            let info = slots
-                .get(prev as usize)
-                .ok_or(CodecError("static instruction index out of range"))?;
-            self.insts.push(info.inst(prev as u32));
+        let mut mask = self.mask;
+        let (sb, mb) = (
+            cta.rec.get(self.slot_pos..self.slot_end),
+            cta.rec.get(self.mask_pos..self.mask_end),
+        );
+        let n_slots = slots.len();
+        let one_byte = |b: Option<&'c [u8]>| {
+            b.and_then(|b| b.get(..n as usize))
+                .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
+        };
+        if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
+            // Every entry of both columns one byte (straight-line code, short jumps, masks
+            // that stay or flip low lanes): no varint steps. Column by column into small
+            // arrays, each loop with few values live, then the instructions in one pass.
+            // Slots are checked as one flag (branch-light); a negative one wraps to a huge
+            // index.
+            let mut bad = false;
+            let mut idx = [0u32; BUF_INSTS as usize];
+            for (i, (o, &b)) in idx.iter_mut().zip(sb).enumerate() {
+                prev = prev.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
+                bad |= prev as usize >= n_slots;
+                mem |= (slots.get(prev as usize).is_some_and(|s| s.has_mem) as u32) << i;
+                *o = prev as u32;
+            }
+            let mut masks = [0u32; BUF_INSTS as usize];
+            for (o, &b) in masks.iter_mut().zip(mb) {
+                mask = apply_mask_byte(mask, b, cta.v2);
+                *o = mask;
+            }
+            insts.extend(idx.iter().zip(&masks).take(n as usize).map(|(&s, &m)| {
+                let mut inst = slots.get(s as usize).unwrap_or(&NO_SLOT).inst(s);
+                inst.mask = m;
+                inst
+            }));
+            if bad {
+                self.insts = insts;
+                return Err(CodecError("static instruction index out of range"));
+            }
+            self.slot_pos += n as usize;
+            self.mask_pos += n as usize;
+        } else {
+            let r = self.fill_static(cta, &mut insts, n, &mut mem);
+            if let Err(e) = r {
+                self.insts = insts;
+                return Err(e);
+            }
+            prev = self.prev_slot;
+            mask = self.mask;
         }
         self.prev_slot = prev;
-        self.slot_pos += sc.pos();
-        let mut mc = col(self.mask_pos, self.mask_end)?;
-        let mut mask = self.mask;
-        for inst in &mut self.insts {
-            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
-            inst.mask = mask;
-        }
         self.mask = mask;
-        self.mask_pos += mc.pos();
+        self.insts = insts;
         let mut ac = col(self.addr_pos, self.addr_end)?;
-        for inst in &mut self.insts {
-            // In range: checked by the first loop.
-            if slots[inst.slot as usize].has_mem {
-                let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
-                (inst.addr_mode, inst.addrs) =
-                    decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
-            }
+        while mem != 0 {
+            let i = mem.trailing_zeros() as usize;
+            mem &= mem - 1;
+            // Below `n`, the buffer's length.
+            let inst = &mut self.insts[i];
+            let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
+            (inst.addr_mode, inst.addrs) =
+                decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
         self.addr_pos += ac.pos();
         if self.with_operands && self.op_pos < self.op_end {
@@ -690,6 +820,14 @@ impl WarpCursor {
         Ok(())
     }
 }
+
+/// The slot info of an out-of-range static index in a loop that flags it, not returns.
+const NO_SLOT: SlotInfo = SlotInfo {
+    pc: 0,
+    class: crate::OpClass::Other,
+    has_mem: false,
+    operands: 0,
+};
 
 /// The base state of static instruction `slot` among a warp's.
 #[inline]

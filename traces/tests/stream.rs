@@ -143,22 +143,67 @@ proptest! {
         warps in proptest::collection::vec(proptest::collection::vec(arb_inst(), 0..90), 0..5),
         damage in proptest::option::of((any::<prop::sample::Index>(), any::<u8>(), any::<bool>())),
     ) {
-        let mut rec = encode(&slots, &warps);
-        if let Some((at, byte, truncate)) = damage {
-            if !rec.is_empty() {
-                let i = at.index(rec.len());
-                if truncate {
-                    rec.truncate(i);
-                } else {
-                    rec[i] = byte;
-                }
+        check_damaged(&slots, &warps, damage)?;
+    }
+
+    /// Warps that run the same code (the same static and mask columns, as most of a CTA's
+    /// warps do) with addresses of their own; with `plain` masks (all lanes or none, one
+    /// byte each, as in most code) a cursor takes its one-byte path.
+    #[test]
+    fn same_code_warps_stream_as_decoded(
+        slots in arb_slots(),
+        mut code in proptest::collection::vec(arb_inst(), 0..70),
+        plain in any::<bool>(),
+        moves in proptest::collection::vec((any::<u64>(), 0u64..300), 1..5),
+        damage in proptest::option::of((any::<prop::sample::Index>(), any::<u8>(), any::<bool>())),
+    ) {
+        if plain {
+            for i in &mut code {
+                i.mask = if i.mask == 0 { 0 } else { u32::MAX };
             }
         }
-        let slots: Arc<[SlotInfo]> = slots.into();
-        for version in [1, 2] {
-            check(&rec, &slots, version)?;
+        let warps: Vec<Vec<Inst>> = moves
+            .iter()
+            .map(|&(base, step)| {
+                code.iter()
+                    .map(|i| {
+                        let mut i = i.clone();
+                        i.base ^= base;
+                        for l in &mut i.lanes {
+                            *l = l.wrapping_add(step);
+                        }
+                        i
+                    })
+                    .collect()
+            })
+            .collect();
+        check_damaged(&slots, &warps, damage)?;
+    }
+}
+
+/// Encodes `warps`, damages the record as `damage` says (a byte replaced, or a cut) and
+/// checks it in both format versions.
+fn check_damaged(
+    slots: &[SlotInfo],
+    warps: &[Vec<Inst>],
+    damage: Option<(prop::sample::Index, u8, bool)>,
+) -> Result<(), TestCaseError> {
+    let mut rec = encode(slots, warps);
+    if let Some((at, byte, truncate)) = damage {
+        if !rec.is_empty() {
+            let i = at.index(rec.len());
+            if truncate {
+                rec.truncate(i);
+            } else {
+                rec[i] = byte;
+            }
         }
     }
+    let slots: Arc<[SlotInfo]> = slots.to_vec().into();
+    for version in [1, 2] {
+        check(&rec, &slots, version)?;
+    }
+    Ok(())
 }
 
 /// A format-version-1 file (kept as the version-1 build wrote it) streams as it decodes.
