@@ -162,10 +162,10 @@ impl BwPort {
             self.busy.push(last);
         }
         let start = self.insert_in_gap(c, d);
+        // A merge removes an interval only between two live ones, so at least one live
+        // interval (the new last) remains at or after `head`.
         self.last = self.busy.pop();
-        if self.head > self.busy.len() {
-            self.head = self.busy.len();
-        }
+        debug_assert!(self.head <= self.busy.len());
         self.to_ps(start)
     }
 
