@@ -446,3 +446,42 @@ fn stats_out_in_a_missing_directory_fails_at_once() {
     );
     assert_no_output(&out);
 }
+
+/// An SM running ahead of the other units of its partition (`partitioning.sm_run_ahead`,
+/// on by default; `gpu/partition.rs`) gives the bytes of running every event in global time
+/// order: a monolithic GPU, 4 chiplets with a memory-side L2, 4 chiplets with private L2s
+/// flushed at kernel boundaries, and a GPU cut into 4 partitions; with several kernels,
+/// barriers, atomics, and CTAs completing and being re-dispatched on every SM.
+#[test]
+fn sm_run_ahead_never_changes_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stencil = gen(tmp.path(), "stencil2d", &["nx=128", "ny=128", "iters=3"]);
+    let histogram = gen(tmp.path(), "histogram", &["n=65536", "ctas=40"]);
+    let vectoradd = gen(tmp.path(), "vectoradd", &["n=200704"]);
+    let gemm = gen(tmp.path(), "gemm", &["m=128", "n=128", "k=64"]);
+    let cut = [
+        "--set",
+        "partitioning.mode=sm_cluster",
+        "--set",
+        "partitioning.sm_clusters=4",
+    ];
+    for (cfg, tst, extra) in [
+        ("rtx3070.yaml", &vectoradd, &[][..]),
+        ("titanv.yaml", &gemm, &[][..]),
+        ("titanv.yaml", &gemm, &cut[..]),
+        ("a100.yaml", &histogram, &[][..]),
+        ("a100-4chiplet.yaml", &stencil, &[][..]),
+        ("radeon7-4chiplet.yaml", &stencil, &[][..]),
+    ] {
+        let mut a = vec!["--trace", tst.to_str().unwrap()];
+        a.extend(extra);
+        let (ahead, _) = run_stats(cfg, &a);
+        a.extend(["--set", "partitioning.sm_run_ahead=false"]);
+        let (in_order, _) = run_stats(cfg, &a);
+        assert!(
+            ahead == in_order,
+            "{cfg} {}: running ahead changed the stats",
+            tst.display()
+        );
+    }
+}

@@ -300,6 +300,19 @@ impl CommandProcessor {
         next
     }
 
+    /// The earliest arrival of a CTA dispatch this CP can still send to one of its SMs,
+    /// other than the answer to that SM's own completion report (which arrives
+    /// `cta_dispatch_ps` after the report; the SM accounts for those), when no unit runs
+    /// before `now`: a slice starts only at a `pending` entry's time, and a new entry (a
+    /// kernel started by the global CP, or a slice packet from another chiplet's CP) is at
+    /// least `gcp_to_lcp_ps` after the time of whatever started it, which is at least
+    /// `now`. What lets an SM run ahead of the CP (see `GpuPartition::run_sm`).
+    pub fn dispatch_floor(&self, now: Picos) -> Picos {
+        let start = now.saturating_add(self.gcp_to_lcp_ps);
+        let start = self.pending.front().map_or(start, |&(at, _)| at.min(start));
+        start.saturating_add(self.cta_dispatch_ps)
+    }
+
     /// SM `sm` reports CTA completion at `at`.
     pub fn on_cta_done(
         &mut self,

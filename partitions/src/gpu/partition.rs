@@ -10,6 +10,16 @@
 //! matters, and a packet to a unit of the same partition (queued here) is consumed exactly
 //! as one to a unit of another partition (delivered by the engine at the end of a window):
 //! how the GPU is cut into partitions never changes results.
+//!
+//! The same argument lets an SM run ahead of the other units of its partition: every
+//! packet to an SM is a reply (at least the NoC latency after its sender's time) or a CTA
+//! dispatch (after a slice start, at least `gcp_to_lcp_ps` away, or the answer to the SM's
+//! own completion report), so from global time `t` an SM runs all its events before the
+//! earliest such arrival in one visit ([`GpuPartition::run_sm`]). Its state is then
+//! touched once per visit instead of once per cycle: vectoradd n=200,704 on rtx3070 takes
+//! 55% fewer host L1 data misses (cachegrind). Every packet is checked against how far its
+//! destination has run (`Wires::ahead`), so a broken premise is an error, never a silent
+//! change of results.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -93,6 +103,11 @@ pub(super) struct Wires {
     now: Picos,
     /// The first packet that broke it: `(src, dst, arrive_at, now)`.
     early: Option<(u32, u32, Picos, Picos)>,
+    /// By unit id: the time up to which (exclusive) the unit has already processed its
+    /// events, past [`Wires::now`] when an SM ran ahead (see `GpuPartition::process_sm`):
+    /// a packet arriving before it would have changed what was done, and breaks the
+    /// lookahead as an early one breaks causality.
+    ahead: Vec<Picos>,
 }
 
 impl Wires {
@@ -117,8 +132,12 @@ impl Wires {
 
 impl Net for Wires {
     fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
-        if arrive_at < self.now && self.early.is_none() {
-            self.early = Some((src, dst, arrive_at, self.now));
+        let floor = self
+            .ahead
+            .get(dst as usize)
+            .map_or(self.now, |&a| a.max(self.now));
+        if arrive_at < floor && self.early.is_none() {
+            self.early = Some((src, dst, arrive_at, floor));
         }
         let seq = self.seq[src as usize];
         self.seq[src as usize] += 1;
@@ -157,6 +176,11 @@ pub(super) struct SmUnit {
     next_own: Option<u64>,
     /// CTAs it has been sent.
     pub(super) ctas: u64,
+    /// The slot of its chiplet's CP when this partition hosts it.
+    cp: Option<usize>,
+    /// When the CP's answers to its completion reports in flight can arrive (report
+    /// arrival + `cta_dispatch_ps`), oldest first: it must not run ahead past them.
+    answers: VecDeque<Picos>,
 }
 
 impl SmUnit {
@@ -192,6 +216,13 @@ pub struct GpuPartition<'t> {
     dec: ChunkDecoder<'t>,
     period: Picos,
     cta_dispatch_ps: Picos,
+    /// The least time any packet to an SM takes (its lookahead: the NoC latency of replies,
+    /// the CP's dispatch latency): an SM may run its own events that much past the others'
+    /// (see `GpuPartition::process_sm`).
+    sm_lookahead: Picos,
+    /// The end of the window being run ([`Partition::run_until`]): no unit runs past it,
+    /// since packets from other partitions may arrive from it on.
+    end: Picos,
     /// By kernel: the issue stage's view of it, made when an SM here first needs it.
     preps: Vec<Option<Arc<KernelPrep>>>,
     wires: Wires,
@@ -326,6 +357,8 @@ impl<'t> GpuPartition<'t> {
                         base: (0, 0),
                         next_own: None,
                         ctas: 0,
+                        cp: None,
+                        answers: VecDeque::new(),
                     });
                     Slot::Sm(sms.len() - 1)
                 }
@@ -336,6 +369,13 @@ impl<'t> GpuPartition<'t> {
                 None => Slot::Remote,
             };
         }
+        for u in 0..ids.count() {
+            if let Slot::Sm(i) = slot[u as usize] {
+                if let Some(&Slot::Cp(k)) = slot.get(ids.cp(ids.chiplet_of(u)) as usize) {
+                    sms[i].cp = Some(k);
+                }
+            }
+        }
         let mut dec = trace.decoder();
         dec.set_release_pages(true);
         let mut p = GpuPartition {
@@ -344,6 +384,13 @@ impl<'t> GpuPartition<'t> {
             dec,
             period: cfg.core_period_ps(),
             cta_dispatch_ps: cfg.launch.cta_dispatch_ps,
+            // Off: a horizon of `t` itself, one event per visit.
+            sm_lookahead: if cfg.partitioning.sm_run_ahead {
+                mem_spec.noc_latency_ps()
+            } else {
+                0
+            },
+            end: 0,
             preps: vec![None; trace.kernels().len()],
             wires: Wires {
                 ids,
@@ -354,6 +401,7 @@ impl<'t> GpuPartition<'t> {
                 out: Vec::new(),
                 now: 0,
                 early: None,
+                ahead: vec![0; n],
             },
             slot,
             cps,
@@ -390,7 +438,7 @@ impl<'t> GpuPartition<'t> {
                 }
                 self.wires.inbox_head(u)
             }
-            Slot::Sm(i) => self.process_sm(i, u, t)?,
+            Slot::Sm(i) => self.run_sm(i, u, t)?,
             Slot::Channel(i) => {
                 while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
                     if let Packet::Flush { kernel } = pkt {
@@ -458,6 +506,51 @@ impl<'t> GpuPartition<'t> {
             (a, b) => a.or(b),
         };
         Ok(next.map(|n| n.max(t)))
+    }
+
+    /// Runs SM unit `i` (unit id `u`) from `t` on, ahead of the other units: its events at
+    /// `t` and then its next ones while they come before the horizon, the earliest of
+    /// `t + sm_lookahead` (a reply sent at `t` or later), its CP's
+    /// [`CommandProcessor::dispatch_floor`] (a dispatch from a slice start), the answer to
+    /// a completion report it sent (`SmUnit::answers`), and the window's end (a packet from
+    /// another partition). Nothing the other units do at or after `t` can reach it before
+    /// then, and nothing it sends reaches another unit before its own time plus a latency:
+    /// the results are those of running its events one at a time in global time order
+    /// (`Wires::ahead` checks the premise on every packet).
+    fn run_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
+        let mut horizon = t.saturating_add(self.sm_lookahead).min(self.end);
+        let unit = &mut self.sms[i];
+        if let Some(k) = unit.cp {
+            horizon = horizon.min(self.cps[k].dispatch_floor(t));
+        }
+        // Answers due by `t` are in its inbox already (the CP ran before `t`).
+        while unit.answers.front().is_some_and(|&a| a <= t) {
+            unit.answers.pop_front();
+        }
+        let start = t;
+        let mut t = t;
+        loop {
+            let next = self.process_sm(i, u, t)?;
+            // A report it just sent may be answered before the horizon.
+            let stop = self.sms[i]
+                .answers
+                .front()
+                .map_or(horizon, |&a| a.min(horizon));
+            match next {
+                Some(n) if n < stop => {
+                    t = n;
+                    self.now = n;
+                    self.wires.now = n;
+                }
+                _ => {
+                    if t > start {
+                        // A packet arriving by `t` would have come too late.
+                        self.wires.ahead[u as usize] = t + 1;
+                    }
+                    return Ok(next);
+                }
+            }
+        }
     }
 
     fn process_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
@@ -551,6 +644,7 @@ impl<'t> GpuPartition<'t> {
                         let when = at.max(c) * period + *cta_dispatch_ps;
                         let cp = wires.ids.cp(wires.ids.chiplet_of(u));
                         wires.send(u, cp, when, pkt);
+                        unit.answers.push_back(when + *cta_dispatch_ps);
                     }
                 }
                 let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));
@@ -589,6 +683,7 @@ impl Partition for GpuPartition<'_> {
     }
 
     fn run_until(&mut self, end: Picos, out: &mut Outbox) -> Result<(), BoxError> {
+        self.end = end;
         while let Some((t, u)) = self.wires.wake.peek() {
             if t >= end {
                 break;
@@ -607,8 +702,8 @@ impl Partition for GpuPartition<'_> {
             }
             if let Some((src, dst, at, now)) = self.wires.early {
                 return Err(Box::new(GpuError::Protocol(format!(
-                    "unit {src} sent unit {dst} a packet arriving at {at} ps, before the \
-                     current time {now} ps"
+                    "unit {src} sent unit {dst} a packet arriving at {at} ps, before {now} ps, \
+                     which that unit had already reached (a latency below the lookahead)"
                 ))));
             }
         }
@@ -638,6 +733,14 @@ impl Partition for GpuPartition<'_> {
                 return Err(Box::new(GpuError::Protocol(format!(
                     "partition {} received a packet for unit {dst}, which it does not host",
                     self.index
+                ))));
+            }
+            let reached = self.wires.ahead.get(dst as usize).copied().unwrap_or(0);
+            if m.arrive_at < reached {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "unit {} sent unit {dst} a packet arriving at {} ps, before {reached} ps, \
+                     which that unit had already reached",
+                    m.src_port.0, m.arrive_at
                 ))));
             }
             self.wires.inbox[dst as usize].push(Arrival {
@@ -686,6 +789,39 @@ impl GpuPartition<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A packet arriving before the time its destination has already run to (an SM that ran
+    /// ahead) is flagged as an early packet, as one arriving before the current time is;
+    /// one arriving at or after it is not.
+    #[test]
+    fn a_packet_before_its_destinations_run_ahead_is_early() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.yaml");
+        let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
+        let ids = UnitIds::new(&cfg);
+        let n = ids.count() as usize;
+        let mut w = Wires {
+            ids,
+            hosted: vec![true; n],
+            inbox: (0..n).map(|_| Inbox::default()).collect(),
+            wake: WakeQueue::new(n),
+            seq: vec![0; n],
+            out: Vec::new(),
+            now: 1_000,
+            early: None,
+            ahead: vec![0; n],
+        };
+        let (cp, sm) = (ids.cp(0), ids.sm(0));
+        w.ahead[sm as usize] = 5_000;
+        let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
+        w.send(cp, sm, 5_000, pkt);
+        assert_eq!(w.early, None);
+        w.send(cp, sm, 4_999, pkt);
+        assert_eq!(w.early, Some((cp, sm, 4_999, 5_000)));
+        // Another unit is held to the current time only.
+        let mut w2 = Wires { early: None, ..w };
+        w2.send(sm, cp, 1_000, Packet::CtaDone { kernel: 0, cta: 0 });
+        assert_eq!(w2.early, None);
+    }
 
     #[test]
     fn inbox_pops_in_key_order_whatever_the_push_order() {
