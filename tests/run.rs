@@ -447,18 +447,21 @@ fn stats_out_in_a_missing_directory_fails_at_once() {
     assert_no_output(&out);
 }
 
-/// An SM running ahead of the other units of its partition (`partitioning.sm_run_ahead`,
+/// SMs and channels running ahead of the other units of their partition (`partitioning.run_ahead`,
 /// on by default; `gpu/partition.rs`) gives the bytes of running every event in global time
 /// order: a monolithic GPU, 4 chiplets with a memory-side L2, 4 chiplets with private L2s
-/// flushed at kernel boundaries, and a GPU cut into 4 partitions; with several kernels,
-/// barriers, atomics, and CTAs completing and being re-dispatched on every SM.
+/// flushed at kernel boundaries, a GPU cut into 4 partitions, and 8 GPUs with host copies
+/// to each; with several kernels, barriers, atomics, and CTAs completing and being
+/// re-dispatched on every SM.
 #[test]
-fn sm_run_ahead_never_changes_results() {
+fn run_ahead_never_changes_results() {
     let tmp = tempfile::tempdir().unwrap();
     let stencil = gen(tmp.path(), "stencil2d", &["nx=128", "ny=128", "iters=3"]);
     let histogram = gen(tmp.path(), "histogram", &["n=65536", "ctas=40"]);
     let vectoradd = gen(tmp.path(), "vectoradd", &["n=200704"]);
     let gemm = gen(tmp.path(), "gemm", &["m=128", "n=128", "k=64"]);
+    let peer = tmp.path().join("peer.tst");
+    write_peer_trace(&peer, 8, 4096);
     let cut = [
         "--set",
         "partitioning.mode=sm_cluster",
@@ -472,11 +475,12 @@ fn sm_run_ahead_never_changes_results() {
         ("a100.yaml", &histogram, &[][..]),
         ("a100-4chiplet.yaml", &stencil, &[][..]),
         ("radeon7-4chiplet.yaml", &stencil, &[][..]),
+        ("dgx-8gpu.yaml", &peer, &[][..]),
     ] {
         let mut a = vec!["--trace", tst.to_str().unwrap()];
         a.extend(extra);
         let (ahead, _) = run_stats(cfg, &a);
-        a.extend(["--set", "partitioning.sm_run_ahead=false"]);
+        a.extend(["--set", "partitioning.run_ahead=false"]);
         let (in_order, _) = run_stats(cfg, &a);
         assert!(
             ahead == in_order,

@@ -497,13 +497,13 @@ section! {
         /// results (tested on `titanv.yaml` with 1, 2, 4 and 7). Presets: 1; e.g.
         /// `--set partitioning.mode=sm_cluster --set partitioning.sm_clusters=4`.
         sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1");
-        /// Lets each SM run its own events ahead of the other units of its partition, up to
-        /// the earliest time a packet could reach it (the NoC latency, or a CTA dispatch),
-        /// in one visit: the same results (every packet is checked against it, and tests
-        /// compare both settings byte for byte), far fewer host cache misses. `false` runs
-        /// every event in global time order; it exists to check and measure that. Presets:
-        /// the default, `true`.
-        sm_run_ahead: bool = Kind::Bool, unit "-", Some("true");
+        /// Lets each SM and DRAM channel run its own events ahead of the other units of
+        /// its partition, up to the earliest time a packet could reach it (the NoC
+        /// latency, a CTA dispatch, a copy or flush from a CP), in one visit: the same
+        /// results (every packet is checked against it, and tests compare both settings
+        /// byte for byte), far fewer host cache misses. `false` runs every event in global
+        /// time order; it exists to check and measure that. Presets: the default, `true`.
+        run_ahead: bool = Kind::Bool, unit "-", Some("true");
     }
 }
 

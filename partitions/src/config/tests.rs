@@ -509,7 +509,7 @@ fn missing_required_keys_are_errors_and_defaults_fill_in() {
                 || t.starts_with("partitioning:")
                 || t.starts_with("mode:")
                 || t.starts_with("sm_clusters:")
-                || t.starts_with("sm_run_ahead:")
+                || t.starts_with("run_ahead:")
                 || t.starts_with("warp_size:")
                 || t.starts_with("two_level_active_warps:"))
         })

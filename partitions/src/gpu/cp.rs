@@ -313,6 +313,31 @@ impl CommandProcessor {
         start.saturating_add(self.cta_dispatch_ps)
     }
 
+    /// The earliest arrival of a packet this CP unit can still send to a DRAM channel
+    /// unit, when no unit runs before `now`: a host copy (`Memcpy`) leaves the host no
+    /// earlier than its clock, which only moves forward, and arrives `host_to_gcp_ps`
+    /// later; a kernel-boundary flush (private L2s only) starts at a `pending_flush`
+    /// entry's time, or at least `gcp_to_lcp_ps` after whatever starts it, and reaches the
+    /// channels `cta_dispatch_ps` after it starts. What lets a channel run ahead of the CP
+    /// (see `GpuPartition::run_channel`).
+    pub fn channel_floor(&self, now: Picos) -> Picos {
+        let mut floor = Picos::MAX;
+        if let Some(h) = &self.host {
+            if h.next_cmd < h.commands.len() {
+                floor = h.host_ps.saturating_add(self.host_to_gcp_ps);
+            }
+        }
+        if self.flush_l2 {
+            let start = now.saturating_add(self.gcp_to_lcp_ps);
+            let start = self
+                .pending_flush
+                .front()
+                .map_or(start, |&(at, _)| at.min(start));
+            floor = floor.min(start.saturating_add(self.cta_dispatch_ps));
+        }
+        floor
+    }
+
     /// SM `sm` reports CTA completion at `at`.
     pub fn on_cta_done(
         &mut self,
