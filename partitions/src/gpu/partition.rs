@@ -69,14 +69,13 @@ impl Inbox {
     fn push(&mut self, a: Arrival) {
         let k = a.key();
         let q = &mut self.q;
-        // From the back: a late packet usually belongs a few places before it.
-        let mut i = q.len();
-        while i > 0 && q[i - 1].key() > k {
-            i -= 1;
-        }
-        if i == q.len() {
+        if q.back().is_none_or(|b| b.key() < k) {
             q.push_back(a);
         } else {
+            // A late packet: by binary search, since an inbox can hold hundreds of replies
+            // already on their way (a DRAM channel sends each reply when it takes the
+            // request), which a scan from the back would step over one by one.
+            let i = q.partition_point(|b| b.key() < k);
             q.insert(i, a);
         }
     }
