@@ -305,9 +305,10 @@ impl<'f> ChunkDecoder<'f> {
         let start = c.offset as usize;
         let end = start + c.stored_len as usize;
         let frame = &f.map[start..end];
-        // zstd writes into the initialized length of the buffer (a slice), so size it first.
+        // Decompressed into the vector's spare capacity (zstd sets its length): no zeroing
+        // pass over a buffer about to be overwritten.
         self.raw.clear();
-        self.raw.resize(c.raw_len as usize, 0);
+        self.raw.reserve(c.raw_len as usize);
         let zstd = match &mut self.zstd {
             Some(z) => z,
             None => self
@@ -317,7 +318,7 @@ impl<'f> ChunkDecoder<'f> {
                 })?),
         };
         let n = zstd
-            .decompress_to_buffer(frame, &mut self.raw[..])
+            .decompress_to_buffer(frame, &mut self.raw)
             .map_err(|e| f.chunk_error(chunk, &format!("cannot decompress: {e}")))?;
         if n != c.raw_len as usize {
             return Err(f.chunk_error(chunk, "decompressed length differs from the index"));

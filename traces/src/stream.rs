@@ -51,7 +51,7 @@ struct WarpHead {
 pub struct StreamScratch {
     /// Per static slot, its base state as the pass goes (reset after each CTA).
     table: Vec<BaseState>,
-    /// Per static slot, the `stamp` of the last warp that recorded its base state.
+    /// Per static slot, the `stamp` of the last warp that listed it in `mem_first`.
     seen: Vec<u64>,
     stamp: u64,
     /// The slots whose `table` entry the current CTA set.
@@ -60,6 +60,8 @@ pub struct StreamScratch {
     tail: Vec<(u32, u32)>,
     /// Those of them with memory.
     mem_tail: Vec<(u32, u32)>,
+    /// The distinct static slots of `mem_tail`, in order of first instance.
+    mem_first: Vec<u32>,
 }
 
 /// The last warp whose static and mask columns [`CtaStream::new_in`] decoded (and
@@ -198,6 +200,7 @@ impl CtaStream {
             // the address and operand columns.
             let tail = &mut scratch.tail;
             let mem_tail = &mut scratch.mem_tail;
+            let mem_first = &mut scratch.mem_first;
             // The warps of a CTA mostly run the same code: static and mask columns equal
             // to those of the last warp decoded (which passed every check) decode the
             // same, so its head and tail are taken as they are.
@@ -290,6 +293,13 @@ impl CtaStream {
                 mem_tail.clear();
                 // In range: checked above.
                 mem_tail.extend(tail.iter().filter(|&&(s, _)| slots[s as usize].has_mem));
+                mem_first.clear();
+                for &(s, _) in mem_tail.iter() {
+                    if seen[s as usize] != stamp {
+                        seen[s as usize] = stamp;
+                        mem_first.push(s);
+                    }
+                }
                 // Used only if the warp passes every check.
                 last = Some(LastWarp {
                     n,
@@ -327,20 +337,21 @@ impl CtaStream {
                 }
             }
             let resume_addr = ac.pos();
+            // The state before a static instruction's first instance after the head is
+            // its state now: only its own instances change it, and the head's are done.
+            for &s in mem_first.iter() {
+                let state = table[s as usize];
+                if !state.seen() {
+                    touched.push(s);
+                }
+                bases.push((s, state));
+            }
             for &(s, m) in mem_tail.iter() {
-                let s = s as usize;
                 if ac.is_empty() {
                     return Err(CodecError("memory instruction without its addresses"));
                 }
-                if !table[s].seen() {
-                    touched.push(s as u32);
-                }
-                if seen[s] != stamp {
-                    seen[s] = stamp;
-                    bases.push((s as u32, table[s]));
-                }
                 // Past the head only the base state is needed (and the checks).
-                skip_addrs(&mut ac, &mut table[s], m, v2)?;
+                skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
             }
             let mut resume_op = oc.pos();
             if has_ops {
@@ -562,10 +573,10 @@ pub struct WarpCursor {
     prev_slot: i64,
     mask: u32,
     /// Base states of the static instructions with memory the warp runs.
-    bases: Vec<(u32, BaseState)>,
-    /// Where in `bases` the next lookup starts: loops visit their memory instructions in
-    /// the order of their first visit, so the next one is usually there.
-    hint: usize,
+    bases: Vec<BaseEntry>,
+    /// The entry of `bases` found last (none at first): the next lookup tries the entry
+    /// found after it last time.
+    last: usize,
     /// The buffer: decoded instructions, the list-mode addresses their [`Addrs::List`]
     /// index, per-lane operands and `(index in insts, start in operands)`.
     insts: Vec<WarpInst>,
@@ -621,12 +632,17 @@ impl WarpCursor {
                 .extend_from_slice(cta.head_op_index.get(range(h.head_op_index)).ok_or(gone)?);
         }
         self.bases.clear();
-        self.bases.extend_from_slice(
+        // Each entry first predicted to be followed by the next: listed in order of first
+        // visit, as a loop visits them.
+        self.bases.extend(
             cta.bases
                 .get(range(h.bases))
-                .ok_or(CodecError("warp's base states outside the CTA's"))?,
+                .ok_or(CodecError("warp's base states outside the CTA's"))?
+                .iter()
+                .zip(1..)
+                .map(|(&(slot, state), next)| BaseEntry { slot, next, state }),
         );
-        self.hint = 0;
+        self.last = usize::MAX;
         if self.insts.is_empty() && self.left > 0 {
             return self.fill(cta);
         }
@@ -744,33 +760,26 @@ impl WarpCursor {
             cta.rec.get(self.slot_pos..self.slot_end),
             cta.rec.get(self.mask_pos..self.mask_end),
         );
-        let n_slots = slots.len();
         let one_byte = |b: Option<&'c [u8]>| {
             b.and_then(|b| b.get(..n as usize))
                 .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
         };
         if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
             // Every entry of both columns one byte (straight-line code, short jumps, masks
-            // that stay or flip low lanes): no varint steps. Column by column into small
-            // arrays, each loop with few values live, then the instructions in one pass.
+            // that stay or flip low lanes): no varint steps, the instructions in one pass.
             // Slots are checked as one flag (branch-light); a negative one wraps to a huge
             // index.
             let mut bad = false;
-            let mut idx = [0u32; BUF_INSTS as usize];
-            for (i, (o, &b)) in idx.iter_mut().zip(sb).enumerate() {
+            let v2 = cta.v2;
+            insts.extend(sb.iter().zip(mb).enumerate().map(|(i, (&b, &c))| {
                 prev = prev.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
-                bad |= prev as usize >= n_slots;
-                mem |= (slots.get(prev as usize).is_some_and(|s| s.has_mem) as u32) << i;
-                *o = prev as u32;
-            }
-            let mut masks = [0u32; BUF_INSTS as usize];
-            for (o, &b) in masks.iter_mut().zip(mb) {
-                mask = apply_mask_byte(mask, b, cta.v2);
-                *o = mask;
-            }
-            insts.extend(idx.iter().zip(&masks).take(n as usize).map(|(&s, &m)| {
-                let mut inst = slots.get(s as usize).unwrap_or(&NO_SLOT).inst(s);
-                inst.mask = m;
+                let info = slots.get(prev as usize);
+                bad |= info.is_none();
+                let info = info.unwrap_or(&NO_SLOT);
+                mem |= (info.has_mem as u32) << i;
+                mask = apply_mask_byte(mask, c, v2);
+                let mut inst = info.inst(prev as u32);
+                inst.mask = mask;
                 inst
             }));
             if bad {
@@ -797,7 +806,7 @@ impl WarpCursor {
             mem &= mem - 1;
             // Below `n`, the buffer's length.
             let inst = &mut self.insts[i];
-            let state = find_base(&mut self.bases, &mut self.hint, inst.slot)?;
+            let state = find_base(&mut self.bases, &mut self.last, inst.slot)?;
             (inst.addr_mode, inst.addrs) =
                 decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
@@ -829,26 +838,38 @@ const NO_SLOT: SlotInfo = SlotInfo {
     operands: 0,
 };
 
-/// The base state of static instruction `slot` among a warp's.
+/// A static instruction's base state in a [`WarpCursor`], with the entry looked up after
+/// it last time: nested loops and code around a loop visit a warp's memory instructions
+/// in a few repeating orders, which that follows.
+#[derive(Clone, Copy, Debug)]
+struct BaseEntry {
+    slot: u32,
+    next: u32,
+    state: BaseState,
+}
+
+/// The base state of static instruction `slot` among a warp's (`last`: see
+/// [`WarpCursor::last`]).
 #[inline]
 fn find_base<'b>(
-    bases: &'b mut [(u32, BaseState)],
-    hint: &mut usize,
+    bases: &'b mut [BaseEntry],
+    last: &mut usize,
     slot: u32,
 ) -> CResult<&'b mut BaseState> {
-    let n = bases.len();
-    let mut i = *hint;
-    for _ in 0..n {
-        if i >= n {
-            i = 0;
+    let guess = bases.get(*last).map_or(0, |e| e.next as usize);
+    let i = match bases.get(guess) {
+        Some(e) if e.slot == slot => guess,
+        _ => {
+            let i = bases.iter().position(|e| e.slot == slot).ok_or(CodecError(
+                "memory instruction the CTA's first pass did not see",
+            ))?;
+            if let Some(e) = bases.get_mut(*last) {
+                e.next = i as u32;
+            }
+            i
         }
-        if bases[i].0 == slot {
-            *hint = i + 1;
-            return Ok(&mut bases[i].1);
-        }
-        i += 1;
-    }
-    Err(CodecError(
-        "memory instruction the CTA's first pass did not see",
-    ))
+    };
+    *last = i;
+    // Found above.
+    Ok(&mut bases[i].state)
 }
