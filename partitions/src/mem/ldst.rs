@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache, PENDING};
-use super::coalesce::{self, add_range, LineAccess};
+use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
 use super::linemap::LineMap;
 use super::port::BwPort;
 use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
@@ -183,7 +183,16 @@ impl LdStUnit {
         net: &mut dyn Net,
     ) -> Issued {
         if req.space == Space::Shared {
-            return Issued::Done(self.shared(now, req));
+            let passes = (!req.lanes.is_empty()).then(|| {
+                let s = &*self.spec;
+                coalesce::shared_passes(
+                    req.lanes,
+                    req.width_bytes,
+                    s.shared_banks,
+                    s.shared_bank_bytes,
+                )
+            });
+            return Issued::Done(self.shared(now, passes));
         }
         self.stats.global_requests += 1;
         let hit_ps = self.spec.l1_hit_ps;
@@ -201,7 +210,57 @@ impl LdStUnit {
                 coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
             }
         }
-        let use_l1 = req.space == Space::Local || self.spec.l1_enabled;
+        self.issue_lines(now, req.access, req.space, lines, req.lanes, token, net)
+    }
+
+    /// [`Self::issue`] of a load or store whose active lanes' addresses are given in the
+    /// trace's compressed form (no `(lane, address)` vector; atomics, which count their
+    /// lanes per line, go through [`Self::issue`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn issue_addrs(
+        &mut self,
+        now: Picos,
+        access: Access,
+        space: Space,
+        width: u32,
+        lanes: LaneAddrs<'_>,
+        token: u32,
+        net: &mut dyn Net,
+    ) -> Issued {
+        if space == Space::Shared {
+            let passes = (!lanes.is_empty()).then(|| {
+                let s = &*self.spec;
+                coalesce::shared_passes_addrs(lanes, width, s.shared_banks, s.shared_bank_bytes)
+            });
+            return Issued::Done(self.shared(now, passes));
+        }
+        debug_assert!(access != Access::Atomic);
+        self.stats.global_requests += 1;
+        if lanes.is_empty() {
+            return Issued::Done(now + self.spec.l1_hit_ps);
+        }
+        let mut lines = std::mem::take(&mut self.lines);
+        coalesce::coalesce_addrs(&self.spec.l1_geom, lanes, width, &mut lines);
+        self.issue_lines(now, access, space, lines, &[], token, net)
+    }
+
+    /// Issues the coalesced `lines` (taken from `self.lines`, given back); `lanes` are
+    /// read only by atomics. Inlined: a call passing all this costs more than its body on
+    /// a one-line access.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn issue_lines(
+        &mut self,
+        now: Picos,
+        access: Access,
+        space: Space,
+        lines: Vec<LineAccess>,
+        lanes: &[(u32, u64)],
+        token: u32,
+        net: &mut dyn Net,
+    ) -> Issued {
+        let hit_ps = self.spec.l1_hit_ps;
+        let use_l1 = space == Space::Local || self.spec.l1_enabled;
         let mut w = InstWait {
             outstanding: 0,
             ready: now + hit_ps,
@@ -209,15 +268,14 @@ impl LdStUnit {
         let line_bytes = self.spec.l1_geom.line_bytes;
         for la in &lines {
             let t = self.l1_port.reserve(now, now, line_bytes);
-            match req.access {
+            match access {
                 Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
                 Access::Store => {
-                    let d = self.store_line(now, t, la, use_l1, req.space, net);
+                    let d = self.store_line(now, t, la, use_l1, space, net);
                     w.ready = w.ready.max(d);
                 }
                 Access::Atomic => {
-                    let ops = req
-                        .lanes
+                    let ops = lanes
                         .iter()
                         .filter(|&&(_, a)| a / line_bytes == la.line_addr / line_bytes)
                         .count() as u32;
@@ -337,18 +395,15 @@ impl LdStUnit {
         }
     }
 
-    fn shared(&mut self, now: Picos, req: &MemRequest<'_>) -> Picos {
+    /// A shared-memory access at `now` needing `passes` bank passes (`None`: no active
+    /// lane).
+    fn shared(&mut self, now: Picos, passes: Option<u32>) -> Picos {
         let s = &*self.spec;
         self.stats.shared_accesses += 1;
-        if req.lanes.is_empty() {
+        let Some(passes) = passes else {
             return now + s.shared_latency_cycles * s.core_ps;
-        }
-        let passes = coalesce::shared_passes(
-            req.lanes,
-            req.width_bytes,
-            s.shared_banks,
-            s.shared_bank_bytes,
-        ) as u64;
+        };
+        let passes = passes as u64;
         self.stats.shared_bank_conflicts += passes - 1;
         let per_pass = s.shared_banks as u64 * s.shared_bank_bytes as u64;
         let start = self.shared_port.reserve(now, now, passes * per_pass.max(1));
