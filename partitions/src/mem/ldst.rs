@@ -89,6 +89,8 @@ pub struct LdStUnit {
     insts: Vec<InstWait>,
     lines: Vec<LineAccess>,
     groups: Vec<LineAccess>,
+    /// L1 and L2 lines and sectors alike (every preset): an L1 line goes to L2 as is.
+    same_lines: bool,
     stats: MemStats,
     /// The chiplet of this SM.
     chiplet: u32,
@@ -124,6 +126,8 @@ impl LdStUnit {
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
+            same_lines: spec.l1_geom.line_bytes == spec.l2_geom.line_bytes
+                && spec.l1_geom.sector_bytes == spec.l2_geom.sector_bytes,
             stats: MemStats::default(),
             chiplet: sm / spec.ids.sms,
             spec,
@@ -593,51 +597,69 @@ impl LdStUnit {
         tag: u32,
         net: &mut dyn Net,
     ) -> u32 {
+        if self.same_lines {
+            // The L1 line is the L2 line: one request, no group list.
+            self.send_request(now, t, line, sectors, op, tag, net);
+            return 1;
+        }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line, sectors, &mut groups);
-        let sb = self.spec.l2_geom.sector_bytes;
         for g in &groups {
-            let data = popcount(g.sectors) * sb;
-            let (bytes, pkt) = match op {
-                Op::Read => (
-                    HEADER_BYTES,
-                    Packet::Read {
-                        line: g.line_addr,
-                        sectors: g.sectors,
-                        tag,
-                        sm: self.unit,
-                    },
-                ),
-                Op::Atomic(ops) => (
-                    HEADER_BYTES + data,
-                    Packet::Atomic {
-                        line: g.line_addr,
-                        sectors: g.sectors,
-                        tag,
-                        ops,
-                        sm: self.unit,
-                    },
-                ),
-            };
-            let dep = self.noc_out.reserve(now, t, bytes);
-            self.stats.noc_request_bytes += bytes;
-            let dst = match op {
-                Op::Read => self.route(g.line_addr),
-                Op::Atomic(_) => self.route_home(g.line_addr),
-            };
-            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+            self.send_request(now, t, g.line_addr, g.sectors, op, tag, net);
         }
         let n = groups.len() as u32;
         self.groups = groups;
         n
     }
 
+    /// Sends the L2 request for `sectors` of L2 line `line` at `t`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn send_request(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        op: Op,
+        tag: u32,
+        net: &mut dyn Net,
+    ) {
+        let sb = self.spec.l2_geom.sector_bytes;
+        let (bytes, pkt) = match op {
+            Op::Read => (
+                HEADER_BYTES,
+                Packet::Read {
+                    line,
+                    sectors,
+                    tag,
+                    sm: self.unit,
+                },
+            ),
+            Op::Atomic(ops) => (
+                HEADER_BYTES + popcount(sectors) * sb,
+                Packet::Atomic {
+                    line,
+                    sectors,
+                    tag,
+                    ops,
+                    sm: self.unit,
+                },
+            ),
+        };
+        let dep = self.noc_out.reserve(now, t, bytes);
+        self.stats.noc_request_bytes += bytes;
+        let dst = match op {
+            Op::Read => self.route(line),
+            Op::Atomic(_) => self.route_home(line),
+        };
+        net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+    }
+
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
     fn l2_groups(&self, line_addr: u64, sectors: u64, out: &mut Vec<LineAccess>) {
         out.clear();
-        let (l1, l2) = (&self.spec.l1_geom, &self.spec.l2_geom);
-        if l1.line_bytes == l2.line_bytes && l1.sector_bytes == l2.sector_bytes {
-            // The same geometry (every preset): the L1 line is the L2 line.
+        if self.same_lines {
             out.push(LineAccess {
                 line_addr,
                 sectors,
@@ -663,23 +685,41 @@ impl LdStUnit {
         sectors: u64,
         net: &mut dyn Net,
     ) -> Picos {
+        if self.same_lines {
+            return self.send_one_write(now, t, line_addr, sectors, net).max(t);
+        }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line_addr, sectors, &mut groups);
         let mut left = t;
         for g in &groups {
-            let bytes = HEADER_BYTES + popcount(g.sectors) * self.spec.l2_geom.sector_bytes;
-            let dep = self.noc_out.reserve(now, t, bytes);
-            self.stats.noc_request_bytes += bytes;
-            let dst = self.route(g.line_addr);
-            let pkt = Packet::Write {
-                line: g.line_addr,
-                sectors: g.sectors,
-            };
-            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, net);
             left = left.max(dep);
         }
         self.groups = groups;
         left
+    }
+
+    /// Sends the write of `sectors` of L2 line `line` from `t`; returns when it leaves.
+    #[inline]
+    fn send_one_write(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        net: &mut dyn Net,
+    ) -> Picos {
+        let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let dep = self.noc_out.reserve(now, t, bytes);
+        self.stats.noc_request_bytes += bytes;
+        let dst = self.route(line);
+        net.send(
+            self.unit,
+            dst,
+            dep + self.spec.noc_latency_ps,
+            Packet::Write { line, sectors },
+        );
+        dep
     }
 
     fn l1_writeback(&mut self, now: Picos, t: Picos, ev: Evicted, net: &mut dyn Net) {
@@ -705,7 +745,9 @@ impl LdStUnit {
         let n = popcount(la.sectors);
         self.stats.l1d_accesses += n;
         let set = la.line_addr / self.spec.l1_geom.line_bytes;
-        let present = match self.l1.find(set, la.line_addr) {
+        // Nothing below changes the L1 before the way found here is used.
+        let way = self.l1.find(set, la.line_addr);
+        let present = match way {
             Some(i) => self.l1.valid(i) & la.sectors,
             None => 0,
         };
@@ -717,7 +759,7 @@ impl LdStUnit {
             WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
         };
         if write_back {
-            let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+            let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
             if let Some(ev) = ev {
                 self.l1_writeback(now, t, ev, net);
             }
@@ -730,7 +772,7 @@ impl LdStUnit {
         }
         let missing = la.sectors & !present;
         if self.spec.l1_write_policy == WritePolicy::WriteEvict {
-            if let Some(i) = self.l1.find(set, la.line_addr) {
+            if let Some(i) = way {
                 self.l1.invalidate_sectors(i, la.sectors);
             }
         } else if missing != 0 {
@@ -742,13 +784,13 @@ impl LdStUnit {
                 }
             };
             if alloc != 0 {
-                let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+                let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
                 if let Some(ev) = ev {
                     self.l1_writeback(now, t, ev, net);
                 }
                 self.l1.fill(i, alloc, hit_at);
             }
-        } else if let Some(i) = self.l1.find(set, la.line_addr) {
+        } else if let Some(i) = way {
             self.l1.touch(i);
         }
         self.send_write(now, t, la.line_addr, la.sectors, net)
