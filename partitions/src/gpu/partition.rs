@@ -31,6 +31,7 @@ use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 use super::cp::CommandProcessor;
 use super::wake::WakeQueue;
 use super::{classify, cycle_at, GpuError};
+use crate::mem::coalesce::LaneAddrs;
 use crate::mem::{
     Access, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Net, Packet, Space, Unit,
     UnitIds,
@@ -258,50 +259,69 @@ impl MemPort for SmPort<'_> {
     ) -> MemIssue {
         let st = &self.kernel.statics[inst.slot as usize];
         let width = self.kernel.opcodes[st.opcode as usize].width_bytes as u32;
-        let lanes = &mut *self.lanes;
-        lanes.clear();
-        // Stride mode with the stride equal to the width: one byte range, no lanes needed
-        // (except for shared memory, whose bank conflicts need them).
-        let mut contiguous = None;
-        let first = match inst.addrs {
-            Addrs::Stride { base, stride } if inst.mask != 0 && stride as i64 == width as i64 => {
-                contiguous = Some((base, inst.mask.count_ones() as u64 * width as u64));
-                base
+        // The active lanes' addresses as the trace gives them (the order and count
+        // `LaneAddrSource::for_each_lane_addr` would give), read in place.
+        let lanes = match inst.addrs {
+            // Stride mode at stride == width is one byte range (MemRequest::contiguous).
+            Addrs::Stride { base, stride } if inst.mask != 0 => LaneAddrs::Stride {
+                base,
+                stride: stride as i64,
+                n: inst.mask.count_ones(),
+            },
+            Addrs::List { start, len } => {
+                let list = addrs
+                    .0
+                    .get(start as usize..start as usize + len as usize)
+                    .unwrap_or(&[]);
+                let n = inst.mask.count_ones() as usize;
+                LaneAddrs::List(list.get(..n).unwrap_or(list))
             }
-            _ => 0,
+            _ => LaneAddrs::List(&[]),
+        };
+        // Generic addresses are resolved by the first active lane.
+        let first = match lanes {
+            LaneAddrs::Stride { base, .. } => base,
+            LaneAddrs::List(l) => match l.first() {
+                Some(&a) => a,
+                // An instruction with no active lane moves no data.
+                None => return MemIssue::Done(cycle + 1),
+            },
         };
         let (access, space) = classify(inst.class, self.kernel, first);
-        if contiguous.is_none() || space == Space::Shared || access == Access::Atomic {
-            addrs.for_each_lane_addr(inst, |l, a| lanes.push((l, a)));
-            // An instruction with no active lane moves no data.
-            let Some(&(_, first)) = lanes.first() else {
-                return MemIssue::Done(cycle + 1);
-            };
-            // Generic addresses are resolved by the first active lane.
-            let (access, space) = classify(inst.class, self.kernel, first);
-            return self.issue(cycle, token, access, space, width, None);
+        if access == Access::Atomic && space != Space::Shared {
+            // Atomics count their lanes per line: the lane vector.
+            let v = &mut *self.lanes;
+            v.clear();
+            addrs.for_each_lane_addr(inst, |l, a| v.push((l, a)));
+            return self.issue_lanes(cycle, token, access, space, width);
         }
-        self.issue(cycle, token, access, space, width, contiguous)
+        let now = cycle * self.period;
+        match self
+            .ldst
+            .issue_addrs(now, access, space, width, lanes, token.0, self.net)
+        {
+            Issued::Done(ps) => MemIssue::Done(cycle_at(ps, self.period).max(cycle + 1)),
+            Issued::Pending => MemIssue::Pending,
+        }
     }
 }
 
 impl SmPort<'_> {
-    fn issue(
+    /// Issues the request of the lanes in `self.lanes`.
+    fn issue_lanes(
         &mut self,
         cycle: u64,
         token: MemToken,
         access: Access,
         space: Space,
         width: u32,
-        contiguous: Option<(u64, u64)>,
     ) -> MemIssue {
-        let lanes = &*self.lanes;
         let req = MemRequest {
             access,
             space,
             width_bytes: width,
-            lanes,
-            contiguous,
+            lanes: self.lanes,
+            contiguous: None,
         };
         match self
             .ldst

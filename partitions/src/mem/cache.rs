@@ -152,6 +152,7 @@ impl SectorCache {
         self.push_mru(set, i);
     }
 
+    #[inline]
     fn unlink(&mut self, set: usize, i: usize) {
         let (n, o) = (self.meta[i].newer, self.meta[i].older);
         match n {
@@ -164,6 +165,7 @@ impl SectorCache {
         }
     }
 
+    #[inline]
     fn push_mru(&mut self, set: usize, i: usize) {
         let head = self.mru[set];
         self.meta[i].newer = NIL;
@@ -217,7 +219,19 @@ impl SectorCache {
 
     /// Finds or allocates `tag`.
     pub(crate) fn find_or_allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
-        match self.find(set, tag) {
+        let way = self.find(set, tag);
+        self.touch_or_allocate(set, tag, way)
+    }
+
+    /// [`Self::find_or_allocate`] when `way = find(set, tag)` is known already.
+    #[inline]
+    pub(crate) fn touch_or_allocate(
+        &mut self,
+        set: u64,
+        tag: u64,
+        way: Option<usize>,
+    ) -> (usize, Option<Evicted>) {
+        match way {
             Some(i) => {
                 self.touch(i);
                 (i, None)

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache, PENDING};
-use super::coalesce::{self, add_range, LineAccess};
+use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
 use super::linemap::LineMap;
 use super::port::BwPort;
 use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
@@ -89,6 +89,8 @@ pub struct LdStUnit {
     insts: Vec<InstWait>,
     lines: Vec<LineAccess>,
     groups: Vec<LineAccess>,
+    /// L1 and L2 lines and sectors alike (every preset): an L1 line goes to L2 as is.
+    same_lines: bool,
     stats: MemStats,
     /// The chiplet of this SM.
     chiplet: u32,
@@ -124,6 +126,8 @@ impl LdStUnit {
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
+            same_lines: spec.l1_geom.line_bytes == spec.l2_geom.line_bytes
+                && spec.l1_geom.sector_bytes == spec.l2_geom.sector_bytes,
             stats: MemStats::default(),
             chiplet: sm / spec.ids.sms,
             spec,
@@ -183,7 +187,16 @@ impl LdStUnit {
         net: &mut dyn Net,
     ) -> Issued {
         if req.space == Space::Shared {
-            return Issued::Done(self.shared(now, req));
+            let passes = (!req.lanes.is_empty()).then(|| {
+                let s = &*self.spec;
+                coalesce::shared_passes(
+                    req.lanes,
+                    req.width_bytes,
+                    s.shared_banks,
+                    s.shared_bank_bytes,
+                )
+            });
+            return Issued::Done(self.shared(now, passes));
         }
         self.stats.global_requests += 1;
         let hit_ps = self.spec.l1_hit_ps;
@@ -201,7 +214,57 @@ impl LdStUnit {
                 coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
             }
         }
-        let use_l1 = req.space == Space::Local || self.spec.l1_enabled;
+        self.issue_lines(now, req.access, req.space, lines, req.lanes, token, net)
+    }
+
+    /// [`Self::issue`] of a load or store whose active lanes' addresses are given in the
+    /// trace's compressed form (no `(lane, address)` vector; atomics, which count their
+    /// lanes per line, go through [`Self::issue`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn issue_addrs(
+        &mut self,
+        now: Picos,
+        access: Access,
+        space: Space,
+        width: u32,
+        lanes: LaneAddrs<'_>,
+        token: u32,
+        net: &mut dyn Net,
+    ) -> Issued {
+        if space == Space::Shared {
+            let passes = (!lanes.is_empty()).then(|| {
+                let s = &*self.spec;
+                coalesce::shared_passes_addrs(lanes, width, s.shared_banks, s.shared_bank_bytes)
+            });
+            return Issued::Done(self.shared(now, passes));
+        }
+        debug_assert!(access != Access::Atomic);
+        self.stats.global_requests += 1;
+        if lanes.is_empty() {
+            return Issued::Done(now + self.spec.l1_hit_ps);
+        }
+        let mut lines = std::mem::take(&mut self.lines);
+        coalesce::coalesce_addrs(&self.spec.l1_geom, lanes, width, &mut lines);
+        self.issue_lines(now, access, space, lines, &[], token, net)
+    }
+
+    /// Issues the coalesced `lines` (taken from `self.lines`, given back); `lanes` are
+    /// read only by atomics. Inlined: a call passing all this costs more than its body on
+    /// a one-line access.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn issue_lines(
+        &mut self,
+        now: Picos,
+        access: Access,
+        space: Space,
+        lines: Vec<LineAccess>,
+        lanes: &[(u32, u64)],
+        token: u32,
+        net: &mut dyn Net,
+    ) -> Issued {
+        let hit_ps = self.spec.l1_hit_ps;
+        let use_l1 = space == Space::Local || self.spec.l1_enabled;
         let mut w = InstWait {
             outstanding: 0,
             ready: now + hit_ps,
@@ -209,15 +272,14 @@ impl LdStUnit {
         let line_bytes = self.spec.l1_geom.line_bytes;
         for la in &lines {
             let t = self.l1_port.reserve(now, now, line_bytes);
-            match req.access {
+            match access {
                 Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
                 Access::Store => {
-                    let d = self.store_line(now, t, la, use_l1, req.space, net);
+                    let d = self.store_line(now, t, la, use_l1, space, net);
                     w.ready = w.ready.max(d);
                 }
                 Access::Atomic => {
-                    let ops = req
-                        .lanes
+                    let ops = lanes
                         .iter()
                         .filter(|&&(_, a)| a / line_bytes == la.line_addr / line_bytes)
                         .count() as u32;
@@ -337,18 +399,15 @@ impl LdStUnit {
         }
     }
 
-    fn shared(&mut self, now: Picos, req: &MemRequest<'_>) -> Picos {
+    /// A shared-memory access at `now` needing `passes` bank passes (`None`: no active
+    /// lane).
+    fn shared(&mut self, now: Picos, passes: Option<u32>) -> Picos {
         let s = &*self.spec;
         self.stats.shared_accesses += 1;
-        if req.lanes.is_empty() {
+        let Some(passes) = passes else {
             return now + s.shared_latency_cycles * s.core_ps;
-        }
-        let passes = coalesce::shared_passes(
-            req.lanes,
-            req.width_bytes,
-            s.shared_banks,
-            s.shared_bank_bytes,
-        ) as u64;
+        };
+        let passes = passes as u64;
         self.stats.shared_bank_conflicts += passes - 1;
         let per_pass = s.shared_banks as u64 * s.shared_bank_bytes as u64;
         let start = self.shared_port.reserve(now, now, passes * per_pass.max(1));
@@ -538,51 +597,69 @@ impl LdStUnit {
         tag: u32,
         net: &mut dyn Net,
     ) -> u32 {
+        if self.same_lines {
+            // The L1 line is the L2 line: one request, no group list.
+            self.send_request(now, t, line, sectors, op, tag, net);
+            return 1;
+        }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line, sectors, &mut groups);
-        let sb = self.spec.l2_geom.sector_bytes;
         for g in &groups {
-            let data = popcount(g.sectors) * sb;
-            let (bytes, pkt) = match op {
-                Op::Read => (
-                    HEADER_BYTES,
-                    Packet::Read {
-                        line: g.line_addr,
-                        sectors: g.sectors,
-                        tag,
-                        sm: self.unit,
-                    },
-                ),
-                Op::Atomic(ops) => (
-                    HEADER_BYTES + data,
-                    Packet::Atomic {
-                        line: g.line_addr,
-                        sectors: g.sectors,
-                        tag,
-                        ops,
-                        sm: self.unit,
-                    },
-                ),
-            };
-            let dep = self.noc_out.reserve(now, t, bytes);
-            self.stats.noc_request_bytes += bytes;
-            let dst = match op {
-                Op::Read => self.route(g.line_addr),
-                Op::Atomic(_) => self.route_home(g.line_addr),
-            };
-            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+            self.send_request(now, t, g.line_addr, g.sectors, op, tag, net);
         }
         let n = groups.len() as u32;
         self.groups = groups;
         n
     }
 
+    /// Sends the L2 request for `sectors` of L2 line `line` at `t`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn send_request(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        op: Op,
+        tag: u32,
+        net: &mut dyn Net,
+    ) {
+        let sb = self.spec.l2_geom.sector_bytes;
+        let (bytes, pkt) = match op {
+            Op::Read => (
+                HEADER_BYTES,
+                Packet::Read {
+                    line,
+                    sectors,
+                    tag,
+                    sm: self.unit,
+                },
+            ),
+            Op::Atomic(ops) => (
+                HEADER_BYTES + popcount(sectors) * sb,
+                Packet::Atomic {
+                    line,
+                    sectors,
+                    tag,
+                    ops,
+                    sm: self.unit,
+                },
+            ),
+        };
+        let dep = self.noc_out.reserve(now, t, bytes);
+        self.stats.noc_request_bytes += bytes;
+        let dst = match op {
+            Op::Read => self.route(line),
+            Op::Atomic(_) => self.route_home(line),
+        };
+        net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+    }
+
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
     fn l2_groups(&self, line_addr: u64, sectors: u64, out: &mut Vec<LineAccess>) {
         out.clear();
-        let (l1, l2) = (&self.spec.l1_geom, &self.spec.l2_geom);
-        if l1.line_bytes == l2.line_bytes && l1.sector_bytes == l2.sector_bytes {
-            // The same geometry (every preset): the L1 line is the L2 line.
+        if self.same_lines {
             out.push(LineAccess {
                 line_addr,
                 sectors,
@@ -608,23 +685,41 @@ impl LdStUnit {
         sectors: u64,
         net: &mut dyn Net,
     ) -> Picos {
+        if self.same_lines {
+            return self.send_one_write(now, t, line_addr, sectors, net).max(t);
+        }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line_addr, sectors, &mut groups);
         let mut left = t;
         for g in &groups {
-            let bytes = HEADER_BYTES + popcount(g.sectors) * self.spec.l2_geom.sector_bytes;
-            let dep = self.noc_out.reserve(now, t, bytes);
-            self.stats.noc_request_bytes += bytes;
-            let dst = self.route(g.line_addr);
-            let pkt = Packet::Write {
-                line: g.line_addr,
-                sectors: g.sectors,
-            };
-            net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, net);
             left = left.max(dep);
         }
         self.groups = groups;
         left
+    }
+
+    /// Sends the write of `sectors` of L2 line `line` from `t`; returns when it leaves.
+    #[inline]
+    fn send_one_write(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        net: &mut dyn Net,
+    ) -> Picos {
+        let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let dep = self.noc_out.reserve(now, t, bytes);
+        self.stats.noc_request_bytes += bytes;
+        let dst = self.route(line);
+        net.send(
+            self.unit,
+            dst,
+            dep + self.spec.noc_latency_ps,
+            Packet::Write { line, sectors },
+        );
+        dep
     }
 
     fn l1_writeback(&mut self, now: Picos, t: Picos, ev: Evicted, net: &mut dyn Net) {
@@ -650,7 +745,9 @@ impl LdStUnit {
         let n = popcount(la.sectors);
         self.stats.l1d_accesses += n;
         let set = la.line_addr / self.spec.l1_geom.line_bytes;
-        let present = match self.l1.find(set, la.line_addr) {
+        // Nothing below changes the L1 before the way found here is used.
+        let way = self.l1.find(set, la.line_addr);
+        let present = match way {
             Some(i) => self.l1.valid(i) & la.sectors,
             None => 0,
         };
@@ -662,7 +759,7 @@ impl LdStUnit {
             WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
         };
         if write_back {
-            let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+            let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
             if let Some(ev) = ev {
                 self.l1_writeback(now, t, ev, net);
             }
@@ -675,7 +772,7 @@ impl LdStUnit {
         }
         let missing = la.sectors & !present;
         if self.spec.l1_write_policy == WritePolicy::WriteEvict {
-            if let Some(i) = self.l1.find(set, la.line_addr) {
+            if let Some(i) = way {
                 self.l1.invalidate_sectors(i, la.sectors);
             }
         } else if missing != 0 {
@@ -687,13 +784,13 @@ impl LdStUnit {
                 }
             };
             if alloc != 0 {
-                let (i, ev) = self.l1.find_or_allocate(set, la.line_addr);
+                let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
                 if let Some(ev) = ev {
                     self.l1_writeback(now, t, ev, net);
                 }
                 self.l1.fill(i, alloc, hit_at);
             }
-        } else if let Some(i) = self.l1.find(set, la.line_addr) {
+        } else if let Some(i) = way {
             self.l1.touch(i);
         }
         self.send_write(now, t, la.line_addr, la.sectors, net)
