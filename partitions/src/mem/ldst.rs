@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use super::cache::{Evicted, SectorCache, PENDING};
 use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
-use super::linemap::LineMap;
 use super::port::BwPort;
 use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
 use crate::config::{WriteAllocate, WritePolicy};
@@ -48,6 +47,82 @@ struct Mshr {
     /// The L1 way its line was allocated in (checked against the tag before use: the line
     /// may have been evicted since).
     l1_way: usize,
+    /// The next MSHR of its bucket in [`MshrIndex`] ([`NO_MSHR`] at the end).
+    next: u32,
+}
+
+/// The end of an [`MshrIndex`] chain.
+const NO_MSHR: u32 = u32::MAX;
+
+/// The MSHR of each line with a load in flight that fills the L1 (at most one per line):
+/// hash buckets of chains linked through [`Mshr::next`]. The buckets take a few hundred
+/// bytes per SM, so they stay in the host's caches between an SM's visits; an
+/// open-addressing table sized for every MSHR (16 KB per SM) cost a cold random probe per
+/// miss and per reply, while the chain's entries are MSHRs the caller touches anyway.
+#[derive(Clone, Debug)]
+struct MshrIndex {
+    heads: Vec<u32>,
+    /// Bits of a bucket number.
+    bits: u32,
+}
+
+impl MshrIndex {
+    /// Buckets for `mshrs` MSHRs: about two per bucket when all are in flight.
+    fn new(mshrs: u32) -> MshrIndex {
+        let n = ((mshrs as usize).div_ceil(2))
+            .clamp(16, 1024)
+            .next_power_of_two();
+        MshrIndex {
+            heads: vec![NO_MSHR; n],
+            bits: n.trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, line: u64) -> usize {
+        // Fibonacci hashing: line addresses differ in their middle bits, which the multiply
+        // spreads into the top bits.
+        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+    }
+
+    #[inline]
+    fn get(&self, line: u64, mshrs: &[Mshr]) -> Option<u32> {
+        let mut m = self.heads[self.bucket(line)];
+        while let Some(x) = mshrs.get(m as usize) {
+            if x.line == line {
+                return Some(m);
+            }
+            m = x.next;
+        }
+        None
+    }
+
+    /// Indexes MSHR `m`, of `line` (which has none indexed).
+    #[inline]
+    fn insert(&mut self, line: u64, m: u32, mshrs: &mut [Mshr]) {
+        let b = self.bucket(line);
+        mshrs[m as usize].next = self.heads[b];
+        self.heads[b] = m;
+    }
+
+    /// Unindexes MSHR `m`, of `line`, if indexed.
+    #[inline]
+    fn remove(&mut self, line: u64, m: u32, mshrs: &mut [Mshr]) {
+        let b = self.bucket(line);
+        let next = mshrs[m as usize].next;
+        if self.heads[b] == m {
+            self.heads[b] = next;
+            return;
+        }
+        let mut p = self.heads[b];
+        while let Some(x) = mshrs.get(p as usize) {
+            if x.next == m {
+                mshrs[p as usize].next = next;
+                return;
+            }
+            p = x.next;
+        }
+    }
 }
 
 /// A miss waiting for an MSHR.
@@ -83,7 +158,7 @@ pub struct LdStUnit {
     free_mshrs: Vec<u32>,
     busy_mshrs: u32,
     /// The MSHR of each line with a load in flight that fills the L1.
-    by_line: LineMap,
+    by_line: MshrIndex,
     waiting: VecDeque<Miss>,
     /// By token: the instructions with replies outstanding.
     insts: Vec<InstWait>,
@@ -121,7 +196,7 @@ impl LdStUnit {
             mshrs: Vec::new(),
             free_mshrs: Vec::new(),
             busy_mshrs: 0,
-            by_line: LineMap::with_capacity(spec.l1_mshrs as usize),
+            by_line: MshrIndex::new(spec.l1_mshrs),
             waiting: VecDeque::new(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
@@ -342,9 +417,7 @@ impl LdStUnit {
         let ready = x.ready;
         let line = x.line;
         if x.fill_l1 {
-            if self.by_line.get(line) == Some(tag) {
-                self.by_line.remove(line);
-            }
+            self.by_line.remove(line, tag, &mut self.mshrs);
             let set = line / self.spec.l1_geom.line_bytes;
             let hint = self.mshrs[m].l1_way;
             let way = if hint < usize::MAX && self.l1.tag(hint) == line {
@@ -466,7 +539,7 @@ impl LdStUnit {
                 }
             }
             if pending != 0 {
-                match self.by_line.get(la.line_addr) {
+                match self.by_line.get(la.line_addr, &self.mshrs) {
                     Some(m) => {
                         self.mshrs[m as usize].more_waiters.push(token);
                         w.outstanding += 1;
@@ -509,7 +582,7 @@ impl LdStUnit {
     ) {
         let merge = miss.op == Op::Read && miss.fill_l1;
         if merge {
-            if let Some(m) = self.by_line.get(miss.line) {
+            if let Some(m) = self.by_line.get(miss.line, &self.mshrs) {
                 let x = &mut self.mshrs[m as usize];
                 x.more_waiters.push(miss.token);
                 let new = miss.sectors & !x.sectors;
@@ -548,7 +621,7 @@ impl LdStUnit {
             x.more_waiters.clear();
         }
         if merge {
-            self.by_line.insert(miss.line, m);
+            self.by_line.insert(miss.line, m, &mut self.mshrs);
             let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
             self.mshrs[m as usize].l1_way = w;
         }
@@ -795,5 +868,49 @@ impl LdStUnit {
         }
         self.send_write(now, t, la.line_addr, la.sectors, net)
             .max(hit_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// The MSHR index answers as a map from line to MSHR under random inserts and removals,
+    /// with few buckets so that chains are long and removals hit their middles.
+    #[test]
+    fn mshr_index_is_a_map_from_line_to_mshr() {
+        let mut idx = MshrIndex::new(1);
+        assert_eq!(idx.heads.len(), 16);
+        let mut mshrs: Vec<Mshr> = (0..64).map(|_| Mshr::default()).collect();
+        let mut model: HashMap<u64, u32> = HashMap::new();
+        let mut free: Vec<u32> = (0..64).rev().collect();
+        let mut x = 7u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let line = ((x >> 33) % 200) * 128;
+            let live = model.get(&line).copied();
+            assert_eq!(idx.get(line, &mshrs), live, "line {line:#x}");
+            match live {
+                Some(m) if x % 3 != 0 => {
+                    idx.remove(line, m, &mut mshrs);
+                    model.remove(&line);
+                    free.push(m);
+                }
+                None => {
+                    if let Some(m) = free.pop() {
+                        mshrs[m as usize].line = line;
+                        idx.insert(line, m, &mut mshrs);
+                        model.insert(line, m);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        for (&line, &m) in &model {
+            assert_eq!(idx.get(line, &mshrs), Some(m));
+        }
     }
 }
