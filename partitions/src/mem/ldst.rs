@@ -894,7 +894,7 @@ mod tests {
             let live = model.get(&line).copied();
             assert_eq!(idx.get(line, &mshrs), live, "line {line:#x}");
             match live {
-                Some(m) if x % 3 != 0 => {
+                Some(m) if !x.is_multiple_of(3) => {
                     idx.remove(line, m, &mut mshrs);
                     model.remove(&line);
                     free.push(m);
