@@ -594,6 +594,8 @@ impl WarpCursor {
     pub fn new(with_operands: bool) -> WarpCursor {
         WarpCursor {
             with_operands,
+            // Its largest fill at once: no growth (and its copies) on the first starts.
+            insts: Vec::with_capacity(BUF_INSTS as usize),
             ..WarpCursor::default()
         }
     }

@@ -764,6 +764,9 @@ pub struct Sm {
     icache: Option<Icache>,
 }
 
+/// Warp slots whose per-slot tables [`Sm::new`] reserves up front (more are grown on use).
+const MAX_RESERVED_SLOTS: usize = 128;
+
 impl Sm {
     /// An empty SM whose first cycle is `now`, with no kernel yet ([`Sm::set_kernel`]).
     /// `record` fills the logs of [`SmStats`].
@@ -778,19 +781,28 @@ impl Sm {
             spec.collectors_per_sched as usize,
         );
         let icache = spec.icache.map(Icache::new);
+        // The per-slot tables take their full size once, not by doubling as the first
+        // CTAs arrive (a warp cursor moved by each growth is a few hundred bytes); capped
+        // so that an absurd slot count in a config does not reserve more than warps use.
+        let slots = (spec.warp_slots as usize).min(MAX_RESERVED_SLOTS);
+        let per_sched = slots.div_ceil(n_sched as usize);
         Sm {
             spec,
             prep: None,
-            warps: Vec::new(),
-            cursors: Vec::new(),
-            used: Vec::new(),
+            warps: Vec::with_capacity(slots),
+            cursors: Vec::with_capacity(slots),
+            used: Vec::with_capacity(slots),
             n_used: 0,
             reg_ready: Vec::new(),
             reg_long: Vec::new(),
             two_level: cap > 0,
             stride: 1,
             scheds: (0..n_sched)
-                .map(|_| SchedState::new(cap, banks, colls))
+                .map(|_| {
+                    let mut sc = SchedState::new(cap, banks, colls);
+                    sc.entries.reserve(per_sched);
+                    sc
+                })
                 .collect(),
             ctas: Vec::new(),
             n_resident: 0,
@@ -821,10 +833,16 @@ impl Sm {
         }
         // No warp is resident: the scoreboards take the new kernel's size.
         self.stride = prep.regs;
+        // Room for every warp slot's scoreboard now, not grown CTA by CTA.
+        let slots = (self.spec.warp_slots as usize)
+            .min(MAX_RESERVED_SLOTS)
+            .max(self.used.len());
         self.reg_ready.clear();
+        self.reg_ready.reserve(slots * self.stride);
         self.reg_ready.resize(self.used.len() * self.stride, 0);
         self.reg_long.clear();
         if self.two_level {
+            self.reg_long.reserve(slots * self.stride);
             self.reg_long.resize(self.used.len() * self.stride, false);
         }
         self.prep = Some(prep);
