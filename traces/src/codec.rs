@@ -516,6 +516,13 @@ impl BaseState {
         zigzag(code as i64)
     }
 
+    /// The (version 2) code that [`BaseState::decode`] from this state turns into `base`.
+    #[inline]
+    pub(crate) fn code_of(&self, base: u64) -> u64 {
+        let mut s = *self;
+        s.encode(base)
+    }
+
     /// Whether a base was decoded (or encoded) into it.
     #[inline]
     pub(crate) fn seen(&self) -> bool {

@@ -62,6 +62,9 @@ pub struct StreamScratch {
     mem_tail: Vec<(u32, u32)>,
     /// The distinct static slots of `mem_tail`, in order of first instance.
     mem_first: Vec<u32>,
+    /// Per memory instruction of the current warp's head (and so of its [`Twin`]): its
+    /// index in the head, base code and stride.
+    twin_codes: Vec<(u32, u64, i32)>,
 }
 
 /// The last warp whose static and mask columns [`CtaStream::new_in`] decoded (and
@@ -78,6 +81,25 @@ struct LastWarp<'r> {
     top: usize,
     /// Bit `i`: its head instruction `i` has memory.
     mem_head: u32,
+}
+
+/// The last warp [`CtaStream::new_in`] took whole, when the next warp may be its twin:
+/// format 2 or later, no instructions past its head, no operands, every address in stride
+/// mode. A warp whose bytes after its id are the same (warps of a CTA stepping through
+/// memory by a fixed amount code as zeros) passes the same checks and decodes to the same
+/// instructions but for its bases, which its address codes (kept in
+/// [`StreamScratch::twin_codes`]) give from the base states it starts from.
+struct Twin<'r> {
+    /// From after its id to its end: its header and columns.
+    body: &'r [u8],
+    n: u32,
+    /// [`WarpHead::cols`] less the record offset of `body`.
+    cols: [usize; 8],
+    prev_slot: i64,
+    mask: u32,
+    /// Its range of the CTA's head, and its highest slot (`None` without instructions).
+    head: (usize, usize),
+    top: Option<u32>,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -150,7 +172,8 @@ impl CtaStream {
         }
         let mut warps = Vec::with_capacity(n_warps as usize);
         // A CTA has at most 32 warps; a corrupt count must not reserve more.
-        let mut head = Vec::with_capacity(n_warps.min(32) as usize * BUF_INSTS as usize);
+        let mut head: Vec<WarpInst> =
+            Vec::with_capacity(n_warps.min(32) as usize * BUF_INSTS as usize);
         let mut head_addrs = AddrBuf::default();
         let mut head_ops = Vec::new();
         let mut head_op_index = Vec::new();
@@ -160,10 +183,52 @@ impl CtaStream {
         let seen = &mut scratch.seen[..];
         let touched = &mut scratch.touched;
         let mut last: Option<LastWarp<'_>> = None;
+        let mut twin: Option<Twin<'_>> = None;
         for _ in 0..n_warps {
             scratch.stamp += 1;
             let stamp = scratch.stamp;
             let warp_id = c.u32()?;
+            let at = c.pos();
+            if let Some(t) = twin
+                .as_ref()
+                .filter(|t| rec.get(at..at + t.body.len()) == Some(t.body))
+            {
+                // Its twin's checks hold for the same bytes: only the bases differ.
+                c.take(t.body.len())?;
+                let h0 = head.len();
+                head.extend_from_within(t.head.0..t.head.1);
+                for &(i, code, stride) in &scratch.twin_codes {
+                    // Below the head's length; its slot checked with the twin.
+                    let inst = &mut head[h0 + i as usize];
+                    let state = &mut table[inst.slot as usize];
+                    if !state.seen() {
+                        touched.push(inst.slot);
+                    }
+                    let base = state.decode(code, true);
+                    inst.addrs = Addrs::Stride { base, stride };
+                }
+                max_slot = max_slot.max(t.top);
+                total += t.n as u64;
+                let (hb, ha, ho, hi) = (
+                    bases.len(),
+                    head_addrs.len(),
+                    head_ops.len(),
+                    head_op_index.len(),
+                );
+                warps.push(WarpHead {
+                    warp_id,
+                    insts: t.n,
+                    cols: t.cols.map(|x| x + at),
+                    prev_slot: t.prev_slot,
+                    mask: t.mask,
+                    bases: (hb, hb),
+                    head: (h0, head.len()),
+                    head_addrs: (ha, ha),
+                    head_ops: (ho, ho),
+                    head_op_index: (hi, hi),
+                });
+                continue;
+            }
             let n = c.varint()?;
             let slot_len = c.varint()? as usize;
             let mask_len = c.varint()? as usize;
@@ -317,6 +382,9 @@ impl CtaStream {
                 max_slot = max_slot.max(Some(top as u32));
             }
             let mut mem = mem_head;
+            let codes = &mut scratch.twin_codes;
+            codes.clear();
+            let mut all_stride = true;
             while mem != 0 {
                 let i = mem.trailing_zeros() as usize;
                 mem &= mem - 1;
@@ -326,14 +394,22 @@ impl CtaStream {
                 if ac.is_empty() {
                     return Err(CodecError("memory instruction without its addresses"));
                 }
-                if !table[s].seen() {
+                let before = table[s];
+                if !before.seen() {
                     touched.push(s as u32);
                 }
                 (inst.addr_mode, inst.addrs) =
                     decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
-                // Relative to the warp's head, as a cursor's buffer holds it.
-                if let Addrs::List { start, .. } = &mut inst.addrs {
-                    *start -= ha0 as u32;
+                match inst.addrs {
+                    // Relative to the warp's head, as a cursor's buffer holds it.
+                    Addrs::List { ref mut start, .. } => {
+                        *start -= ha0 as u32;
+                        all_stride = false;
+                    }
+                    Addrs::Stride { base, stride } => {
+                        codes.push((i as u32, before.code_of(base), stride))
+                    }
+                    Addrs::None => {}
                 }
             }
             let resume_addr = ac.pos();
@@ -381,11 +457,12 @@ impl CtaStream {
             let (mp, m) = resume_mask;
             let (ap, op) = (resume_addr, resume_op);
             total += n as u64;
+            let cols = [s0 + sp, m0, m0 + mp, a0, a0 + ap, o0, o0 + op, end];
             warps.push(WarpHead {
                 warp_id,
                 // At most the static column's length, itself within the record.
                 insts: n as u32,
-                cols: [s0 + sp, m0, m0 + mp, a0, a0 + ap, o0, o0 + op, end],
+                cols,
                 prev_slot: ps,
                 mask: m,
                 bases: (b0, bases.len()),
@@ -393,6 +470,15 @@ impl CtaStream {
                 head_addrs: (ha0, head_addrs.len()),
                 head_ops: (ho0, head_ops.len()),
                 head_op_index: (hi0, head_op_index.len()),
+            });
+            twin = (v2 && n == k && operand_len == 0 && all_stride).then(|| Twin {
+                body: &rec[at..end],
+                n: n as u32,
+                cols: cols.map(|x| x - at),
+                prev_slot: ps,
+                mask: m,
+                head: (h0, head.len()),
+                top: (n > 0).then_some(top as u32),
             });
         }
         if !c.is_empty() {
