@@ -65,16 +65,23 @@ pub struct StreamScratch {
     /// Per memory instruction of the current warp's head (and so of its [`Twin`]): its
     /// index in the head, base code and stride.
     twin_codes: Vec<(u32, u64, i32)>,
+    memo: StaticMemo,
 }
 
-/// The last warp whose static and mask columns [`CtaStream::new_in`] decoded (and
-/// checked), what a warp with the same columns takes from it.
-struct LastWarp<'r> {
+/// The last warp whose static and mask columns [`CtaStream::new_in`] decoded and which
+/// passed every check, what a warp with the same columns takes from it: kept across the
+/// CTAs of a kernel (whose warps mostly run the same code), so that only the first warp
+/// of the kernel decodes them. `tail`, `mem_tail` and `mem_first` of the scratch are its.
+#[derive(Default)]
+struct StaticMemo {
+    /// The static table and format it was decoded under (`None`: no such warp).
+    slots: Option<Arc<[SlotInfo]>>,
+    v2: bool,
     n: usize,
-    slot_col: &'r [u8],
-    mask_col: &'r [u8],
-    /// Where its head starts in the CTA's head.
-    head: usize,
+    slot_col: Vec<u8>,
+    mask_col: Vec<u8>,
+    /// Its head (the addresses of its memory instructions are replaced).
+    head: Vec<WarpInst>,
     /// Its columns' positions after the head, and the slot and mask there.
     resume_slot: (usize, i64),
     resume_mask: (usize, u32),
@@ -182,7 +189,6 @@ impl CtaStream {
         let table = &mut scratch.table[..];
         let seen = &mut scratch.seen[..];
         let touched = &mut scratch.touched;
-        let mut last: Option<LastWarp<'_>> = None;
         let mut twin: Option<Twin<'_>> = None;
         for _ in 0..n_warps {
             scratch.stamp += 1;
@@ -266,21 +272,26 @@ impl CtaStream {
             let tail = &mut scratch.tail;
             let mem_tail = &mut scratch.mem_tail;
             let mem_first = &mut scratch.mem_first;
-            // The warps of a CTA mostly run the same code: static and mask columns equal
-            // to those of the last warp decoded (which passed every check) decode the
+            // The warps of a kernel mostly run the same code: static and mask columns
+            // equal to those of the memo's warp (which passed every check) decode the
             // same, so its head and tail are taken as they are.
-            let same = last
-                .as_ref()
-                .is_some_and(|l| l.n == n && l.slot_col == sc.bytes() && l.mask_col == mc.bytes());
+            let memo = &mut scratch.memo;
+            let same = memo.n == n
+                && memo.v2 == v2
+                && memo.slots.as_ref().is_some_and(|m| Arc::ptr_eq(m, &slots))
+                && memo.slot_col == sc.bytes()
+                && memo.mask_col == mc.bytes();
             let (resume_slot, resume_mask, top, mem_head);
-            if let (true, Some(l)) = (same, &last) {
-                head.extend_from_within(l.head..l.head + k);
+            if same {
+                head.extend_from_slice(&memo.head);
                 (resume_slot, resume_mask, top, mem_head) =
-                    (l.resume_slot, l.resume_mask, l.top, l.mem_head);
+                    (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head);
                 // Consumed, as decoding them would.
                 sc.rest();
                 mc.rest();
             } else {
+                // Valid again only once this warp has passed every check.
+                memo.slots = None;
                 tail.clear();
                 let mut prev_slot: i64 = -1;
                 // The warp's highest slot (meaningful when it has instructions).
@@ -365,17 +376,17 @@ impl CtaStream {
                         mem_first.push(s);
                     }
                 }
-                // Used only if the warp passes every check.
-                last = Some(LastWarp {
-                    n,
-                    slot_col: sc.bytes(),
-                    mask_col: mc.bytes(),
-                    head: h0,
-                    resume_slot,
-                    resume_mask,
-                    top,
-                    mem_head,
-                });
+                // Used only once the warp has passed every check.
+                memo.v2 = v2;
+                memo.n = n;
+                memo.slot_col.clear();
+                memo.slot_col.extend_from_slice(sc.bytes());
+                memo.mask_col.clear();
+                memo.mask_col.extend_from_slice(mc.bytes());
+                memo.head.clear();
+                memo.head.extend_from_slice(&head[h0..]);
+                (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head) =
+                    (resume_slot, resume_mask, top, mem_head);
             }
             // Below `n_slots`: checked.
             if n > 0 {
@@ -452,6 +463,9 @@ impl CtaStream {
                 return Err(CodecError(
                     "column has bytes left after the warp's last instruction",
                 ));
+            }
+            if !same {
+                scratch.memo.slots = Some(slots.clone());
             }
             let (sp, ps) = resume_slot;
             let (mp, m) = resume_mask;

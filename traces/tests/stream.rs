@@ -227,3 +227,84 @@ fn version_1_file_streams() {
     }
     assert!(n > 0);
 }
+
+/// One record read through a reused [`StreamScratch`] (as a decoder reads a kernel's CTAs
+/// one after another) must give what a fresh one gives: the stream, or the same error.
+fn check_reused(
+    rec: &[u8],
+    slots: &Arc<[SlotInfo]>,
+    version: u32,
+    scratch: &mut StreamScratch,
+) -> Result<(), TestCaseError> {
+    let fresh = CtaStream::new(rec, slots.clone(), version);
+    let reused = CtaStream::new_in(rec, slots.clone(), version, scratch);
+    match (fresh, reused) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(a.decode().unwrap(), b.decode().unwrap()),
+        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+        (a, b) => prop_assert!(false, "fresh {:?}, reused {:?}", a.err(), b.err()),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// CTAs of one kernel running the same code, their warps' bases stepping by a fixed
+    /// amount (warps whose records repeat byte for byte after the first two) or not,
+    /// some of them damaged, read one after another through one scratch (under two
+    /// static tables, as two kernels would be), each checked against a fresh read and
+    /// against `decode_cta`.
+    #[test]
+    fn reused_scratch_reads_as_fresh(
+        slots in arb_slots(),
+        other in arb_slots(),
+        mut code in proptest::collection::vec(arb_inst(), 0..40),
+        stride_only in any::<bool>(),
+        ctas in proptest::collection::vec(
+            (
+                any::<u64>(),
+                prop_oneof![Just(0u64), Just(128), any::<u64>()],
+                1usize..6,
+                proptest::option::of((any::<prop::sample::Index>(), any::<u8>(), any::<bool>())),
+            ),
+            1..6,
+        ),
+    ) {
+        if stride_only {
+            for i in &mut code {
+                i.kind = 0;
+            }
+        }
+        let tables: [Arc<[SlotInfo]>; 2] = [slots.into(), other.into()];
+        let mut scratch = StreamScratch::default();
+        for version in [2, 1] {
+            for (c, &(base, step, n_warps, damage)) in ctas.iter().enumerate() {
+                let warps: Vec<Vec<Inst>> = (0..n_warps as u64)
+                    .map(|w| {
+                        code.iter()
+                            .map(|i| {
+                                let mut i = i.clone();
+                                i.base = i.base.wrapping_add(base).wrapping_add(w.wrapping_mul(step));
+                                i
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let slots = &tables[usize::from(c == 3)];
+                let mut rec = encode(slots, &warps);
+                if let Some((at, byte, truncate)) = damage {
+                    if !rec.is_empty() {
+                        let i = at.index(rec.len());
+                        if truncate {
+                            rec.truncate(i);
+                        } else {
+                            rec[i] = byte;
+                        }
+                    }
+                }
+                check_reused(&rec, slots, version, &mut scratch)?;
+                check(&rec, slots, version)?;
+            }
+        }
+    }
+}
