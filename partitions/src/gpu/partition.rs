@@ -475,24 +475,7 @@ impl<'t> GpuPartition<'t> {
         for cp in &self.cps {
             horizon = horizon.min(cp.channel_floor(t));
         }
-        let start = t;
-        let mut t = t;
-        loop {
-            let next = self.process_channel(i, u, t)?;
-            match next {
-                Some(n) if n < horizon => {
-                    t = n;
-                    self.now = n;
-                    self.wires.now = n;
-                }
-                _ => {
-                    if t > start {
-                        self.wires.ahead[u as usize] = t + 1;
-                    }
-                    return Ok(next);
-                }
-            }
-        }
+        self.run_ahead(u, t, |p, t| p.process_channel(i, u, t), |_| horizon)
     }
 
     /// Takes the packets that have arrived at channel unit `i` (unit id `u`) by `t`; returns
@@ -582,17 +565,37 @@ impl<'t> GpuPartition<'t> {
         while unit.answers.front().is_some_and(|&a| a <= t) {
             unit.answers.pop_front();
         }
+        self.run_ahead(
+            u,
+            t,
+            |p, t| p.process_sm(i, u, t),
+            // A report it just sent may be answered before the horizon.
+            |p| {
+                p.sms[i]
+                    .answers
+                    .front()
+                    .map_or(horizon, |&a| a.min(horizon))
+            },
+        )
+    }
+
+    /// Runs unit `u`'s events from `t` on, one `visit` at a time, while the next comes before
+    /// `stop` (asked after each: what the unit sends can bring it closer), then records how
+    /// far the unit has run (`Wires::ahead`); returns its next event's time.
+    #[inline]
+    fn run_ahead(
+        &mut self,
+        u: u32,
+        t: Picos,
+        mut visit: impl FnMut(&mut Self, Picos) -> Result<Option<Picos>, GpuError>,
+        stop: impl Fn(&Self) -> Picos,
+    ) -> Result<Option<Picos>, GpuError> {
         let start = t;
         let mut t = t;
         loop {
-            let next = self.process_sm(i, u, t)?;
-            // A report it just sent may be answered before the horizon.
-            let stop = self.sms[i]
-                .answers
-                .front()
-                .map_or(horizon, |&a| a.min(horizon));
+            let next = visit(self, t)?;
             match next {
-                Some(n) if n < stop => {
+                Some(n) if n < stop(self) => {
                     t = n;
                     self.now = n;
                     self.wires.now = n;
