@@ -105,9 +105,9 @@ pub(super) struct Wires {
     /// The first packet that broke it: `(src, dst, arrive_at, now)`.
     early: Option<(u32, u32, Picos, Picos)>,
     /// By unit id: the time up to which (exclusive) the unit has already processed its
-    /// events, past [`Wires::now`] when an SM ran ahead (see `GpuPartition::process_sm`):
-    /// a packet arriving before it would have changed what was done, and breaks the
-    /// lookahead as an early one breaks causality.
+    /// events, past [`Wires::now`] when an SM or channel ran ahead (see
+    /// `GpuPartition::run_ahead`): a packet arriving before it would have changed what was
+    /// done, and breaks the lookahead as an early one breaks causality.
     ahead: Vec<Picos>,
 }
 
