@@ -181,13 +181,12 @@ proptest! {
     }
 }
 
-/// Encodes `warps`, damages the record as `damage` says (a byte replaced, or a cut) and
-/// checks it in both format versions.
-fn check_damaged(
+/// Encodes `warps` and damages the record as `damage` says (a byte replaced, or a cut).
+fn encode_damaged(
     slots: &[SlotInfo],
     warps: &[Vec<Inst>],
     damage: Option<(prop::sample::Index, u8, bool)>,
-) -> Result<(), TestCaseError> {
+) -> Vec<u8> {
     let mut rec = encode(slots, warps);
     if let Some((at, byte, truncate)) = damage {
         if !rec.is_empty() {
@@ -199,6 +198,17 @@ fn check_damaged(
             }
         }
     }
+    rec
+}
+
+/// Encodes `warps`, damages the record as `damage` says and checks it in both format
+/// versions.
+fn check_damaged(
+    slots: &[SlotInfo],
+    warps: &[Vec<Inst>],
+    damage: Option<(prop::sample::Index, u8, bool)>,
+) -> Result<(), TestCaseError> {
+    let rec = encode_damaged(slots, warps, damage);
     let slots: Arc<[SlotInfo]> = slots.to_vec().into();
     for version in [1, 2] {
         check(&rec, &slots, version)?;
@@ -291,17 +301,7 @@ proptest! {
                     })
                     .collect();
                 let slots = &tables[usize::from(c == 3)];
-                let mut rec = encode(slots, &warps);
-                if let Some((at, byte, truncate)) = damage {
-                    if !rec.is_empty() {
-                        let i = at.index(rec.len());
-                        if truncate {
-                            rec.truncate(i);
-                        } else {
-                            rec[i] = byte;
-                        }
-                    }
-                }
+                let rec = encode_damaged(slots, &warps, damage);
                 check_reused(&rec, slots, version, &mut scratch)?;
                 check(&rec, slots, version)?;
             }
