@@ -112,6 +112,22 @@ pub(super) struct Wires {
 }
 
 impl Wires {
+    /// The plumbing of the units `hosted` (by unit id) says are this partition's, at time 0.
+    fn new(ids: UnitIds, hosted: Vec<bool>) -> Wires {
+        let n = ids.count() as usize;
+        Wires {
+            ids,
+            hosted,
+            inbox: (0..n).map(|_| Inbox::default()).collect(),
+            wake: WakeQueue::new(n),
+            seq: vec![0; n],
+            out: Vec::new(),
+            now: 0,
+            early: None,
+            ahead: vec![0; n],
+        }
+    }
+
     fn schedule(&mut self, unit: u32, at: Picos) {
         self.wake.schedule(unit, at);
     }
@@ -412,17 +428,7 @@ impl<'t> GpuPartition<'t> {
             },
             end: 0,
             preps: vec![None; trace.kernels().len()],
-            wires: Wires {
-                ids,
-                hosted: slot.iter().map(|s| *s != Slot::Remote).collect(),
-                inbox: (0..n).map(|_| Inbox::default()).collect(),
-                wake: WakeQueue::new(n),
-                seq: vec![0; n],
-                out: Vec::new(),
-                now: 0,
-                early: None,
-                ahead: vec![0; n],
-            },
+            wires: Wires::new(ids, slot.iter().map(|s| *s != Slot::Remote).collect()),
             slot,
             cps,
             sms,
@@ -857,17 +863,8 @@ mod tests {
         let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
         let ids = UnitIds::new(&cfg);
         let n = ids.count() as usize;
-        let mut w = Wires {
-            ids,
-            hosted: vec![true; n],
-            inbox: (0..n).map(|_| Inbox::default()).collect(),
-            wake: WakeQueue::new(n),
-            seq: vec![0; n],
-            out: Vec::new(),
-            now: 1_000,
-            early: None,
-            ahead: vec![0; n],
-        };
+        let mut w = Wires::new(ids, vec![true; n]);
+        w.now = 1_000;
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         w.ahead[sm as usize] = 5_000;
         let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
