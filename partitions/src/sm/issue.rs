@@ -1533,6 +1533,12 @@ impl Sm {
         .map(|t| t.max(self.now))
     }
 
+    /// Whether [`Sm::complete_ctas`] at cycle `t` would complete a CTA.
+    #[inline]
+    pub fn completes_by(&self, t: u64) -> bool {
+        self.n_finished > 0 && self.finished_at <= t
+    }
+
     /// An error when some warp is unfinished but none can ever issue again (never while a
     /// memory reply is pending: it may unblock them).
     pub fn check_deadlock(&self) -> Result<(), SmError> {
