@@ -30,26 +30,32 @@ enum Op {
 }
 
 /// One L1 miss status holding register: a line's request to L2 and who waits for it.
+/// One host cache line each (a miss and its reply find it cold; the tokens of later
+/// waiters, rare, are kept apart in `LdStUnit::more_waiters`).
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 struct Mshr {
     line: u64,
     sectors: u64,
+    /// When its data is usable (the latest reply so far).
+    ready: Picos,
     /// Replies still to come.
     replies: u32,
     /// Token of the first warp instruction waiting for it (there always is one).
     waiter: u32,
-    /// Tokens of the later ones (one entry per wait; usually none, so kept apart).
-    more_waiters: Vec<u32>,
-    /// Whether its data fills the L1 (a load through L1).
-    fill_l1: bool,
-    /// When its data is usable (the latest reply so far).
-    ready: Picos,
-    /// The L1 way its line was allocated in (checked against the tag before use: the line
-    /// may have been evicted since).
-    l1_way: usize,
+    /// The L1 way its line was allocated in ([`NO_WAY`]: none; checked against the tag
+    /// before use: the line may have been evicted since).
+    l1_way: u32,
     /// The next MSHR of its bucket in [`MshrIndex`] ([`NO_MSHR`] at the end).
     next: u32,
+    /// Whether its data fills the L1 (a load through L1).
+    fill_l1: bool,
+    /// Whether later waiters are listed in `LdStUnit::more_waiters`.
+    more: bool,
 }
+
+/// [`Mshr::l1_way`] of an MSHR without an L1 way.
+const NO_WAY: u32 = u32::MAX;
 
 /// The end of an [`MshrIndex`] chain.
 const NO_MSHR: u32 = u32::MAX;
@@ -155,6 +161,9 @@ pub struct LdStUnit {
     noc_out: BwPort,
     noc_in: BwPort,
     mshrs: Vec<Mshr>,
+    /// By MSHR: the tokens of the warp instructions that wait for it after the first, one
+    /// entry per wait (valid while its [`Mshr::more`] is set).
+    more_waiters: Vec<Vec<u32>>,
     free_mshrs: Vec<u32>,
     busy_mshrs: u32,
     /// The MSHR of each line with a load in flight that fills the L1.
@@ -194,6 +203,7 @@ impl LdStUnit {
             noc_out: noc(&spec),
             noc_in: noc(&spec),
             mshrs: Vec::new(),
+            more_waiters: Vec::new(),
             free_mshrs: Vec::new(),
             busy_mshrs: 0,
             by_line: MshrIndex::new(spec.l1_mshrs),
@@ -420,8 +430,8 @@ impl LdStUnit {
             self.by_line.remove(line, tag, &mut self.mshrs);
             let set = line / self.spec.l1_geom.line_bytes;
             let hint = self.mshrs[m].l1_way;
-            let way = if hint < usize::MAX && self.l1.tag(hint) == line {
-                Some(hint)
+            let way = if hint != NO_WAY && self.l1.tag(hint as usize) == line {
+                Some(hint as usize)
             } else {
                 self.l1.find(set, line)
             };
@@ -432,13 +442,14 @@ impl LdStUnit {
         }
         let first = self.mshrs[m].waiter;
         self.wake(first, ready, done);
-        if !self.mshrs[m].more_waiters.is_empty() {
-            let mut more = std::mem::take(&mut self.mshrs[m].more_waiters);
+        if self.mshrs[m].more {
+            self.mshrs[m].more = false;
+            let mut more = std::mem::take(&mut self.more_waiters[m]);
             for &token in &more {
                 self.wake(token, ready, done);
             }
             more.clear();
-            self.mshrs[m].more_waiters = more;
+            self.more_waiters[m] = more;
         }
         self.free_mshrs.push(tag);
         self.busy_mshrs -= 1;
@@ -541,7 +552,7 @@ impl LdStUnit {
             if pending != 0 {
                 match self.by_line.get(la.line_addr, &self.mshrs) {
                     Some(m) => {
-                        self.mshrs[m as usize].more_waiters.push(token);
+                        self.add_waiter(m, token);
                         w.outstanding += 1;
                     }
                     // Pending without an MSHR cannot happen; fetch again rather than wait
@@ -564,6 +575,16 @@ impl LdStUnit {
         }
     }
 
+    /// Instruction `token` waits for MSHR `m` too.
+    fn add_waiter(&mut self, m: u32, token: u32) {
+        let x = &mut self.mshrs[m as usize];
+        if !x.more {
+            x.more = true;
+            self.more_waiters[m as usize].clear();
+        }
+        self.more_waiters[m as usize].push(token);
+    }
+
     /// Asks L2 for `miss` at `t`: merged into the MSHR of its line when a load of that
     /// line is in flight, else in a new MSHR, else queued until one frees.
     fn start_miss(&mut self, now: Picos, t: Picos, miss: Miss, net: &mut dyn Net) {
@@ -583,12 +604,12 @@ impl LdStUnit {
         let merge = miss.op == Op::Read && miss.fill_l1;
         if merge {
             if let Some(m) = self.by_line.get(miss.line, &self.mshrs) {
+                self.add_waiter(m, miss.token);
                 let x = &mut self.mshrs[m as usize];
-                x.more_waiters.push(miss.token);
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
                 let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
-                self.mshrs[m as usize].l1_way = w;
+                self.mshrs[m as usize].l1_way = w as u32;
                 if new != 0 {
                     self.stats.l1d_miss_requests += 1;
                     let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
@@ -606,6 +627,7 @@ impl LdStUnit {
             Some(m) => m,
             None => {
                 self.mshrs.push(Mshr::default());
+                self.more_waiters.push(Vec::new());
                 (self.mshrs.len() - 1) as u32
             }
         };
@@ -616,14 +638,14 @@ impl LdStUnit {
             x.sectors = miss.sectors;
             x.fill_l1 = merge;
             x.ready = 0;
-            x.l1_way = usize::MAX;
+            x.l1_way = NO_WAY;
             x.waiter = miss.token;
-            x.more_waiters.clear();
+            x.more = false;
         }
         if merge {
             self.by_line.insert(miss.line, m, &mut self.mshrs);
             let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
-            self.mshrs[m as usize].l1_way = w;
+            self.mshrs[m as usize].l1_way = w as u32;
         }
         self.stats.l1d_miss_requests += 1;
         let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
