@@ -13,7 +13,8 @@
 //!
 //! The same argument lets an SM or a DRAM channel run ahead of the other units of its
 //! partition (`partitioning.run_ahead`): every packet to an SM is a reply (at least the NoC
-//! latency after its sender's time) or a CTA dispatch (after a slice start, at least
+//! latency after its sender's time; with one chiplet and a memory-side L2, the L2 hit
+//! latency plus the NoC latency) or a CTA dispatch (after a slice start, at least
 //! `gcp_to_lcp_ps` away, or the answer to the SM's own completion report); every packet to a
 //! channel is a request or reply over the NoC, a host copy or a kernel-boundary flush. So from
 //! global time `t` such a unit runs all its events before the earliest such arrival in one
@@ -237,6 +238,12 @@ pub struct GpuPartition<'t> {
     /// 0 with `partitioning.run_ahead` off): the lookahead of [`GpuPartition::run_sm`] and
     /// [`GpuPartition::run_channel`], before the CPs' floors.
     unit_lookahead: Picos,
+    /// The least time from a unit's event to a reply it sends reaching an SM: with one
+    /// chiplet and a memory-side L2 (no link interface, no private L2) every reply comes
+    /// from an L2 slice, which answers a request taken at `t` no earlier than
+    /// `t + l2.hit_latency` and sends it over the NoC (`MemChannel::on_packet`); otherwise
+    /// [`GpuPartition::unit_lookahead`]. The lookahead of [`GpuPartition::run_sm`].
+    sm_lookahead: Picos,
     /// The end of the window being run ([`Partition::run_until`]): no unit runs past it,
     /// since packets from other partitions may arrive from it on.
     end: Picos,
@@ -426,6 +433,13 @@ impl<'t> GpuPartition<'t> {
             } else {
                 0
             },
+            sm_lookahead: match cfg.partitioning.run_ahead {
+                false => 0,
+                true if ids.count() == ids.per_chiplet() && !mem_spec.private => {
+                    mem_spec.noc_latency_ps() + mem_spec.l2_hit_ps
+                }
+                true => mem_spec.noc_latency_ps(),
+            },
             end: 0,
             preps: vec![None; trace.kernels().len()],
             wires: Wires::new(ids, slot.iter().map(|s| *s != Slot::Remote).collect()),
@@ -554,7 +568,7 @@ impl<'t> GpuPartition<'t> {
 
     /// Runs SM unit `i` (unit id `u`) from `t` on, ahead of the other units: its events at
     /// `t` and then its next ones while they come before the horizon, the earliest of
-    /// `t + unit_lookahead` (a reply sent at `t` or later), its CP's
+    /// `t + sm_lookahead` (a reply sent at `t` or later), its CP's
     /// [`CommandProcessor::dispatch_floor`] (a dispatch from a slice start), the answer to
     /// a completion report it sent (`SmUnit::answers`), and the window's end (a packet from
     /// another partition). Nothing the other units do at or after `t` can reach it before
@@ -562,7 +576,7 @@ impl<'t> GpuPartition<'t> {
     /// the results are those of running its events one at a time in global time order
     /// (`Wires::ahead` checks the premise on every packet).
     fn run_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
-        let mut horizon = t.saturating_add(self.unit_lookahead).min(self.end);
+        let mut horizon = t.saturating_add(self.sm_lookahead).min(self.end);
         let unit = &mut self.sms[i];
         if let Some(k) = unit.cp {
             horizon = horizon.min(self.cps[k].dispatch_floor(t));
@@ -911,6 +925,77 @@ mod tests {
         let mut w2 = Wires { early: None, ..w };
         w2.send(sm, cp, 1_000, Packet::CtaDone { kernel: 0, cta: 0 });
         assert_eq!(w2.early, None);
+    }
+
+    /// The premise of `sm_lookahead` with one chiplet and a memory-side L2: a slice answers
+    /// every read and atomic it takes at `t` (hits, misses, merges with fills in flight,
+    /// queues behind its ports) with a reply arriving no earlier than
+    /// `t + l2.hit_latency + noc.latency`.
+    #[test]
+    fn an_l2_reply_arrives_no_sooner_than_the_sm_lookahead() {
+        struct Replies(Vec<(Picos, Packet)>);
+        impl Net for Replies {
+            fn send(&mut self, _src: u32, _dst: u32, arrive_at: Picos, pkt: Packet) {
+                self.0.push((arrive_at, pkt));
+            }
+        }
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
+        let cfg = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
+        let spec = Arc::new(crate::mem::MemSpec::new(&cfg));
+        let least = spec.noc_latency_ps() + spec.l2_hit_ps;
+        let mut ch = MemChannel::new(&cfg, spec.clone(), 0);
+        let sm = spec.ids.sm(0);
+        // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some
+        // requests arriving together so that they queue at the slice's ports.
+        let lines: Vec<u64> = (0u64..)
+            .map(|k| k * 128)
+            .filter(|&l| spec.l2_home(l).0 == 0)
+            .take(64)
+            .collect();
+        let mut net = Replies(Vec::new());
+        let mut x = 7u64;
+        for k in 0..2_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let now = 1_000 * (k / 4);
+            let line = lines[(x >> 33) as usize % lines.len()];
+            let sectors = 1 + (x >> 20) % 15;
+            let pkt = if k % 7 == 0 {
+                Packet::Atomic {
+                    line,
+                    sectors,
+                    tag: k as u32,
+                    ops: 32,
+                    sm,
+                }
+            } else {
+                Packet::Read {
+                    line,
+                    sectors,
+                    tag: k as u32,
+                    sm,
+                }
+            };
+            net.0.clear();
+            ch.on_packet(now, pkt, &mut net)
+                .expect("a request homed here");
+            let replies: Vec<Picos> = net
+                .0
+                .iter()
+                .filter(|(_, p)| matches!(p, Packet::Reply { .. }))
+                .map(|&(at, _)| at)
+                .collect();
+            assert_eq!(replies.len(), 1, "request {k} has one reply");
+            assert!(
+                replies[0] >= now + least,
+                "request {k} taken at {now} ps answered at {} ps, before {} ps",
+                replies[0],
+                now + least
+            );
+        }
+        // Misses and hits both ran.
+        assert!(ch.stats().l2_hits > 0 && ch.stats().l2_misses > 0);
     }
 
     #[test]
