@@ -499,7 +499,9 @@ section! {
         sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1");
         /// Lets each SM and DRAM channel run its own events ahead of the other units of
         /// its partition, up to the earliest time a packet could reach it (the NoC
-        /// latency, a CTA dispatch, a copy or flush from a CP), in one visit: the same
+        /// latency; for an SM of a one-chiplet GPU with a memory-side L2, whose replies
+        /// all come from L2 slices, the L2 hit latency plus the NoC latency; a CTA
+        /// dispatch, a copy or flush from a CP), in one visit: the same
         /// results (every packet is checked against it, and tests compare both settings
         /// byte for byte), far fewer host cache misses. `false` runs every event in global
         /// time order; it exists to check and measure that. Presets: the default, `true`.
