@@ -258,9 +258,10 @@ impl BwPort {
         }
     }
 
-    /// [`BwPort::reserve`] when in 64-bit units nothing expires and the transfer is empty,
-    /// starts the calendar, or extends its last interval (in order right at its end, or
-    /// queued behind it); `None`, with the port unchanged, otherwise.
+    /// [`BwPort::reserve`] in 64-bit units when the transfer is empty with nothing
+    /// expiring, starts the calendar afresh, or lands at or after the start of its last
+    /// interval (right at its end, queued behind it, or past a gap after it without
+    /// growing the vector); `None`, with the port unchanged, otherwise.
     #[inline(always)]
     fn reserve_fast(&mut self, floor: Picos, t: Picos, bytes: u64) -> Option<Picos> {
         if self.wide.is_some() {
@@ -282,25 +283,40 @@ impl BwPort {
             return n.last.is_none_or(|(_, e)| e > floor_u).then_some(t);
         }
         match &mut n.last {
-            None => {
-                n.last = Some((c, c.checked_add(d)?));
-                #[cfg(test)]
-                {
-                    self.reserved_units += d as u128;
-                }
-                Some(t)
-            }
-            Some(last) if last.1 > floor_u && last.0 <= c && c <= last.1 => {
-                // At its end (start `t`, no division) or inside it (queued behind it).
-                let start = last.1;
-                last.1 = start.checked_add(d)?;
+            Some(last) if last.1 > floor_u => {
+                let start = if last.0 <= c && c <= last.1 {
+                    // At its end (start `t`, no division) or inside it (queued behind it).
+                    let start = last.1;
+                    last.1 = start.checked_add(d)?;
+                    start
+                } else if last.1 < c && n.busy.len() < n.busy.capacity() {
+                    // After it, past a gap: a new last interval (no vector growth here).
+                    let end = c.checked_add(d)?;
+                    n.busy.push(*last);
+                    *last = (c, end);
+                    c
+                } else {
+                    return None;
+                };
                 #[cfg(test)]
                 {
                     self.reserved_units += d as u128;
                 }
                 Some(if start == c { t } else { start.div_ceil(den) })
             }
-            Some(_) => None,
+            _ => {
+                // No live interval (none, or the last has expired, and with it all the
+                // others: the first live one has not): the calendar starts afresh.
+                let end = c.checked_add(d)?;
+                n.busy.clear();
+                n.head = 0;
+                n.last = Some((c, end));
+                #[cfg(test)]
+                {
+                    self.reserved_units += d as u128;
+                }
+                Some(t)
+            }
         }
     }
 
