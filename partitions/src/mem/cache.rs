@@ -195,27 +195,24 @@ impl SectorCache {
             v
         };
         self.push_mru(s, victim);
-        let ev = if self.tags[victim] != INVALID
-            && self.meta[victim].dirty & self.meta[victim].valid != 0
-        {
-            Some(Evicted {
-                line_addr: self.tags[victim],
-                dirty: self.meta[victim].dirty & self.meta[victim].valid,
-            })
-        } else {
-            None
-        };
+        // The victim's tag and state, each looked up once (one bounds check each).
+        let old = std::mem::replace(&mut self.tags[victim], tag);
+        let m = &mut self.meta[victim];
+        let dirty = m.dirty & m.valid;
+        m.valid = 0;
+        m.dirty = 0;
+        let ev = (old != INVALID && dirty != 0).then_some(Evicted {
+            line_addr: old,
+            dirty,
+        });
         if let Some(ix) = &mut self.index {
-            ix.remove(self.tags[victim]);
+            ix.remove(old);
             if tag != INVALID && !ix.insert(tag, victim as u32) {
                 // The tag is in another way too: the index could not tell which one the
                 // scan finds first.
                 self.index = None;
             }
         }
-        self.tags[victim] = tag;
-        self.meta[victim].valid = 0;
-        self.meta[victim].dirty = 0;
         (victim, ev)
     }
 
