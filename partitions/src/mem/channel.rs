@@ -213,7 +213,8 @@ impl MemChannel {
                 let start = self.slices[slice]
                     .alu
                     .reserve(now, ready, (ops as u64).max(1));
-                self.l2_store_effect(now, slice, set, start, line, sectors);
+                let found = self.slices[slice].cache.find(set, line);
+                self.l2_store_effect(now, slice, set, start, line, sectors, found);
                 let at = start + self.spec.l2_atomic_ps;
                 self.reply(now, slice, sm, at, line, sectors, tag, net);
             }
@@ -334,14 +335,17 @@ impl MemChannel {
         sectors: u64,
     ) -> Picos {
         let l2_hit_ps = self.spec.l2_hit_ps;
-        let (mut resp, missing, _) = self.l2_lookup(slice, set, ta, line_addr, sectors);
+        let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
             self.stats.l2_misses += popcount(missing);
             let (tm, waited) = self.slices[slice].mshrs.acquire(ta);
             if waited {
                 self.stats.l2_mshr_waits += 1;
             }
-            let (i, ev) = self.slices[slice].cache.find_or_allocate(set, line_addr);
+            // No tag has changed since the lookup: its way is what a search would find.
+            let (i, ev) = self.slices[slice]
+                .cache
+                .touch_or_allocate(set, line_addr, found);
             if let Some(ev) = ev {
                 self.l2_writeback(now, tm, ev);
             }
@@ -354,7 +358,8 @@ impl MemChannel {
     }
 
     /// What a write of `sectors` does to the slice's contents at `t` (allocate dirty, or
-    /// write through to DRAM).
+    /// write through to DRAM); `found` is what `find(set, line_addr)` gives now.
+    #[allow(clippy::too_many_arguments)]
     fn l2_store_effect(
         &mut self,
         now: Picos,
@@ -363,9 +368,12 @@ impl MemChannel {
         t: Picos,
         line_addr: u64,
         sectors: u64,
+        found: Option<usize>,
     ) {
         if self.spec.l2_write_back {
-            let (i, ev) = self.slices[slice].cache.find_or_allocate(set, line_addr);
+            let (i, ev) = self.slices[slice]
+                .cache
+                .touch_or_allocate(set, line_addr, found);
             if let Some(ev) = ev {
                 self.l2_writeback(now, t, ev);
             }
@@ -390,14 +398,15 @@ impl MemChannel {
     ) {
         let n = popcount(sectors);
         self.stats.l2_accesses += n;
-        let present = match self.slices[slice].cache.find(set, line_addr) {
+        let found = self.slices[slice].cache.find(set, line_addr);
+        let present = match found {
             Some(i) => self.slices[slice].cache.valid(i) & sectors,
             None => 0,
         };
         self.stats.l2_hits += popcount(present);
         self.stats.l2_misses += n - popcount(present);
         let t = ta + self.spec.l2_hit_ps;
-        self.l2_store_effect(now, slice, set, t, line_addr, sectors);
+        self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
     }
 
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {

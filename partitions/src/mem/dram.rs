@@ -106,8 +106,9 @@ pub(crate) struct Dram {
     /// Bus bytes per second of one channel (`bandwidth_bytes_per_cycle * clock_hz`).
     bus_bytes_per_s: u128,
     t_refi_ps: Picos,
-    /// A refresh as bytes of bus time.
+    /// A refresh as bytes of bus time, and those bytes' time (`bus_ps(refresh_bytes)`, once).
     refresh_bytes: u64,
+    refresh_ps: Picos,
     /// Read-to-write and write-to-read turnarounds as bytes of bus time.
     rtw_bytes: u64,
     wtr_bytes: u64,
@@ -165,7 +166,7 @@ impl Dram {
         } else {
             0
         };
-        Dram {
+        let mut dram = Dram {
             channels,
             map: DramMap::new(cfg),
             row_bytes: (d.row_bytes as u64).max(1),
@@ -175,11 +176,14 @@ impl Dram {
             bus_bytes_per_s,
             t_refi_ps: d.t_refi_ps,
             refresh_bytes,
+            refresh_ps: 0,
             rtw_bytes: d.read_to_write_cycles as u64 * bpc,
             wtr_bytes: d.write_to_read_cycles as u64 * bpc,
             drain_requests: d.write_drain_requests.max(1) as usize,
             counters: DramCounters::default(),
-        }
+        };
+        dram.refresh_ps = dram.bus_ps(refresh_bytes);
+        dram
     }
 
     pub(crate) fn map(&self, addr: u64) -> DramAddr {
@@ -195,7 +199,15 @@ impl Dram {
 
     /// Picoseconds (rounded up) that `bytes` occupy one channel's bus.
     fn bus_ps(&self, bytes: u64) -> Picos {
-        (bytes as u128 * PS_PER_S).div_ceil(self.bus_bytes_per_s) as Picos
+        // In 64 bits when the product fits (any burst: up to 18 MB), instead of the 128-bit
+        // library division; the same quotient.
+        match (
+            bytes.checked_mul(PS_PER_S as u64),
+            u64::try_from(self.bus_bytes_per_s),
+        ) {
+            (Some(n), Ok(d)) => n.div_ceil(d),
+            _ => (bytes as u128 * PS_PER_S).div_ceil(self.bus_bytes_per_s) as Picos,
+        }
     }
 
     /// The refresh interval `t` falls in on channel `ch` (0 before its first refresh, and
@@ -217,7 +229,7 @@ impl Dram {
     fn reserve_bus(&mut self, ch: usize, floor: Picos, t: Picos, bytes: u64) -> Picos {
         let dur = self.bus_ps(bytes);
         if self.t_refi_ps > 0 {
-            let refresh_dur = self.bus_ps(self.refresh_bytes);
+            let refresh_dur = self.refresh_ps;
             // The burst starts at the latest at the end of everything booked (or at `t`).
             // Fixed before placing refreshes, so that the loop ends whatever their length (a
             // refresh pushed past it is placed by the next reservation).

@@ -14,112 +14,83 @@
 //! Intervals never overlap, so the bytes moved in any window never exceed the bandwidth.
 //! Intervals that end before the caller's `floor` (the current call's `now_ps`; no later
 //! reservation can start before it) are dropped.
+//!
+//! Units are 64-bit while every time fits (with the ratio in lowest terms, the whole of any
+//! run the presets give: 243 units per ps overflow only after some 21 hours), and a port
+//! goes over to 128-bit units for good at the first reservation that would not fit: the
+//! same intervals and starts either way, the common case at half the width.
 
 use crate::Picos;
+use core::ops::{Add, Sub};
 
 /// Picoseconds per second: the numerator of one byte's occupancy.
 const PS_PER_S: u128 = 1_000_000_000_000;
 
-/// One port: a calendar of disjoint busy intervals `[start, end)` in exact units.
+/// A time in exact units: `u64` or `u128`.
+trait Unit: Copy + Ord + Add<Output = Self> + Sub<Output = Self> {}
+impl Unit for u64 {}
+impl Unit for u128 {}
+
+/// A calendar of disjoint busy intervals `[start, end)` in exact units.
 #[derive(Clone, Debug)]
-pub(crate) struct BwPort {
-    /// Units per picosecond: `bytes_per_cycle * clock_hz / g` (1 for a plain time calendar).
-    den: u128,
-    /// Units one byte occupies: `1e12 / g` (1 for a plain time calendar, whose "bytes" are
-    /// ps).
-    per_byte: u128,
+struct Calendar<U> {
     /// The busy intervals before `last`, sorted, disjoint, adjacent ones merged, from
     /// index `head` on (the expired ones before it are dropped in batches). Not a tree:
     /// almost every reservation lands at the back and expired ones leave at the front; not
     /// a deque, whose every access pays for the wrap-around.
-    busy: Vec<(u128, u128)>,
+    busy: Vec<(U, U)>,
     head: usize,
     /// The last busy interval, kept in the port itself (`None`: no live interval at all):
     /// most reservations read and extend only it, and in the port's own cache line they
     /// do not miss on the vector's memory, which they then rarely touch.
-    last: Option<(u128, u128)>,
-    /// Total units reserved (for checks).
-    #[cfg(test)]
-    reserved_units: u128,
+    last: Option<(U, U)>,
 }
 
-/// Greatest common divisor (Euclid).
-fn gcd(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a.max(1)
+/// Where a reservation starts.
+enum Start<U> {
+    /// At the time asked for (no division needed to hand it back).
+    AsAsked,
+    /// Later, at this many units.
+    At(U),
 }
 
-impl BwPort {
-    /// A port moving `bytes_per_cycle` bytes per cycle of `clock_hz`.
-    pub(crate) fn new(bytes_per_cycle: u64, clock_hz: u64) -> BwPort {
-        let den = (bytes_per_cycle.max(1) as u128) * (clock_hz.max(1) as u128);
-        // The same ratio in lowest terms: units stay small enough for 64-bit arithmetic
-        // for the whole run, not only its first few hundred microseconds (32 B at
-        // 1.215 GHz: 243 units per ps instead of 3.9e10), and every quotient is the same.
-        let g = gcd(den, PS_PER_S);
-        BwPort {
-            den: den / g,
-            per_byte: PS_PER_S / g,
+impl<U: Unit> Calendar<U> {
+    const fn new() -> Self {
+        Calendar {
             busy: Vec::new(),
             head: 0,
             last: None,
-            #[cfg(test)]
-            reserved_units: 0,
         }
     }
 
-    /// A calendar of busy time: `reserve(.., ps)` occupies `ps` picoseconds.
-    pub(crate) fn time() -> BwPort {
-        BwPort {
-            den: 1,
-            per_byte: 1,
-            busy: Vec::new(),
-            head: 0,
-            last: None,
-            #[cfg(test)]
-            reserved_units: 0,
-        }
-    }
-
-    /// Reserves the transfer of `bytes` starting no earlier than `t`, in the earliest gap
-    /// that holds it; returns its start, rounded up to a picosecond. `floor` is a time no
-    /// later reservation will precede (the current call's `now_ps`).
-    ///
-    /// Inlined: every packet crosses several ports, and almost every reservation takes one
-    /// of the fast paths (the gap search is [`BwPort::reserve_in_gap`]).
+    /// Drops the intervals that end at or before `floor`.
     #[inline]
-    pub(crate) fn reserve(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
-        let floor_u = floor as u128 * self.den;
+    fn expire(&mut self, floor: U) {
         if self.head < self.busy.len() {
-            while self.busy.get(self.head).is_some_and(|&(_, e)| e <= floor_u) {
+            while self.busy.get(self.head).is_some_and(|&(_, e)| e <= floor) {
                 self.head += 1;
             }
             if self.head >= 4 && self.head * 2 >= self.busy.len() {
                 self.drop_expired();
             }
         }
-        if self.head == self.busy.len() && self.last.is_some_and(|(_, e)| e <= floor_u) {
+        if self.head == self.busy.len() && self.last.is_some_and(|(_, e)| e <= floor) {
             // Everything has expired (only a length is reset: no memory is touched).
             self.last = None;
             self.busy.clear();
             self.head = 0;
         }
-        let d = bytes as u128 * self.per_byte;
-        let c = t as u128 * self.den;
-        if d == 0 {
-            return t;
-        }
-        #[cfg(test)]
-        {
-            self.reserved_units += d;
-        }
+    }
+
+    /// Reserves `d > 0` units starting no earlier than `c`, in the earliest gap that holds
+    /// them.
+    #[inline]
+    fn place(&mut self, c: U, d: U) -> Start<U> {
         // Fast path: at or after the last busy interval (the common, in-order case).
         match &mut self.last {
             None => {
                 self.last = Some((c, c + d));
-                t
+                Start::AsAsked
             }
             Some(last) if last.1 <= c => {
                 if last.1 == c {
@@ -129,8 +100,7 @@ impl BwPort {
                     *last = (c, c + d);
                     self.busy.push(done);
                 }
-                // `c` is `t` exactly: no division.
-                t
+                Start::AsAsked
             }
             Some(last) if last.0 <= c => {
                 // Inside the last interval (a queue behind it, the next most common case):
@@ -138,9 +108,9 @@ impl BwPort {
                 // find and merge the same way.
                 let start = last.1;
                 last.1 = start + d;
-                self.to_ps(start)
+                Start::At(start)
             }
-            Some(_) => self.reserve_in_gap(c, d),
+            Some(_) => Start::At(self.reserve_in_gap(c, d)),
         }
     }
 
@@ -153,9 +123,9 @@ impl BwPort {
     }
 
     /// The earliest gap at or after `c` that holds `d` units, before the last busy
-    /// interval; returns its start in picoseconds.
+    /// interval; returns its start.
     #[inline(never)]
-    fn reserve_in_gap(&mut self, c: u128, d: u128) -> Picos {
+    fn reserve_in_gap(&mut self, c: U, d: U) -> U {
         // The search runs over every live interval: the last one joins the vector for it,
         // and whatever ends up last (it may have merged with the new one) leaves again.
         if let Some(last) = self.last.take() {
@@ -166,11 +136,11 @@ impl BwPort {
         // interval (the new last) remains at or after `head`.
         self.last = self.busy.pop();
         debug_assert!(self.head <= self.busy.len());
-        self.to_ps(start)
+        start
     }
 
-    /// [`BwPort::reserve_in_gap`] over `busy[head..]` alone; returns the start in units.
-    fn insert_in_gap(&mut self, c: u128, d: u128) -> u128 {
+    /// [`Calendar::reserve_in_gap`] over `busy[head..]` alone.
+    fn insert_in_gap(&mut self, c: U, d: U) -> U {
         let head = self.head;
         // Start after the interval that contains `c`, if any, then walk the gaps.
         let busy = &mut self.busy[head..];
@@ -199,11 +169,230 @@ impl BwPort {
         start
     }
 
+    /// The live intervals (tests).
+    #[cfg(test)]
+    fn intervals(&self) -> Vec<(U, U)> {
+        let mut v = self.busy[self.head..].to_vec();
+        v.extend(self.last);
+        v
+    }
+}
+
+/// One port: a calendar of disjoint busy intervals in exact units.
+#[derive(Clone, Debug)]
+pub(crate) struct BwPort {
+    /// Units per picosecond: `bytes_per_cycle * clock_hz / g` (1 for a plain time calendar).
+    den: u128,
+    /// Units one byte occupies: `1e12 / g` (1 for a plain time calendar, whose "bytes" are
+    /// ps).
+    per_byte: u128,
+    /// `den` and `per_byte` in 64 bits (`den64` is 0 when `den` does not fit: the port
+    /// is wide from the start).
+    den64: u64,
+    per_byte64: u64,
+    /// The calendar in 64-bit units, while `wide` is `None`.
+    narrow: Calendar<u64>,
+    /// The calendar in 128-bit units, once a time has not fitted in 64 bits (boxed: no
+    /// preset run gets there, and the port stays small).
+    wide: Option<Box<Calendar<u128>>>,
+    /// Total units reserved (for checks).
+    #[cfg(test)]
+    reserved_units: u128,
+}
+
+/// Greatest common divisor (Euclid).
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
+}
+
+impl BwPort {
+    /// A port moving `bytes_per_cycle` bytes per cycle of `clock_hz`.
+    pub(crate) fn new(bytes_per_cycle: u64, clock_hz: u64) -> BwPort {
+        let den = (bytes_per_cycle.max(1) as u128) * (clock_hz.max(1) as u128);
+        // The same ratio in lowest terms: units stay small enough for 64-bit arithmetic
+        // for the whole run, not only its first few hundred microseconds (32 B at
+        // 1.215 GHz: 243 units per ps instead of 3.9e10), and every quotient is the same.
+        let g = gcd(den, PS_PER_S);
+        BwPort::with_ratio(den / g, PS_PER_S / g)
+    }
+
+    /// A calendar of busy time: `reserve(.., ps)` occupies `ps` picoseconds.
+    pub(crate) fn time() -> BwPort {
+        BwPort::with_ratio(1, 1)
+    }
+
+    fn with_ratio(den: u128, per_byte: u128) -> BwPort {
+        // `per_byte` divides 1e12 and fits; a `den` that does not makes the port wide now.
+        let (den64, per_byte64) = match (u64::try_from(den), u64::try_from(per_byte)) {
+            (Ok(d), Ok(p)) => (d, p),
+            _ => (0, 0),
+        };
+        BwPort {
+            den,
+            per_byte,
+            den64,
+            per_byte64,
+            narrow: Calendar::new(),
+            wide: (den64 == 0).then(|| Box::new(Calendar::new())),
+            #[cfg(test)]
+            reserved_units: 0,
+        }
+    }
+
+    /// Reserves the transfer of `bytes` starting no earlier than `t`, in the earliest gap
+    /// that holds it; returns its start, rounded up to a picosecond. `floor` is a time no
+    /// later reservation will precede (the current call's `now_ps`).
+    ///
+    /// Inlined: every packet crosses several ports, and most reservations take the fast
+    /// path, which needs no saved registers and makes no change before it is sure to
+    /// complete; everything else (expiry, a new interval, a gap, wide units) is
+    /// [`BwPort::reserve_slow`].
+    #[inline]
+    pub(crate) fn reserve(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
+        match self.reserve_fast(floor, t, bytes) {
+            Some(start) => start,
+            None => self.reserve_slow(floor, t, bytes),
+        }
+    }
+
+    /// [`BwPort::reserve`] in 64-bit units when the transfer is empty with nothing
+    /// expiring, starts the calendar afresh, or lands at or after the start of its last
+    /// interval (right at its end, queued behind it, or past a gap after it without
+    /// growing the vector); `None`, with the port unchanged, otherwise.
+    #[inline(always)]
+    fn reserve_fast(&mut self, floor: Picos, t: Picos, bytes: u64) -> Option<Picos> {
+        if self.wide.is_some() {
+            return None;
+        }
+        let den = self.den64;
+        let n = &mut self.narrow;
+        // Saturating: every end fits in 64 bits, so a floor past them all expires them
+        // all, exactly as the true floor does.
+        let floor_u = floor.saturating_mul(den);
+        // Intervals are sorted and the last one ends latest: nothing expires when the
+        // first live one ends after the floor.
+        if n.busy.get(n.head).is_some_and(|&(_, e)| e <= floor_u) {
+            return None;
+        }
+        let c = t.checked_mul(den)?;
+        let d = bytes.checked_mul(self.per_byte64)?;
+        if d == 0 {
+            return n.last.is_none_or(|(_, e)| e > floor_u).then_some(t);
+        }
+        match &mut n.last {
+            Some(last) if last.1 > floor_u => {
+                let start = if last.0 <= c && c <= last.1 {
+                    // At its end (start `t`, no division) or inside it (queued behind it).
+                    let start = last.1;
+                    last.1 = start.checked_add(d)?;
+                    start
+                } else if last.1 < c && n.busy.len() < n.busy.capacity() {
+                    // After it, past a gap: a new last interval (no vector growth here).
+                    let end = c.checked_add(d)?;
+                    n.busy.push(*last);
+                    *last = (c, end);
+                    c
+                } else {
+                    return None;
+                };
+                #[cfg(test)]
+                {
+                    self.reserved_units += d as u128;
+                }
+                Some(if start == c { t } else { start.div_ceil(den) })
+            }
+            _ => {
+                // No live interval (none, or the last has expired, and with it all the
+                // others: the first live one has not): the calendar starts afresh.
+                let end = c.checked_add(d)?;
+                n.busy.clear();
+                n.head = 0;
+                n.last = Some((c, end));
+                #[cfg(test)]
+                {
+                    self.reserved_units += d as u128;
+                }
+                Some(t)
+            }
+        }
+    }
+
+    /// [`BwPort::reserve`] in general.
+    #[inline(never)]
+    fn reserve_slow(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
+        if self.wide.is_none() {
+            let n = &mut self.narrow;
+            // Saturating: as in [`BwPort::reserve_fast`].
+            n.expire(floor.saturating_mul(self.den64));
+            // The new interval ends at most `d` after the later of `c` and the last end
+            // (the latest of all): in 64 bits when that fits.
+            if let (Some(c), Some(d)) = (
+                t.checked_mul(self.den64),
+                bytes.checked_mul(self.per_byte64),
+            ) {
+                let top = n.last.map_or(c, |(_, e)| e.max(c));
+                if top.checked_add(d).is_some() {
+                    #[cfg(test)]
+                    {
+                        self.reserved_units += d as u128;
+                    }
+                    if d == 0 {
+                        return t;
+                    }
+                    return match n.place(c, d) {
+                        Start::AsAsked => t,
+                        Start::At(u) => u.div_ceil(self.den64),
+                    };
+                }
+            }
+            self.widen();
+        }
+        self.reserve_wide(floor, t, bytes)
+    }
+
+    /// Moves the calendar to 128-bit units, for good.
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self) {
+        let n = core::mem::replace(&mut self.narrow, Calendar::new());
+        let wide = |(s, e): (u64, u64)| (s as u128, e as u128);
+        self.wide = Some(Box::new(Calendar {
+            busy: n.busy[n.head..].iter().map(|&x| wide(x)).collect(),
+            head: 0,
+            last: n.last.map(wide),
+        }));
+    }
+
+    /// [`BwPort::reserve`] in 128-bit units.
+    #[inline(never)]
+    fn reserve_wide(&mut self, floor: Picos, t: Picos, bytes: u64) -> Picos {
+        let Some(w) = self.wide.as_deref_mut() else {
+            // Not reached: the caller has just made the port wide.
+            return t;
+        };
+        w.expire(floor as u128 * self.den);
+        let d = bytes as u128 * self.per_byte;
+        let c = t as u128 * self.den;
+        if d == 0 {
+            return t;
+        }
+        #[cfg(test)]
+        {
+            self.reserved_units += d;
+        }
+        match w.place(c, d) {
+            Start::AsAsked => t,
+            Start::At(u) => self.to_ps(u),
+        }
+    }
+
     #[inline]
     fn to_ps(&self, units: u128) -> Picos {
-        // A 64-bit division while the times fit (with the ratio in lowest terms, the whole
-        // of any run the presets give), instead of the 128-bit library call; the same
-        // quotient.
+        // A 64-bit division while the operands fit, instead of the 128-bit library call;
+        // the same quotient.
         match (u64::try_from(units), u64::try_from(self.den)) {
             (Ok(u), Ok(d)) => u.div_ceil(d) as Picos,
             _ => units.div_ceil(self.den) as Picos,
@@ -213,9 +402,24 @@ impl BwPort {
     /// Busy intervals in exact units (tests).
     #[cfg(test)]
     pub(crate) fn intervals(&self) -> Vec<(u128, u128)> {
-        let mut v = self.busy[self.head..].to_vec();
-        v.extend(self.last);
-        v
+        match &self.wide {
+            Some(w) => w.intervals(),
+            None => self
+                .narrow
+                .intervals()
+                .into_iter()
+                .map(|(s, e)| (s as u128, e as u128))
+                .collect(),
+        }
+    }
+
+    /// Intervals held, live or not yet dropped (tests).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        match &self.wide {
+            Some(w) => w.busy.len(),
+            None => self.narrow.busy.len(),
+        }
     }
 }
 
@@ -259,7 +463,7 @@ mod tests {
             let bytes = 32 << ((x >> 20) % 3);
             assert_eq!(a.reserve(floor, t, bytes), b.reserve(0, t, bytes));
         }
-        assert!(a.busy.len() * 10 < b.busy.len());
+        assert!(a.held() * 10 < b.held());
         // Both hold the same live intervals.
         let live = |p: &BwPort| {
             p.intervals()
@@ -300,14 +504,12 @@ mod tests {
         assert_eq!(total, p.reserved_units);
     }
 
-    #[test]
-    fn agrees_with_a_plain_calendar() {
-        // Against every interval kept in one sorted list and each request placed at the
-        // earliest start from which it overlaps none: in order, queued, into gaps, with a
-        // rising floor that expires intervals (the last one included).
-        let mut p = BwPort::new(40, 1_410_000_000);
+    /// Against every interval kept in one sorted list and each request placed at the
+    /// earliest start from which it overlaps none: in order, queued, into gaps, with a
+    /// rising floor (from `floor0`) that expires intervals (the last one included).
+    fn agree_with_a_plain_calendar(mut p: BwPort, floor0: u64) -> BwPort {
         let mut all: Vec<(u128, u128)> = Vec::new();
-        let (mut x, mut floor) = (5u64, 0u64);
+        let (mut x, mut floor) = (5u64, floor0);
         for n in 0..30_000 {
             x = x
                 .wrapping_mul(6364136223846793005)
@@ -333,5 +535,27 @@ mod tests {
             let want = start.div_ceil(p.den) as Picos;
             assert_eq!(p.reserve(floor, t, bytes), want, "request {n}");
         }
+        p
+    }
+
+    #[test]
+    fn agrees_with_a_plain_calendar() {
+        let p = agree_with_a_plain_calendar(BwPort::new(40, 1_410_000_000), 0);
+        assert!(p.wide.is_none());
+    }
+
+    #[test]
+    fn agrees_with_a_plain_calendar_across_the_switch_to_wide_units() {
+        // About 1e12 units per ps (a prime clock): 64-bit units overflow at 1.8e7 ps, in
+        // the middle of the run, with intervals live in the calendar.
+        let p = BwPort::new(1, 999_999_999_989);
+        assert!(p.wide.is_none() && p.den > 999_999_999_000);
+        let p = agree_with_a_plain_calendar(p, 18_000_000);
+        assert!(p.wide.is_some());
+        // A ratio too large for 64 bits is wide from the start.
+        let p = BwPort::new(1_099_511_627_791, 999_999_999_989);
+        assert!(p.wide.is_some());
+        let p = agree_with_a_plain_calendar(p, 0);
+        assert!(p.wide.is_some());
     }
 }
