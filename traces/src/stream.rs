@@ -44,7 +44,27 @@ struct WarpHead {
     head_addrs: (usize, usize),
     head_ops: (usize, usize),
     head_op_index: (usize, usize),
+    /// Its entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none).
+    tmpl: u32,
 }
+
+/// [`WarpHead::tmpl`] of a warp without a [`Template`].
+const NO_TEMPLATE: u32 = u32::MAX;
+
+/// The static and mask columns after the head of a warp, decoded: kept for code that
+/// several warps run (those of [`StaticMemo`]), so that their cursors copy instructions
+/// rather than decode them again, and shared by the streams of those warps.
+#[derive(Debug)]
+struct Template {
+    /// The instructions after the head, with their masks (no addresses).
+    insts: Box<[WarpInst]>,
+    /// Per [`BUF_INSTS`] of them, in order: bit `i` set when instruction `i` has memory.
+    mem: Box<[u32]>,
+}
+
+/// Warps longer than this (after their heads) get no [`Template`]: it costs 32 bytes an
+/// instruction, shared, but held while any of their CTAs is.
+const MAX_TEMPLATE: usize = 1 << 16;
 
 /// Scratch of [`CtaStream::new_in`], reused across CTAs of any kernel.
 #[derive(Default)]
@@ -88,6 +108,8 @@ struct StaticMemo {
     top: usize,
     /// Bit `i`: its head instruction `i` has memory.
     mem_head: u32,
+    /// Its [`Template`], made when a second warp has its columns.
+    tmpl: Option<Arc<Template>>,
 }
 
 /// The last warp [`CtaStream::new_in`] took whole, when the next warp may be its twin:
@@ -128,6 +150,8 @@ pub struct CtaStream {
     head_addrs: Vec<u64>,
     head_ops: Vec<u64>,
     head_op_index: Vec<(u32, u32)>,
+    /// The [`Template`]s of its warps that have one.
+    tmpls: Vec<Arc<Template>>,
     insts: u64,
     max_slot: Option<u32>,
 }
@@ -190,6 +214,7 @@ impl CtaStream {
         let seen = &mut scratch.seen[..];
         let touched = &mut scratch.touched;
         let mut twin: Option<Twin<'_>> = None;
+        let mut tmpls: Vec<Arc<Template>> = Vec::new();
         for _ in 0..n_warps {
             scratch.stamp += 1;
             let stamp = scratch.stamp;
@@ -232,6 +257,7 @@ impl CtaStream {
                     head_addrs: (ha, ha),
                     head_ops: (ho, ho),
                     head_op_index: (hi, hi),
+                    tmpl: NO_TEMPLATE,
                 });
                 continue;
             }
@@ -282,7 +308,34 @@ impl CtaStream {
                 && memo.slot_col == sc.bytes()
                 && memo.mask_col == mc.bytes();
             let (resume_slot, resume_mask, top, mem_head);
+            let mut tmpl = NO_TEMPLATE;
             if same {
+                if memo.tmpl.is_none() && n > k && n - k <= MAX_TEMPLATE {
+                    // The memo's tail (its slots in range: checked when decoded).
+                    let insts: Box<[WarpInst]> = tail
+                        .iter()
+                        .map(|&(s, m)| {
+                            let mut inst = slots[s as usize].inst(s);
+                            inst.mask = m;
+                            inst
+                        })
+                        .collect();
+                    let mem = insts
+                        .chunks(BUF_INSTS as usize)
+                        .map(|c| {
+                            c.iter().enumerate().fold(0u32, |m, (i, inst)| {
+                                m | (slots[inst.slot as usize].has_mem as u32) << i
+                            })
+                        })
+                        .collect();
+                    memo.tmpl = Some(Arc::new(Template { insts, mem }));
+                }
+                if let Some(t) = &memo.tmpl {
+                    if !tmpls.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
+                        tmpls.push(t.clone());
+                    }
+                    tmpl = tmpls.len() as u32 - 1;
+                }
                 head.extend_from_slice(&memo.head);
                 (resume_slot, resume_mask, top, mem_head) =
                     (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head);
@@ -292,6 +345,7 @@ impl CtaStream {
             } else {
                 // Valid again only once this warp has passed every check.
                 memo.slots = None;
+                memo.tmpl = None;
                 tail.clear();
                 let mut prev_slot: i64 = -1;
                 // The warp's highest slot (meaningful when it has instructions).
@@ -484,6 +538,7 @@ impl CtaStream {
                 head_addrs: (ha0, head_addrs.len()),
                 head_ops: (ho0, head_ops.len()),
                 head_op_index: (hi0, head_op_index.len()),
+                tmpl,
             });
             twin = (v2 && n == k && operand_len == 0 && all_stride).then(|| Twin {
                 body: &rec[at..end],
@@ -510,6 +565,7 @@ impl CtaStream {
             head_addrs: head_addrs.into_vec(),
             head_ops,
             head_op_index,
+            tmpls,
             insts: total,
             max_slot,
         })
@@ -611,6 +667,7 @@ impl CtaStream {
             + self.head.capacity() * std::mem::size_of::<WarpInst>()
             + (self.head_addrs.capacity() + self.head_ops.capacity()) * 8
             + self.head_op_index.capacity() * 8
+            + self.tmpls.capacity() * std::mem::size_of::<Arc<Template>>()
     }
 
     /// Decodes the whole CTA (as [`crate::codec::decode_cta`] of its record would).
@@ -686,6 +743,10 @@ pub struct WarpCursor {
     /// Index in `insts` of the instruction at the cursor.
     pos: usize,
     with_operands: bool,
+    /// The warp's entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none), and the index in
+    /// it of the next instruction to decode.
+    tmpl: u32,
+    tmpl_pos: usize,
 }
 
 impl WarpCursor {
@@ -696,6 +757,7 @@ impl WarpCursor {
             with_operands,
             // Its largest fill at once: no growth (and its copies) on the first starts.
             insts: Vec::with_capacity(BUF_INSTS as usize),
+            tmpl: NO_TEMPLATE,
             ..WarpCursor::default()
         }
     }
@@ -745,6 +807,8 @@ impl WarpCursor {
                 .map(|(&(slot, state), next)| BaseEntry { slot, next, state }),
         );
         self.last = usize::MAX;
+        self.tmpl = h.tmpl;
+        self.tmpl_pos = 0;
         if self.insts.is_empty() && self.left > 0 {
             return self.fill(cta);
         }
@@ -866,7 +930,20 @@ impl WarpCursor {
             b.and_then(|b| b.get(..n as usize))
                 .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
         };
-        if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
+        if let Some(t) = cta.tmpls.get(self.tmpl as usize) {
+            // Decoded already: copied (the column positions are then no longer used).
+            let p = self.tmpl_pos;
+            let (Some(src), Some(&m)) = (
+                t.insts.get(p..p + n as usize),
+                t.mem.get(p / BUF_INSTS as usize),
+            ) else {
+                self.insts = insts;
+                return Err(CodecError("warp's template shorter than the warp"));
+            };
+            insts.extend_from_slice(src);
+            mem = m;
+            self.tmpl_pos = p + n as usize;
+        } else if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
             // Every entry of both columns one byte (straight-line code, short jumps, masks
             // that stay or flip low lanes): no varint steps, the instructions in one pass.
             // Slots are checked as one flag (branch-light); a negative one wraps to a huge
