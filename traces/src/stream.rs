@@ -85,6 +85,13 @@ pub struct StreamScratch {
     /// Per memory instruction of the current warp's head (and so of its [`Twin`]): its
     /// index in the head, base code and stride.
     twin_codes: Vec<(u32, u64, i32)>,
+    /// Per static slot, the bases its instances after the current warp's head decoded
+    /// (reset after each CTA).
+    counts: Vec<u32>,
+    /// Per entry of `mem_first`, for the last warp taken whole (see `pass`): its slot,
+    /// the bases its instances after the head decoded, and its base states before and
+    /// after them.
+    follow: Vec<(u32, u32, BaseState, BaseState)>,
     memo: StaticMemo,
 }
 
@@ -173,11 +180,14 @@ impl CtaStream {
         if scratch.table.len() < slots.len() {
             scratch.table.resize(slots.len(), BaseState::default());
             scratch.seen.resize(slots.len(), 0);
+            scratch.counts.resize(slots.len(), 0);
         }
         let mut bases = Vec::new();
         let r = Self::pass(rec, slots, version, scratch, &mut bases);
         for &s in &scratch.touched {
             scratch.table[s as usize] = BaseState::default();
+            // Counted only for slots with a base (so touched), left set by an error.
+            scratch.counts[s as usize] = 0;
         }
         scratch.touched.clear();
         let mut st = r?;
@@ -212,7 +222,12 @@ impl CtaStream {
         let mut max_slot: Option<u32> = None;
         let table = &mut scratch.table[..];
         let seen = &mut scratch.seen[..];
+        let counts = &mut scratch.counts[..];
         let touched = &mut scratch.touched;
+        // The bytes after its id of the last warp taken whole (format 2 or later), when
+        // its `follow` entries hold for a warp with the same bytes: each of their base
+        // states was seen before the warp's instances after its head.
+        let mut followed: Option<&[u8]> = None;
         let mut twin: Option<Twin<'_>> = None;
         let mut tmpls: Vec<Arc<Template>> = Vec::new();
         for _ in 0..n_warps {
@@ -487,12 +502,32 @@ impl CtaStream {
                 }
                 bases.push((s, state));
             }
-            for &(s, m) in mem_tail.iter() {
-                if ac.is_empty() {
-                    return Err(CodecError("memory instruction without its addresses"));
+            let body = &rec[at..end];
+            let follow = &mut scratch.follow;
+            // The same bytes as the last warp taken whole: the same checks pass, and its
+            // instances after the head move each base state as they moved that warp's.
+            // (Warps without instances after their heads have little to skip.)
+            let follows = n > k
+                && followed == Some(body)
+                && follow.len() == mem_first.len()
+                && follow.iter().zip(&bases[b0..]).all(|(f, b)| f.0 == b.0);
+            if follows {
+                for (f, &(s, now)) in follow.iter_mut().zip(&bases[b0..]) {
+                    let after = now.follow(&f.2, &f.3, f.1);
+                    // In range: a slot of the warp's.
+                    table[s as usize] = after;
+                    (f.2, f.3) = (now, after);
                 }
-                // Past the head only the base state is needed (and the checks).
-                skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
+                ac.rest();
+            } else {
+                for &(s, m) in mem_tail.iter() {
+                    if ac.is_empty() {
+                        return Err(CodecError("memory instruction without its addresses"));
+                    }
+                    // Past the head only the base state is needed (and the checks).
+                    let decoded = skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
+                    counts[s as usize] += decoded as u32;
+                }
             }
             let mut resume_op = oc.pos();
             if has_ops {
@@ -506,12 +541,17 @@ impl CtaStream {
                     }
                 }
                 resume_op = oc.pos();
-                // The rest only checked: one skip over all their operands.
-                let rest: u64 = tail
-                    .iter()
-                    .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
-                    .sum();
-                oc.skip_varints(rest)?;
+                if follows {
+                    // Checked with the warp it follows.
+                    oc.rest();
+                } else {
+                    // The rest only checked: one skip over all their operands.
+                    let rest: u64 = tail
+                        .iter()
+                        .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
+                        .sum();
+                    oc.skip_varints(rest)?;
+                }
             }
             if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
                 return Err(CodecError(
@@ -520,6 +560,17 @@ impl CtaStream {
             }
             if !same {
                 scratch.memo.slots = Some(slots.clone());
+            }
+            if n > k && !follows {
+                follow.clear();
+                let mut all_seen = true;
+                for &(s, before) in &bases[b0..] {
+                    // In range: a slot of the warp's.
+                    let m = std::mem::take(&mut counts[s as usize]);
+                    all_seen &= before.seen();
+                    follow.push((s, m, before, table[s as usize]));
+                }
+                followed = (v2 && all_seen).then_some(body);
             }
             let (sp, ps) = resume_slot;
             let (mp, m) = resume_mask;
