@@ -60,6 +60,45 @@ struct Template {
     insts: Box<[WarpInst]>,
     /// Per [`BUF_INSTS`] of them, in order: bit `i` set when instruction `i` has memory.
     mem: Box<[u32]>,
+    /// Per instruction, for those with memory, the index of its base state among the
+    /// warp's ([`CtaStream::bases`], in the order of the memo's `mem_first`).
+    base_at: Box<[u32]>,
+}
+
+impl Template {
+    /// The template of a warp whose instructions after the head are `tail` (their slots
+    /// in range of `slots`) and whose static instructions with memory there are, in order
+    /// of first instance, `mem_first`. Made once per kernel or so: out of line.
+    #[cold]
+    #[inline(never)]
+    fn new(tail: &[(u32, u32)], mem_first: &[u32], slots: &[SlotInfo]) -> Template {
+        let insts: Box<[WarpInst]> = tail
+            .iter()
+            .map(|&(s, m)| {
+                let mut inst = slots[s as usize].inst(s);
+                inst.mask = m;
+                inst
+            })
+            .collect();
+        let mem = insts
+            .chunks(BUF_INSTS as usize)
+            .map(|c| {
+                c.iter().enumerate().fold(0u32, |m, (i, inst)| {
+                    m | (slots[inst.slot as usize].has_mem as u32) << i
+                })
+            })
+            .collect();
+        let mut at_slot = vec![u32::MAX; slots.len()];
+        for (j, &s) in mem_first.iter().enumerate() {
+            at_slot[s as usize] = j as u32;
+        }
+        let base_at = tail.iter().map(|&(s, _)| at_slot[s as usize]).collect();
+        Template {
+            insts,
+            mem,
+            base_at,
+        }
+    }
 }
 
 /// Warps longer than this (after their heads) get no [`Template`]: it costs 32 bytes an
@@ -326,24 +365,7 @@ impl CtaStream {
             let mut tmpl = NO_TEMPLATE;
             if same {
                 if memo.tmpl.is_none() && n > k && n - k <= MAX_TEMPLATE {
-                    // The memo's tail (its slots in range: checked when decoded).
-                    let insts: Box<[WarpInst]> = tail
-                        .iter()
-                        .map(|&(s, m)| {
-                            let mut inst = slots[s as usize].inst(s);
-                            inst.mask = m;
-                            inst
-                        })
-                        .collect();
-                    let mem = insts
-                        .chunks(BUF_INSTS as usize)
-                        .map(|c| {
-                            c.iter().enumerate().fold(0u32, |m, (i, inst)| {
-                                m | (slots[inst.slot as usize].has_mem as u32) << i
-                            })
-                        })
-                        .collect();
-                    memo.tmpl = Some(Arc::new(Template { insts, mem }));
+                    memo.tmpl = Some(Arc::new(Template::new(tail, mem_first, &slots)));
                 }
                 if let Some(t) = &memo.tmpl {
                     if !tmpls.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
@@ -981,18 +1003,23 @@ impl WarpCursor {
             b.and_then(|b| b.get(..n as usize))
                 .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
         };
+        // With a template, where each instruction's base state is.
+        let mut base_at: Option<&'c [u32]> = None;
         if let Some(t) = cta.tmpls.get(self.tmpl as usize) {
             // Decoded already: copied (the column positions are then no longer used).
             let p = self.tmpl_pos;
-            let (Some(src), Some(&m)) = (
-                t.insts.get(p..p + n as usize),
+            let r = p..p + n as usize;
+            let (Some(src), Some(&m), Some(at)) = (
+                t.insts.get(r.clone()),
                 t.mem.get(p / BUF_INSTS as usize),
+                t.base_at.get(r),
             ) else {
                 self.insts = insts;
                 return Err(CodecError("warp's template shorter than the warp"));
             };
             insts.extend_from_slice(src);
             mem = m;
+            base_at = Some(at);
             self.tmpl_pos = p + n as usize;
         } else if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
             // Every entry of both columns one byte (straight-line code, short jumps, masks
@@ -1036,7 +1063,14 @@ impl WarpCursor {
             mem &= mem - 1;
             // Below `n`, the buffer's length.
             let inst = &mut self.insts[i];
-            let state = find_base(&mut self.bases, &mut self.last, inst.slot)?;
+            let state = match base_at {
+                Some(at) => at
+                    .get(i)
+                    .and_then(|&j| self.bases.get_mut(j as usize))
+                    .map(|e| &mut e.state)
+                    .ok_or(CodecError("template's base state outside the warp's"))?,
+                None => find_base(&mut self.bases, &mut self.last, inst.slot)?,
+            };
             (inst.addr_mode, inst.addrs) =
                 decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
