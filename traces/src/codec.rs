@@ -529,6 +529,23 @@ impl BaseState {
         self.seen
     }
 
+    /// The state that `m` version-2 codes lead to from this one, when the same codes led
+    /// from `from` to `to` (all three seen): each code adds itself to the delta and the
+    /// delta to the base, so the deltas keep their difference and the bases' difference
+    /// grows by it at each code.
+    #[inline]
+    pub(crate) fn follow(&self, from: &BaseState, to: &BaseState, m: u32) -> BaseState {
+        let dd = self.delta.wrapping_sub(from.delta);
+        BaseState {
+            base: to
+                .base
+                .wrapping_add(self.base.wrapping_sub(from.base))
+                .wrapping_add((m as u64).wrapping_mul(dd)),
+            delta: to.delta.wrapping_add(dd),
+            seen: true,
+        }
+    }
+
     /// The base coded by `v`: version 2 (`dod`) delta of delta, version 1 delta.
     #[inline]
     pub(crate) fn decode(&mut self, v: u64, dod: bool) -> u64 {
@@ -1221,21 +1238,22 @@ fn decode_list(
 }
 
 /// [`decode_addrs`] for a record only checked and stepped over: the same checks and base
-/// state, but a list's addresses after its base are skipped, not decoded.
+/// state, but a list's addresses after its base are skipped, not decoded. Whether a base
+/// was decoded (not for a list without lanes).
 #[inline(always)]
 pub(crate) fn skip_addrs(
     ac: &mut Cursor<'_>,
     state: &mut BaseState,
     mask: u32,
     dod: bool,
-) -> CResult<()> {
+) -> CResult<bool> {
     let mode = ac.byte()?;
     match mode {
         ADDR_STRIDE => {
             state.decode(ac.varint()?, dod);
             i32::try_from(unzigzag(ac.varint()?))
                 .map_err(|_| CodecError("stride does not fit 32 bits"))?;
-            Ok(())
+            Ok(true)
         }
         ADDR_LIST | ADDR_DELTA => {
             let len = list_len(mode, mask);
@@ -1243,7 +1261,7 @@ pub(crate) fn skip_addrs(
                 state.decode(ac.varint()?, dod);
                 ac.skip_varints(len as u64 - 1)?;
             }
-            Ok(())
+            Ok(len > 0)
         }
         _ => Err(CodecError("unknown address mode")),
     }

@@ -44,7 +44,66 @@ struct WarpHead {
     head_addrs: (usize, usize),
     head_ops: (usize, usize),
     head_op_index: (usize, usize),
+    /// Its entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none).
+    tmpl: u32,
 }
+
+/// [`WarpHead::tmpl`] of a warp without a [`Template`].
+const NO_TEMPLATE: u32 = u32::MAX;
+
+/// The static and mask columns after the head of a warp, decoded: kept for code that
+/// several warps run (those of [`StaticMemo`]), so that their cursors copy instructions
+/// rather than decode them again, and shared by the streams of those warps.
+#[derive(Debug)]
+struct Template {
+    /// The instructions after the head, with their masks (no addresses).
+    insts: Box<[WarpInst]>,
+    /// Per [`BUF_INSTS`] of them, in order: bit `i` set when instruction `i` has memory.
+    mem: Box<[u32]>,
+    /// Per instruction, for those with memory, the index of its base state among the
+    /// warp's ([`CtaStream::bases`], in the order of the memo's `mem_first`).
+    base_at: Box<[u32]>,
+}
+
+impl Template {
+    /// The template of a warp whose instructions after the head are `tail` (their slots
+    /// in range of `slots`) and whose static instructions with memory there are, in order
+    /// of first instance, `mem_first`. Made once per kernel or so: out of line.
+    #[cold]
+    #[inline(never)]
+    fn new(tail: &[(u32, u32)], mem_first: &[u32], slots: &[SlotInfo]) -> Template {
+        let insts: Box<[WarpInst]> = tail
+            .iter()
+            .map(|&(s, m)| {
+                let mut inst = slots[s as usize].inst(s);
+                inst.mask = m;
+                inst
+            })
+            .collect();
+        let mem = insts
+            .chunks(BUF_INSTS as usize)
+            .map(|c| {
+                c.iter().enumerate().fold(0u32, |m, (i, inst)| {
+                    m | (slots[inst.slot as usize].has_mem as u32) << i
+                })
+            })
+            .collect();
+        let mut at_slot = vec![u32::MAX; slots.len()];
+        for (j, &s) in mem_first.iter().enumerate() {
+            at_slot[s as usize] = j as u32;
+        }
+        let base_at = tail.iter().map(|&(s, _)| at_slot[s as usize]).collect();
+        Template {
+            insts,
+            mem,
+            base_at,
+        }
+    }
+}
+
+/// Warps longer than this (after their heads) get no [`Template`]: it costs 32 bytes an
+/// instruction, shared, but held while any of their CTAs is.
+const MAX_TEMPLATE: usize = 1 << 16;
 
 /// Scratch of [`CtaStream::new_in`], reused across CTAs of any kernel.
 #[derive(Default)]
@@ -65,6 +124,13 @@ pub struct StreamScratch {
     /// Per memory instruction of the current warp's head (and so of its [`Twin`]): its
     /// index in the head, base code and stride.
     twin_codes: Vec<(u32, u64, i32)>,
+    /// Per static slot, the bases its instances after the current warp's head decoded
+    /// (reset after each CTA).
+    counts: Vec<u32>,
+    /// Per entry of `mem_first`, for the last warp taken whole (see `pass`): its slot,
+    /// the bases its instances after the head decoded, and its base states before and
+    /// after them.
+    follow: Vec<(u32, u32, BaseState, BaseState)>,
     memo: StaticMemo,
 }
 
@@ -88,6 +154,8 @@ struct StaticMemo {
     top: usize,
     /// Bit `i`: its head instruction `i` has memory.
     mem_head: u32,
+    /// Its [`Template`], made when a second warp has its columns.
+    tmpl: Option<Arc<Template>>,
 }
 
 /// The last warp [`CtaStream::new_in`] took whole, when the next warp may be its twin:
@@ -128,6 +196,8 @@ pub struct CtaStream {
     head_addrs: Vec<u64>,
     head_ops: Vec<u64>,
     head_op_index: Vec<(u32, u32)>,
+    /// The [`Template`]s of its warps that have one.
+    tmpls: Vec<Arc<Template>>,
     insts: u64,
     max_slot: Option<u32>,
 }
@@ -149,11 +219,14 @@ impl CtaStream {
         if scratch.table.len() < slots.len() {
             scratch.table.resize(slots.len(), BaseState::default());
             scratch.seen.resize(slots.len(), 0);
+            scratch.counts.resize(slots.len(), 0);
         }
         let mut bases = Vec::new();
         let r = Self::pass(rec, slots, version, scratch, &mut bases);
         for &s in &scratch.touched {
             scratch.table[s as usize] = BaseState::default();
+            // Counted only for slots with a base (so touched), left set by an error.
+            scratch.counts[s as usize] = 0;
         }
         scratch.touched.clear();
         let mut st = r?;
@@ -188,8 +261,14 @@ impl CtaStream {
         let mut max_slot: Option<u32> = None;
         let table = &mut scratch.table[..];
         let seen = &mut scratch.seen[..];
+        let counts = &mut scratch.counts[..];
         let touched = &mut scratch.touched;
+        // The bytes after its id of the last warp taken whole (format 2 or later), when
+        // its `follow` entries hold for a warp with the same bytes: each of their base
+        // states was seen before the warp's instances after its head.
+        let mut followed: Option<&[u8]> = None;
         let mut twin: Option<Twin<'_>> = None;
+        let mut tmpls: Vec<Arc<Template>> = Vec::new();
         for _ in 0..n_warps {
             scratch.stamp += 1;
             let stamp = scratch.stamp;
@@ -232,6 +311,7 @@ impl CtaStream {
                     head_addrs: (ha, ha),
                     head_ops: (ho, ho),
                     head_op_index: (hi, hi),
+                    tmpl: NO_TEMPLATE,
                 });
                 continue;
             }
@@ -282,7 +362,17 @@ impl CtaStream {
                 && memo.slot_col == sc.bytes()
                 && memo.mask_col == mc.bytes();
             let (resume_slot, resume_mask, top, mem_head);
+            let mut tmpl = NO_TEMPLATE;
             if same {
+                if memo.tmpl.is_none() && n > k && n - k <= MAX_TEMPLATE {
+                    memo.tmpl = Some(Arc::new(Template::new(tail, mem_first, &slots)));
+                }
+                if let Some(t) = &memo.tmpl {
+                    if !tmpls.last().is_some_and(|l| Arc::ptr_eq(l, t)) {
+                        tmpls.push(t.clone());
+                    }
+                    tmpl = tmpls.len() as u32 - 1;
+                }
                 head.extend_from_slice(&memo.head);
                 (resume_slot, resume_mask, top, mem_head) =
                     (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head);
@@ -292,6 +382,7 @@ impl CtaStream {
             } else {
                 // Valid again only once this warp has passed every check.
                 memo.slots = None;
+                memo.tmpl = None;
                 tail.clear();
                 let mut prev_slot: i64 = -1;
                 // The warp's highest slot (meaningful when it has instructions).
@@ -433,12 +524,32 @@ impl CtaStream {
                 }
                 bases.push((s, state));
             }
-            for &(s, m) in mem_tail.iter() {
-                if ac.is_empty() {
-                    return Err(CodecError("memory instruction without its addresses"));
+            let body = &rec[at..end];
+            let follow = &mut scratch.follow;
+            // The same bytes as the last warp taken whole: the same checks pass, and its
+            // instances after the head move each base state as they moved that warp's.
+            // (Warps without instances after their heads have little to skip.)
+            let follows = n > k
+                && followed == Some(body)
+                && follow.len() == mem_first.len()
+                && follow.iter().zip(&bases[b0..]).all(|(f, b)| f.0 == b.0);
+            if follows {
+                for (f, &(s, now)) in follow.iter_mut().zip(&bases[b0..]) {
+                    let after = now.follow(&f.2, &f.3, f.1);
+                    // In range: a slot of the warp's.
+                    table[s as usize] = after;
+                    (f.2, f.3) = (now, after);
                 }
-                // Past the head only the base state is needed (and the checks).
-                skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
+                ac.rest();
+            } else {
+                for &(s, m) in mem_tail.iter() {
+                    if ac.is_empty() {
+                        return Err(CodecError("memory instruction without its addresses"));
+                    }
+                    // Past the head only the base state is needed (and the checks).
+                    let decoded = skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
+                    counts[s as usize] += decoded as u32;
+                }
             }
             let mut resume_op = oc.pos();
             if has_ops {
@@ -452,12 +563,17 @@ impl CtaStream {
                     }
                 }
                 resume_op = oc.pos();
-                // The rest only checked: one skip over all their operands.
-                let rest: u64 = tail
-                    .iter()
-                    .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
-                    .sum();
-                oc.skip_varints(rest)?;
+                if follows {
+                    // Checked with the warp it follows.
+                    oc.rest();
+                } else {
+                    // The rest only checked: one skip over all their operands.
+                    let rest: u64 = tail
+                        .iter()
+                        .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
+                        .sum();
+                    oc.skip_varints(rest)?;
+                }
             }
             if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
                 return Err(CodecError(
@@ -466,6 +582,17 @@ impl CtaStream {
             }
             if !same {
                 scratch.memo.slots = Some(slots.clone());
+            }
+            if n > k && !follows {
+                follow.clear();
+                let mut all_seen = true;
+                for &(s, before) in &bases[b0..] {
+                    // In range: a slot of the warp's.
+                    let m = std::mem::take(&mut counts[s as usize]);
+                    all_seen &= before.seen();
+                    follow.push((s, m, before, table[s as usize]));
+                }
+                followed = (v2 && all_seen).then_some(body);
             }
             let (sp, ps) = resume_slot;
             let (mp, m) = resume_mask;
@@ -484,6 +611,7 @@ impl CtaStream {
                 head_addrs: (ha0, head_addrs.len()),
                 head_ops: (ho0, head_ops.len()),
                 head_op_index: (hi0, head_op_index.len()),
+                tmpl,
             });
             twin = (v2 && n == k && operand_len == 0 && all_stride).then(|| Twin {
                 body: &rec[at..end],
@@ -510,6 +638,7 @@ impl CtaStream {
             head_addrs: head_addrs.into_vec(),
             head_ops,
             head_op_index,
+            tmpls,
             insts: total,
             max_slot,
         })
@@ -611,6 +740,7 @@ impl CtaStream {
             + self.head.capacity() * std::mem::size_of::<WarpInst>()
             + (self.head_addrs.capacity() + self.head_ops.capacity()) * 8
             + self.head_op_index.capacity() * 8
+            + self.tmpls.capacity() * std::mem::size_of::<Arc<Template>>()
     }
 
     /// Decodes the whole CTA (as [`crate::codec::decode_cta`] of its record would).
@@ -686,6 +816,10 @@ pub struct WarpCursor {
     /// Index in `insts` of the instruction at the cursor.
     pos: usize,
     with_operands: bool,
+    /// The warp's entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none), and the index in
+    /// it of the next instruction to decode.
+    tmpl: u32,
+    tmpl_pos: usize,
 }
 
 impl WarpCursor {
@@ -696,6 +830,7 @@ impl WarpCursor {
             with_operands,
             // Its largest fill at once: no growth (and its copies) on the first starts.
             insts: Vec::with_capacity(BUF_INSTS as usize),
+            tmpl: NO_TEMPLATE,
             ..WarpCursor::default()
         }
     }
@@ -745,6 +880,8 @@ impl WarpCursor {
                 .map(|(&(slot, state), next)| BaseEntry { slot, next, state }),
         );
         self.last = usize::MAX;
+        self.tmpl = h.tmpl;
+        self.tmpl_pos = 0;
         if self.insts.is_empty() && self.left > 0 {
             return self.fill(cta);
         }
@@ -866,7 +1003,25 @@ impl WarpCursor {
             b.and_then(|b| b.get(..n as usize))
                 .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
         };
-        if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
+        // With a template, where each instruction's base state is.
+        let mut base_at: Option<&'c [u32]> = None;
+        if let Some(t) = cta.tmpls.get(self.tmpl as usize) {
+            // Decoded already: copied (the column positions are then no longer used).
+            let p = self.tmpl_pos;
+            let r = p..p + n as usize;
+            let (Some(src), Some(&m), Some(at)) = (
+                t.insts.get(r.clone()),
+                t.mem.get(p / BUF_INSTS as usize),
+                t.base_at.get(r),
+            ) else {
+                self.insts = insts;
+                return Err(CodecError("warp's template shorter than the warp"));
+            };
+            insts.extend_from_slice(src);
+            mem = m;
+            base_at = Some(at);
+            self.tmpl_pos = p + n as usize;
+        } else if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
             // Every entry of both columns one byte (straight-line code, short jumps, masks
             // that stay or flip low lanes): no varint steps, the instructions in one pass.
             // Slots are checked as one flag (branch-light); a negative one wraps to a huge
@@ -908,7 +1063,14 @@ impl WarpCursor {
             mem &= mem - 1;
             // Below `n`, the buffer's length.
             let inst = &mut self.insts[i];
-            let state = find_base(&mut self.bases, &mut self.last, inst.slot)?;
+            let state = match base_at {
+                Some(at) => at
+                    .get(i)
+                    .and_then(|&j| self.bases.get_mut(j as usize))
+                    .map(|e| &mut e.state)
+                    .ok_or(CodecError("template's base state outside the warp's"))?,
+                None => find_base(&mut self.bases, &mut self.last, inst.slot)?,
+            };
             (inst.addr_mode, inst.addrs) =
                 decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
