@@ -202,6 +202,12 @@ pub(super) struct SmUnit {
 }
 
 impl SmUnit {
+    /// Where its run ahead from a visit with `horizon` stops: there, or earlier at the
+    /// answer to a completion report it has sent.
+    fn stop(&self, horizon: Picos) -> Picos {
+        self.answers.front().map_or(horizon, |&a| a.min(horizon))
+    }
+
     /// Adds the instructions retired since the kernel started to that kernel.
     fn attribute(&mut self) {
         let Some(k) = self.kernel else { return };
@@ -590,12 +596,7 @@ impl<'t> GpuPartition<'t> {
             t,
             |p, t| p.process_sm(i, u, t, horizon),
             // A report it just sent may be answered before the horizon.
-            |p| {
-                p.sms[i]
-                    .answers
-                    .front()
-                    .map_or(horizon, |&a| a.min(horizon))
-            },
+            |p| p.sms[i].stop(horizon),
         )
     }
 
@@ -637,8 +638,7 @@ impl<'t> GpuPartition<'t> {
     /// Takes the packets that have arrived at SM unit `i` (unit id `u`) by `t` and runs its
     /// cycle due at `t`, then its next cycles while they come before `horizon` (its run-ahead
     /// horizon), the answer to a report and its next arrival, and complete no CTA; returns
-    /// its next event's time.
-    /// [`Wires::now`] is left at the last cycle run.
+    /// its next event's time. [`Wires::now`] is left at the last cycle run.
     fn process_sm(
         &mut self,
         i: usize,
@@ -742,17 +742,13 @@ impl<'t> GpuPartition<'t> {
                 let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));
                 if let Some(meta) = kernel {
                     // The visits that would follow while the SM's own cycles come first,
-                    // before any arrival and the horizon, and complete no CTA, run here:
-                    // each is exactly a visit that finds no packet (advance, step), without
-                    // the visit's overhead (vectoradd: 2.2 issues per step).
-                    // (`run_sm`'s stop: a report just sent may be answered first.)
-                    let mut limit = match wires.inbox_head(u) {
-                        Some(a) => a.min(horizon),
-                        None => horizon,
+                    // before its next arrival and where `run_sm` stops, and complete no CTA,
+                    // run here: each is exactly a visit that finds no packet (advance,
+                    // step), without the visit's overhead (vectoradd: 2.2 issues per step).
+                    let limit = match wires.inbox_head(u) {
+                        Some(a) => a.min(unit.stop(horizon)),
+                        None => unit.stop(horizon),
                     };
-                    if let Some(&a) = unit.answers.front() {
-                        limit = limit.min(a);
-                    }
                     let mut port = SmPort {
                         ldst: &mut unit.ldst,
                         net: wires,
