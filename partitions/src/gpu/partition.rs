@@ -74,11 +74,32 @@ impl Inbox {
         if q.back().is_none_or(|b| b.key() < k) {
             q.push_back(a);
         } else {
-            // A late packet: by binary search, since an inbox can hold hundreds of replies
-            // already on their way (a DRAM channel sends each reply when it takes the
-            // request), which a scan from the back would step over one by one.
-            let i = q.partition_point(|b| b.key() < k);
-            q.insert(i, a);
+            // A late packet: by a galloping search from the back, since an inbox can hold
+            // hundreds of replies already on their way (a DRAM channel sends each reply
+            // when it takes the request), which a scan from the back would step over one by
+            // one, while most late packets land a few places from the back (triad on
+            // titanv: 62% of packets are late, two thirds of them 4 to 31 places from the
+            // back of inboxes 142 long on average), where the search then stays, in memory
+            // just written.
+            let n = q.len();
+            // `q[n - hi]` is known not to come before `a` (the back), `q[n - lo]` to do.
+            let mut hi = 1;
+            let mut lo = 2;
+            while lo <= n && q[n - lo].key() >= k {
+                hi = lo;
+                lo *= 2;
+            }
+            // The first place in `(n - lo, n - hi]` whose entry does not come before `a`.
+            let (mut l, mut r) = ((n + 1).saturating_sub(lo), n - hi);
+            while l < r {
+                let m = (l + r) / 2;
+                if q[m].key() < k {
+                    l = m + 1;
+                } else {
+                    r = m;
+                }
+            }
+            q.insert(l, a);
         }
     }
 

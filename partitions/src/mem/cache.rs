@@ -152,6 +152,28 @@ impl SectorCache {
             .map(|j| k + j)
     }
 
+    /// Starts loading, into the host's caches, what an access of `tag` in set `set % sets`
+    /// reads first: the tag index's slot for `tag` (or the set's tags) and the set's least
+    /// recently used way, which a miss evicts (results are unchanged).
+    #[inline]
+    pub(crate) fn prefetch(&self, set: u64, tag: u64) {
+        let s = self.set_of(set);
+        match &self.index {
+            Some(ix) => ix.prefetch(tag),
+            None => {
+                if let Some(t) = self.tags.get(s * self.assoc) {
+                    crate::prefetch(t);
+                }
+            }
+        }
+        if let Some(&v) = self.lru.get(s) {
+            if let (Some(m), Some(t)) = (self.meta.get(v as usize), self.tags.get(v as usize)) {
+                crate::prefetch(m);
+                crate::prefetch(t);
+            }
+        }
+    }
+
     /// Marks way `i` most recently used.
     pub(crate) fn touch(&mut self, i: usize) {
         let set = i / self.assoc;

@@ -355,6 +355,11 @@ impl LdStUnit {
             ready: now + hit_ps,
         };
         let line_bytes = self.spec.l1_geom.line_bytes;
+        if use_l1 {
+            for la in &lines {
+                self.l1.prefetch(la.line_addr / line_bytes, la.line_addr);
+            }
+        }
         for la in &lines {
             let t = self.l1_port.reserve(now, now, line_bytes);
             match access {

@@ -45,6 +45,14 @@ impl LineMap {
         self.slots.len() - 1
     }
 
+    /// Starts loading `key`'s home slot into the host's caches.
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u64) {
+        if let Some(slot) = self.slots.get(self.home(key)) {
+            crate::prefetch(slot);
+        }
+    }
+
     /// The value of `key`.
     #[inline]
     pub(crate) fn get(&self, key: u64) -> Option<u32> {
