@@ -528,6 +528,11 @@ impl<'t> GpuPartition<'t> {
     /// Takes the packets that have arrived at channel unit `i` (unit id `u`) by `t`; returns
     /// the next arrival's time.
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
+        // The L2 state the arrivals will touch was last used long ago (host time): start
+        // loading all of it before taking the first (vectoradd: 5.4 packets per visit).
+        for a in self.wires.inbox[u as usize].q.iter().take_while(|a| a.at <= t) {
+            self.channels[i].prefetch(&a.pkt);
+        }
         while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
             if let Packet::Flush { kernel } = pkt {
                 // From its local CP: the acknowledgement goes back when the last write-back
@@ -690,6 +695,12 @@ impl<'t> GpuPartition<'t> {
             sm: sm_index,
             err: e,
         };
+        // As in `process_channel`: the MSHRs the replies free were last used long ago.
+        for a in wires.inbox[u as usize].q.iter().take_while(|a| a.at <= t) {
+            if let Packet::Reply { line, tag, .. } = a.pkt {
+                unit.ldst.prefetch_reply(tag, line);
+            }
+        }
         let mut got_packet = false;
         while let Some((at, _src, pkt)) = wires.pop_arrived(u, t) {
             got_packet = true;

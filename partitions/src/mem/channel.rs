@@ -228,6 +228,25 @@ impl MemChannel {
         Ok(())
     }
 
+    /// Starts loading, into the host's caches, the L2 state that [`MemChannel::on_packet`]
+    /// will read first for `pkt`: the set and the victim way of its line's slice, and the
+    /// slice's MSHRs (called for the packets a visit is about to take, so the misses overlap;
+    /// results are unchanged).
+    pub fn prefetch(&self, pkt: &Packet) {
+        if self.spec.private {
+            return;
+        }
+        if let Packet::Read { line, .. } | Packet::Write { line, .. } | Packet::Atomic { line, .. } =
+            *pkt
+        {
+            let (home, slice, set) = self.spec.l2_home(line);
+            if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
+                s.cache.prefetch(set, line);
+                s.mshrs.prefetch();
+            }
+        }
+    }
+
     /// Sends the reply to SM unit `sm` of a request whose data can leave the slice at
     /// `ready` (through this chiplet's link interface when the SM is on another chiplet).
     #[allow(clippy::too_many_arguments)]

@@ -402,6 +402,18 @@ impl LdStUnit {
         Issued::Pending
     }
 
+    /// Starts loading, into the host's caches, what [`LdStUnit::on_reply`] reads first for
+    /// a reply naming MSHR `tag` for `line`: the MSHR and its index bucket (called for the
+    /// replies a visit is about to take; results are unchanged).
+    pub fn prefetch_reply(&self, tag: u32, line: u64) {
+        if let Some(m) = self.mshrs.get(tag as usize) {
+            crate::prefetch(m);
+        }
+        if let Some(h) = self.by_line.heads.get(self.by_line.bucket(line)) {
+            crate::prefetch(h);
+        }
+    }
+
     /// A reply arrives at `now`. Instructions whose last reply this was are pushed to
     /// `done` as `(token, time their result is written)`.
     pub fn on_reply(

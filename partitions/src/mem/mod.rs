@@ -1096,6 +1096,13 @@ impl Mshrs {
     }
 
     /// When a miss asked at `t` gets an MSHR (and whether it waited).
+    /// Starts loading the earliest release into the host's caches.
+    fn prefetch(&self) {
+        if let Some(r) = self.busy_until.as_slice().first() {
+            crate::prefetch(r);
+        }
+    }
+
     fn acquire(&mut self, t: Picos) -> (Picos, bool) {
         while let Some(&Reverse(r)) = self.busy_until.peek() {
             if r <= t {
