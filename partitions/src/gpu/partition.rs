@@ -530,7 +530,11 @@ impl<'t> GpuPartition<'t> {
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         // The L2 state the arrivals will touch was last used long ago (host time): start
         // loading all of it before taking the first (vectoradd: 5.4 packets per visit).
-        for a in self.wires.inbox[u as usize].q.iter().take_while(|a| a.at <= t) {
+        for a in self.wires.inbox[u as usize]
+            .q
+            .iter()
+            .take_while(|a| a.at <= t)
+        {
             self.channels[i].prefetch(&a.pkt);
         }
         while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {

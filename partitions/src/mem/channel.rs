@@ -236,8 +236,9 @@ impl MemChannel {
         if self.spec.private {
             return;
         }
-        if let Packet::Read { line, .. } | Packet::Write { line, .. } | Packet::Atomic { line, .. } =
-            *pkt
+        if let Packet::Read { line, .. }
+        | Packet::Write { line, .. }
+        | Packet::Atomic { line, .. } = *pkt
         {
             let (home, slice, set) = self.spec.l2_home(line);
             if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
