@@ -1095,7 +1095,6 @@ impl Mshrs {
         }
     }
 
-    /// When a miss asked at `t` gets an MSHR (and whether it waited).
     /// Starts loading the earliest release into the host's caches.
     fn prefetch(&self) {
         if let Some(r) = self.busy_until.as_slice().first() {
@@ -1103,6 +1102,7 @@ impl Mshrs {
         }
     }
 
+    /// When a miss asked at `t` gets an MSHR (and whether it waited).
     fn acquire(&mut self, t: Picos) -> (Picos, bool) {
         while let Some(&Reverse(r)) = self.busy_until.peek() {
             if r <= t {
