@@ -167,9 +167,30 @@ impl SectorCache {
             }
         }
         if let Some(&v) = self.lru.get(s) {
-            if let (Some(m), Some(t)) = (self.meta.get(v as usize), self.tags.get(v as usize)) {
+            let v = v as usize;
+            if let (Some(m), Some(t)) = (self.meta.get(v), self.tags.get(v)) {
                 crate::prefetch(m);
                 crate::prefetch(t);
+            }
+            if let Some(r) = self.ready.get(v * self.spl) {
+                crate::prefetch(r);
+            }
+        }
+    }
+
+    /// With a tag index, starts loading the index slot of the line that a miss in set
+    /// `set % sets` would evict (its tag, from [`SectorCache::prefetch`], is read here):
+    /// the eviction unindexes it.
+    #[inline]
+    pub(crate) fn prefetch_victim_slot(&self, set: u64) {
+        if let Some(ix) = &self.index {
+            let s = self.set_of(set);
+            if let Some(&v) = self.lru.get(s) {
+                if let Some(&t) = self.tags.get(v as usize) {
+                    if t != INVALID {
+                        ix.prefetch(t);
+                    }
+                }
             }
         }
     }

@@ -98,6 +98,10 @@ pub struct MemChannel {
     /// With a private L2: the LLC slice homed at this channel, and by L2 slice its MSHRs.
     llc: Option<Slice>,
     private: Vec<PrivSlice>,
+    /// Host-side memo, not simulated state: the homes [`MemChannel::prefetch`] computed for
+    /// the packets about to be taken, in order, so that [`MemChannel::on_packet`] does not
+    /// compute them again (a home is a function of the line alone: the line is checked).
+    homes: VecDeque<(u64, (u32, usize, u64))>,
 }
 
 impl MemChannel {
@@ -151,6 +155,7 @@ impl MemChannel {
             llc,
             private,
             spec,
+            homes: VecDeque::new(),
         }
     }
 
@@ -189,7 +194,13 @@ impl MemChannel {
                 })
             }
         };
-        let (home, slice, set) = self.spec.l2_home(line);
+        let (home, slice, set) = match self.homes.pop_front() {
+            Some((l, h)) if l == line => h,
+            _ => {
+                self.homes.clear();
+                self.spec.l2_home(line)
+            }
+        };
         if home != self.channel {
             return Err(ChannelError::NotHome {
                 channel: self.channel,
@@ -232,7 +243,7 @@ impl MemChannel {
     /// will read first for `pkt`: the set and the victim way of its line's slice, and the
     /// slice's MSHRs (called for the packets a visit is about to take, so the misses overlap;
     /// results are unchanged).
-    pub fn prefetch(&self, pkt: &Packet) {
+    pub fn prefetch(&mut self, pkt: &Packet) {
         if self.spec.private {
             return;
         }
@@ -240,7 +251,9 @@ impl MemChannel {
         | Packet::Write { line, .. }
         | Packet::Atomic { line, .. } = *pkt
         {
-            let (home, slice, set) = self.spec.l2_home(line);
+            let h = self.spec.l2_home(line);
+            self.homes.push_back((line, h));
+            let (home, slice, set) = h;
             if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
                 s.cache.prefetch(set, line);
                 s.mshrs.prefetch();

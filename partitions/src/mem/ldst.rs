@@ -358,6 +358,9 @@ impl LdStUnit {
         if use_l1 {
             for la in &lines {
                 self.l1.prefetch(la.line_addr / line_bytes, la.line_addr);
+                if let Some(h) = self.by_line.heads.get(self.by_line.bucket(la.line_addr)) {
+                    crate::prefetch(h);
+                }
             }
         }
         for la in &lines {
@@ -544,6 +547,7 @@ impl LdStUnit {
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
+        self.l1.prefetch_victim_slot(set);
         let way = self.l1.find(set, la.line_addr);
         if let Some(i) = way {
             self.l1.touch(i);
