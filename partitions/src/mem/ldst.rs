@@ -103,6 +103,14 @@ impl MshrIndex {
         None
     }
 
+    /// Starts loading `line`'s bucket into the host's caches.
+    #[inline]
+    fn prefetch(&self, line: u64) {
+        if let Some(h) = self.heads.get(self.bucket(line)) {
+            crate::prefetch(h);
+        }
+    }
+
     /// Indexes MSHR `m`, of `line` (which has none indexed).
     #[inline]
     fn insert(&mut self, line: u64, m: u32, mshrs: &mut [Mshr]) {
@@ -358,9 +366,7 @@ impl LdStUnit {
         if use_l1 {
             for la in &lines {
                 self.l1.prefetch(la.line_addr / line_bytes, la.line_addr);
-                if let Some(h) = self.by_line.heads.get(self.by_line.bucket(la.line_addr)) {
-                    crate::prefetch(h);
-                }
+                self.by_line.prefetch(la.line_addr);
             }
         }
         for la in &lines {
@@ -412,9 +418,7 @@ impl LdStUnit {
         if let Some(m) = self.mshrs.get(tag as usize) {
             crate::prefetch(m);
         }
-        if let Some(h) = self.by_line.heads.get(self.by_line.bucket(line)) {
-            crate::prefetch(h);
-        }
+        self.by_line.prefetch(line);
     }
 
     /// A reply arrives at `now`. Instructions whose last reply this was are pushed to
