@@ -1648,10 +1648,7 @@ impl Sm {
     /// by cycle `t` (`complete_at <= t`, no memory reply pending), freeing their warp
     /// slots; calls `f(tag, completion cycle)` for each, in CTA-index order.
     pub fn complete_ctas(&mut self, t: u64, mut f: impl FnMut(u64, u64)) {
-        if self.n_finished == 0 {
-            return;
-        }
-        if self.finished_at > t {
+        if !self.completes_by(t) {
             return;
         }
         let mut freed = false;
