@@ -107,6 +107,12 @@ impl Inbox {
     fn head(&self) -> Option<Picos> {
         self.q.front().map(|a| a.at)
     }
+
+    /// The packets arrived by `t`, in order (left in the inbox).
+    #[inline]
+    fn arrived(&self, t: Picos) -> impl Iterator<Item = &Packet> {
+        self.q.iter().take_while(move |a| a.at <= t).map(|a| &a.pkt)
+    }
 }
 
 /// The packet plumbing of one partition: inboxes of its units, the wake-up queue, the
@@ -530,12 +536,8 @@ impl<'t> GpuPartition<'t> {
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         // The L2 state the arrivals will touch was last used long ago (host time): start
         // loading all of it before taking the first (vectoradd: 5.4 packets per visit).
-        for a in self.wires.inbox[u as usize]
-            .q
-            .iter()
-            .take_while(|a| a.at <= t)
-        {
-            self.channels[i].prefetch(&a.pkt);
+        for p in self.wires.inbox[u as usize].arrived(t) {
+            self.channels[i].prefetch(p);
         }
         while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
             if let Packet::Flush { kernel } = pkt {
@@ -700,8 +702,8 @@ impl<'t> GpuPartition<'t> {
             err: e,
         };
         // As in `process_channel`: the MSHRs the replies free were last used long ago.
-        for a in wires.inbox[u as usize].q.iter().take_while(|a| a.at <= t) {
-            if let Packet::Reply { line, tag, .. } = a.pkt {
+        for p in wires.inbox[u as usize].arrived(t) {
+            if let Packet::Reply { line, tag, .. } = *p {
                 unit.ldst.prefetch_reply(tag, line);
             }
         }
