@@ -41,19 +41,40 @@ use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
 use crate::Picos;
 
 /// A packet waiting at its destination, ordered by `(arrive_at, source unit, source
-/// sequence)`.
+/// sequence)`: the last two packed in one word (`tie`), so the order is one 128-bit
+/// comparison and an entry 48 bytes, not 56 (insertions move entries).
 #[derive(Clone, Copy, Debug)]
 struct Arrival {
     at: Picos,
-    src: u32,
-    seq: u64,
+    /// `src << SEQ_BITS | seq`.
+    tie: u64,
     pkt: Packet,
 }
 
+/// Bits of a source's sequence number in [`Arrival::tie`]; unit ids take the other 16
+/// (at most [`crate::mem::MAX_UNIT`], checked when a GPU is built). A unit would have to
+/// send 2^48 packets to overflow it; [`Wires::send`] and `deliver` stop the run if one
+/// does, rather than misorder packets.
+const SEQ_BITS: u32 = 48;
+
 impl Arrival {
     #[inline]
-    fn key(&self) -> (Picos, u32, u64) {
-        (self.at, self.src, self.seq)
+    fn new(at: Picos, src: u32, seq: u64, pkt: Packet) -> Arrival {
+        Arrival {
+            at,
+            tie: (src as u64) << SEQ_BITS | seq,
+            pkt,
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> u128 {
+        (self.at as u128) << 64 | self.tie as u128
+    }
+
+    #[inline]
+    fn src(&self) -> u32 {
+        (self.tie >> SEQ_BITS) as u32
     }
 }
 
@@ -132,6 +153,8 @@ pub(super) struct Wires {
     now: Picos,
     /// The first packet that broke it: `(src, dst, arrive_at, now)`.
     early: Option<(u32, u32, Picos, Picos)>,
+    /// A unit that has sent more packets than [`Arrival::tie`] can number.
+    seq_overflow: Option<u32>,
     /// By unit id: the time up to which (exclusive) the unit has already processed its
     /// events, past [`Wires::now`] when an SM or channel ran ahead (see
     /// `GpuPartition::run_ahead`): a packet arriving before it would have changed what was
@@ -152,6 +175,7 @@ impl Wires {
             out: Vec::new(),
             now: 0,
             early: None,
+            seq_overflow: None,
             ahead: vec![0; n],
         }
     }
@@ -169,7 +193,7 @@ impl Wires {
         let q = &mut self.inbox[unit as usize].q;
         if q.front().is_some_and(|a| a.at <= t) {
             let a = q.pop_front()?;
-            return Some((a.at, a.src, a.pkt));
+            return Some((a.at, a.src(), a.pkt));
         }
         None
     }
@@ -186,13 +210,11 @@ impl Net for Wires {
         }
         let seq = self.seq[src as usize];
         self.seq[src as usize] += 1;
+        if seq >> SEQ_BITS != 0 {
+            self.seq_overflow = Some(src);
+        }
         if self.hosted.get(dst as usize).copied().unwrap_or(false) {
-            self.inbox[dst as usize].push(Arrival {
-                at: arrive_at,
-                src,
-                seq,
-                pkt,
-            });
+            self.inbox[dst as usize].push(Arrival::new(arrive_at, src, seq, pkt));
             self.schedule(dst, arrive_at);
         } else {
             self.out.push(Message {
@@ -847,6 +869,11 @@ impl Partition for GpuPartition<'_> {
                      (check the configured latencies)"
                 ))));
             }
+            if let Some(src) = self.wires.seq_overflow {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "unit {src} sent more than 2^{SEQ_BITS} packets: more than a run can order"
+                ))));
+            }
             if let Some((src, dst, at, now)) = self.wires.early {
                 return Err(Box::new(GpuError::Protocol(format!(
                     "unit {src} sent unit {dst} a packet arriving at {at} ps, before {now} ps, \
@@ -890,12 +917,18 @@ impl Partition for GpuPartition<'_> {
                     m.src_port.0, m.arrive_at
                 ))));
             }
-            self.wires.inbox[dst as usize].push(Arrival {
-                at: m.arrive_at,
-                src: m.src_port.0,
-                seq: m.src_seq,
+            if m.src_seq >> SEQ_BITS != 0 {
+                return Err(Box::new(GpuError::Protocol(format!(
+                    "unit {} sent more than 2^{SEQ_BITS} packets: more than a run can order",
+                    m.src_port.0
+                ))));
+            }
+            self.wires.inbox[dst as usize].push(Arrival::new(
+                m.arrive_at,
+                m.src_port.0,
+                m.src_seq,
                 pkt,
-            });
+            ));
             self.wires.schedule(dst, m.arrive_at);
         }
         Ok(())
@@ -1049,15 +1082,15 @@ mod tests {
                     (x >> 20) % 300
                 };
             let src = ((x >> 40) % 5) as u32;
-            let a = Arrival {
+            let a = Arrival::new(
                 at,
                 src,
                 seq,
-                pkt: Packet::Write {
+                Packet::Write {
                     line: seq,
                     sectors: 1,
                 },
-            };
+            );
             inbox.push(a);
             want.push(a.key());
         }
