@@ -969,6 +969,44 @@ impl GpuPartition<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mem::MAX_UNIT;
+
+    /// A source's packets are numbered in 48 bits of the inbox key: the packet that would
+    /// need a 49th is flagged (the run stops with an error), the one before is not; and the
+    /// packed key orders as `(arrival, source, sequence)` does.
+    #[test]
+    fn a_sequence_number_past_the_key_is_an_error_and_keys_order_as_tuples() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.yaml");
+        let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
+        let ids = UnitIds::new(&cfg);
+        let n = ids.count() as usize;
+        let mut w = Wires::new(ids, vec![true; n]);
+        let (cp, sm) = (ids.cp(0), ids.sm(0));
+        let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
+        w.seq[cp as usize] = (1 << SEQ_BITS) - 1;
+        w.send(cp, sm, 10, pkt);
+        assert_eq!(w.seq_overflow, None);
+        w.send(cp, sm, 20, pkt);
+        assert_eq!(w.seq_overflow, Some(cp));
+        let tuples = [
+            (5u64, 3u32, 9u64),
+            (5, 3, 10),
+            (5, 4, 0),
+            (6, 0, 0),
+            (6, MAX_UNIT, (1 << SEQ_BITS) - 1),
+            (7, 1, 2),
+        ];
+        for a in tuples {
+            for b in tuples {
+                let (ka, kb) = (
+                    Arrival::new(a.0, a.1, a.2, pkt).key(),
+                    Arrival::new(b.0, b.1, b.2, pkt).key(),
+                );
+                assert_eq!(ka.cmp(&kb), a.cmp(&b), "{a:?} against {b:?}");
+            }
+        }
+        assert_eq!(Arrival::new(1, MAX_UNIT, 5, pkt).src(), MAX_UNIT);
+    }
 
     /// A packet arriving before the time its destination has already run to (an SM that ran
     /// ahead) is flagged as an early packet, as one arriving before the current time is;
