@@ -490,9 +490,15 @@ impl HomeMap {
     /// `(home chiplet, chiplet-local address)` of `addr`.
     #[inline]
     pub(crate) fn locate(&self, addr: u64) -> (u32, u64) {
+        // One chiplet, the common case, without a call (this runs for every request).
         if self.chiplets.d == 1 {
             return (0, addr);
         }
+        self.locate_paged(addr)
+    }
+
+    /// [`HomeMap::locate`] with more than one chiplet.
+    fn locate_paged(&self, addr: u64) -> (u32, u64) {
         let page = self.page.div(addr);
         match self.policy {
             HomePolicy::PageInterleave => (
@@ -694,6 +700,19 @@ impl Divisor {
         }
     }
 
+    /// `(x / d, x % d)`, the remainder from the quotient (one reciprocal multiply, not
+    /// two).
+    #[inline]
+    pub(crate) fn div_rem(&self, x: u64) -> (u64, u64) {
+        match self.shift {
+            Some(s) => (x >> s, x & (self.d - 1)),
+            None => {
+                let q = x / self.reduced;
+                (q, x - q * self.d)
+            }
+        }
+    }
+
     #[inline]
     pub(crate) fn rem(&self, x: u64) -> u64 {
         match self.shift {
@@ -751,19 +770,20 @@ pub struct MemSpec {
     pub(crate) llc_mshrs: u32,
     pub(crate) llc_hit_ps: Picos,
     pub(crate) llc_size_bytes: u64,
-    /// [`MemSpec::l2_home`]'s divisions as shifts and masks, when all are by powers of two
-    /// (`None` otherwise): it runs for every request, twice (the SM routes it, the channel
-    /// checks it), and for every line a copy fills.
-    l2_home_pow2: Option<HomeShifts>,
+    /// [`MemSpec::l2_home`]'s divisions as shifts and masks, when the interleave, the line
+    /// and the slices per channel are powers of two, with the channel count's quotient and
+    /// remainder from one division (`None` otherwise): it runs for every request, twice (the
+    /// SM routes it, the channel checks it), and for every line a copy fills.
+    l2_home_shifts: Option<HomeShifts>,
 }
 
-/// The DRAM map, `l2.line_bytes` and slices per channel as shifts and masks.
+/// The DRAM map, `l2.line_bytes` and slices per channel as shifts and masks, and the
+/// channel count (a power of two or not: Titan V has 24 channels).
 #[derive(Clone, Copy, Debug)]
 struct HomeShifts {
     interleave: u32,
     interleave_mask: u64,
-    channels: u32,
-    channels_mask: u64,
+    channels: Divisor,
     line: u32,
     slices: u32,
     slices_mask: u64,
@@ -774,8 +794,7 @@ impl HomeShifts {
         Some(HomeShifts {
             interleave: map.interleave.shift?,
             interleave_mask: map.interleave.d - 1,
-            channels: map.channels.shift?,
-            channels_mask: map.channels.d - 1,
+            channels: map.channels,
             line: line.shift?,
             slices: slices.shift?,
             slices_mask: slices.d - 1,
@@ -838,7 +857,7 @@ impl MemSpec {
             noc_latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
             l2_hit_ps: cfg.l2.hit_latency_cycles as Picos * cfg.l2_period_ps(),
             l2_atomic_ps: cfg.l2.atomic_latency_cycles as Picos * cfg.l2_period_ps(),
-            l2_home_pow2: HomeShifts::new(&dram_map, &l2_line, &slices_per_channel),
+            l2_home_shifts: HomeShifts::new(&dram_map, &l2_line, &slices_per_channel),
             slices_per_channel,
             l2_line,
             dram_map,
@@ -897,14 +916,14 @@ impl MemSpec {
     /// memory-side hash of the module documentation on the chiplet-local address).
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
         let (chiplet, addr) = self.locate(line_addr);
-        if let Some(p) = &self.l2_home_pow2 {
+        if let Some(p) = &self.l2_home_shifts {
             // The same map: `(chunk / channels) * interleave` has no bits below the
             // interleave's, so `+ addr % interleave` is an or.
-            let chunk = addr >> p.interleave;
-            let local = ((chunk >> p.channels) << p.interleave) | (addr & p.interleave_mask);
+            let (q, channel) = p.channels.div_rem(addr >> p.interleave);
+            let local = (q << p.interleave) | (addr & p.interleave_mask);
             let line_in_channel = local >> p.line;
             return (
-                chiplet * self.ids.channels + (chunk & p.channels_mask) as u32,
+                chiplet * self.ids.channels + channel as u32,
                 (line_in_channel & p.slices_mask) as usize,
                 line_in_channel >> p.slices,
             );
@@ -940,23 +959,35 @@ impl MemSpec {
 mod divisor_tests {
     use super::{Divisor, MemSpec};
 
-    /// The shift-and-mask home of a power-of-two preset is the divisions' home, for
-    /// every channel and slice count and interleave tried.
+    /// The shift-and-mask home (power-of-two interleave, line and slices per channel; any
+    /// channel count) is the divisions' home, for every channel and slice count and
+    /// interleave tried.
     #[test]
     fn l2_home_by_shifts_matches_the_divisions() {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
         let base = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
-        for (channels, slices, interleave) in
-            [(16, 32, 256), (8, 8, 512), (32, 128, 128), (4, 16, 4096)]
-        {
+        for (channels, slices, interleave) in [
+            (16, 32, 256),
+            (8, 8, 512),
+            (32, 128, 128),
+            (4, 16, 4096),
+            // Channel counts that are not powers of two (Titan V: 24; A100: 40).
+            (24, 48, 256),
+            (40, 80, 256),
+            (12, 48, 1024),
+            (5, 5, 128),
+        ] {
             let mut cfg = base.clone();
             cfg.dram.channels = channels;
             cfg.l2.slices = slices;
             cfg.dram.interleave_bytes = interleave;
             let fast = MemSpec::new(&cfg);
-            assert!(fast.l2_home_pow2.is_some());
+            assert!(
+                fast.l2_home_shifts.is_some(),
+                "{channels} {slices} {interleave}"
+            );
             let mut slow = fast.clone();
-            slow.l2_home_pow2 = None;
+            slow.l2_home_shifts = None;
             let mut x = 5u64;
             for _ in 0..20_000 {
                 x = x
@@ -1006,6 +1037,7 @@ mod divisor_tests {
             ] {
                 assert_eq!(v.div(x), x / d, "{x} / {d}");
                 assert_eq!(v.rem(x), x % d, "{x} % {d}");
+                assert_eq!(v.div_rem(x), (x / d, x % d), "{x} div_rem {d}");
             }
         }
     }
