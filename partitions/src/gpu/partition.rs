@@ -784,6 +784,8 @@ impl<'t> GpuPartition<'t> {
         } else {
             unit.next_own
         };
+        // Unless it runs a cycle below, `due` stays its next event.
+        let mut next_own = due;
         if let Some(c) = due {
             if c.saturating_mul(period) <= t {
                 unit.sm.advance_to(c);
@@ -820,7 +822,9 @@ impl<'t> GpuPartition<'t> {
                         period,
                     };
                     unit.sm.step(&mut port);
-                    while let Some(c) = unit.sm.next_event() {
+                    loop {
+                        next_own = unit.sm.next_event();
+                        let Some(c) = next_own else { break };
                         let tc = c.saturating_mul(period);
                         if tc >= limit || unit.sm.completes_by(c) {
                             break;
@@ -829,10 +833,12 @@ impl<'t> GpuPartition<'t> {
                         unit.sm.advance_to(c);
                         unit.sm.step(&mut port);
                     }
+                } else {
+                    next_own = unit.sm.next_event();
                 }
             }
         }
-        unit.next_own = unit.sm.next_event();
+        unit.next_own = next_own;
         if unit.next_own.is_none() && unit.sm.pending_replies() == 0 {
             // Nothing left to do and nothing in flight: fine when every warp has finished,
             // a deadlock (warps at a barrier that cannot complete) otherwise.
