@@ -41,6 +41,13 @@ impl Geometry {
         }
     }
 
+    /// The index of the line holding `addr` (`addr / line_bytes`, by a shift: this runs
+    /// several times per access).
+    #[inline]
+    pub fn line_index(&self, addr: u64) -> u64 {
+        addr >> self.line_shift
+    }
+
     /// Sectors per line.
     pub fn sectors_per_line(&self) -> u32 {
         self.line_bytes.div_ceil(self.sector_bytes).clamp(1, 64) as u32

@@ -362,15 +362,16 @@ impl LdStUnit {
             outstanding: 0,
             ready: now + hit_ps,
         };
-        let line_bytes = self.spec.l1_geom.line_bytes;
+        let geom = self.spec.l1_geom;
         if use_l1 {
             for la in &lines {
-                self.l1.prefetch(la.line_addr / line_bytes, la.line_addr);
+                self.l1
+                    .prefetch(geom.line_index(la.line_addr), la.line_addr);
                 self.by_line.prefetch(la.line_addr);
             }
         }
         for la in &lines {
-            let t = self.l1_port.reserve(now, now, line_bytes);
+            let t = self.l1_port.reserve(now, now, geom.line_bytes);
             match access {
                 Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
                 Access::Store => {
@@ -380,10 +381,10 @@ impl LdStUnit {
                 Access::Atomic => {
                     let ops = lanes
                         .iter()
-                        .filter(|&&(_, a)| a / line_bytes == la.line_addr / line_bytes)
+                        .filter(|&&(_, a)| geom.line_index(a) == geom.line_index(la.line_addr))
                         .count() as u32;
                     // Atomics bypass L1: its copy of their sectors is dropped.
-                    let set = la.line_addr / line_bytes;
+                    let set = geom.line_index(la.line_addr);
                     if let Some(i) = self.l1.find(set, la.line_addr) {
                         self.l1.invalidate_sectors(i, la.sectors);
                     }
@@ -452,7 +453,7 @@ impl LdStUnit {
         let line = x.line;
         if x.fill_l1 {
             self.by_line.remove(line, tag, &mut self.mshrs);
-            let set = line / self.spec.l1_geom.line_bytes;
+            let set = self.spec.l1_geom.line_index(line);
             let hint = self.mshrs[m].l1_way;
             let way = if hint != NO_WAY && self.l1.tag(hint as usize) == line {
                 Some(hint as usize)
@@ -546,7 +547,7 @@ impl LdStUnit {
             return;
         }
         self.stats.l1d_accesses += popcount(la.sectors);
-        let set = la.line_addr / self.spec.l1_geom.line_bytes;
+        let set = self.spec.l1_geom.line_index(la.line_addr);
         let hit_at = t + self.spec.l1_hit_ps;
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
@@ -688,7 +689,7 @@ impl LdStUnit {
         way: Option<Option<usize>>,
         net: &mut dyn Net,
     ) -> usize {
-        let set = line / self.spec.l1_geom.line_bytes;
+        let set = self.spec.l1_geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
                 self.l1.touch(i);
@@ -864,7 +865,7 @@ impl LdStUnit {
         }
         let n = popcount(la.sectors);
         self.stats.l1d_accesses += n;
-        let set = la.line_addr / self.spec.l1_geom.line_bytes;
+        let set = self.spec.l1_geom.line_index(la.line_addr);
         // Nothing below changes the L1 before the way found here is used.
         let way = self.l1.find(set, la.line_addr);
         let present = match way {
