@@ -1028,7 +1028,7 @@ mod divisor_tests {
                 1,
                 d - 1,
                 d,
-                d + 1,
+                d.wrapping_add(1),
                 12345,
                 1 << 40,
                 (1 << 40) + 7,
