@@ -195,14 +195,17 @@ impl SectorCache {
         }
     }
 
-    /// Marks way `i` most recently used.
-    pub(crate) fn touch(&mut self, i: usize) {
-        let set = i / self.assoc;
-        if self.mru[set] == i as u32 {
+    /// Marks way `i` of set `set % sets` (where [`SectorCache::find`] found it) most
+    /// recently used. The caller names the set: `i / assoc` would be a division on every
+    /// hit.
+    pub(crate) fn touch(&mut self, set: u64, i: usize) {
+        let s = self.set_of(set);
+        debug_assert_eq!(s, i / self.assoc, "way {i} is not in set {set}");
+        if self.mru[s] == i as u32 {
             return;
         }
-        self.unlink(set, i);
-        self.push_mru(set, i);
+        self.unlink(s, i);
+        self.push_mru(s, i);
     }
 
     /// Always inlined (as is [`SectorCache::push_mru`]): a few loads and stores, on every
@@ -285,7 +288,7 @@ impl SectorCache {
     ) -> (usize, Option<Evicted>) {
         match way {
             Some(i) => {
-                self.touch(i);
+                self.touch(set, i);
                 (i, None)
             }
             None => self.allocate(set, tag),

@@ -338,7 +338,7 @@ impl MemChannel {
         let c = &mut self.slices[slice].cache;
         let found = c.find(set, line_addr);
         if let Some(i) = found {
-            c.touch(i);
+            c.touch(set, i);
             let present = sectors & c.valid(i);
             missing &= !present;
             let mut m = present;
@@ -881,7 +881,7 @@ impl MemChannel {
         let c = &mut self.slices[slice].cache;
         match c.find(set, line) {
             Some(i) => {
-                c.touch(i);
+                c.touch(set, i);
                 (i, None)
             }
             None => {
@@ -928,7 +928,7 @@ impl MemChannel {
             self.private[slice].flushed[i] &= !sectors;
         } else {
             if let Some(i) = found {
-                self.slices[slice].cache.touch(i);
+                self.slices[slice].cache.touch(set, i);
             }
             let pkt = Packet::LlcWrite { line, sectors };
             self.send_to_llc(now, slice, t, line, pkt, HEADER_BYTES + data, net);
@@ -1043,7 +1043,7 @@ impl MemChannel {
         };
         let c = &mut l.cache;
         if let Some(i) = c.find(set, line) {
-            c.touch(i);
+            c.touch(set, i);
             let present = sectors & c.valid(i);
             missing &= !present;
             let mut m = present;

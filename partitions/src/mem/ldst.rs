@@ -555,7 +555,7 @@ impl LdStUnit {
         self.l1.prefetch_victim_slot(set);
         let way = self.l1.find(set, la.line_addr);
         if let Some(i) = way {
-            self.l1.touch(i);
+            self.l1.touch(set, i);
             let present = la.sectors & self.l1.valid(i);
             missing &= !present;
             let pending = present & self.l1.pending_mask(i);
@@ -692,7 +692,7 @@ impl LdStUnit {
         let set = self.spec.l1_geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
-                self.l1.touch(i);
+                self.l1.touch(set, i);
                 (i, None)
             }
             Some(None) => self.l1.allocate(set, line),
@@ -912,7 +912,7 @@ impl LdStUnit {
                 self.l1.fill(i, alloc, hit_at);
             }
         } else if let Some(i) = way {
-            self.l1.touch(i);
+            self.l1.touch(set, i);
         }
         self.send_write(now, t, la.line_addr, la.sectors, net)
             .max(hit_at)
