@@ -161,7 +161,7 @@ impl MemChannel {
 
     /// Its chiplet.
     fn chiplet(&self) -> u32 {
-        self.channel / self.spec.ids.channels
+        self.spec.ids.chiplet_of_channel(self.channel)
     }
 
     /// Its package-wide channel index.
@@ -310,7 +310,7 @@ impl MemChannel {
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
         let ids = &self.spec.ids;
-        let chiplet = self.channel / ids.channels;
+        let chiplet = ids.chiplet_of_channel(self.channel);
         let dst = if ids.chiplet_of(dst) == chiplet {
             dst
         } else {

@@ -248,7 +248,7 @@ impl LdStUnit {
     fn route_home(&mut self, line_addr: u64) -> u32 {
         let (ch, _, _) = self.spec.l2_home(line_addr);
         let ids = &self.spec.ids;
-        let home = ch / ids.channels;
+        let home = ids.chiplet_of_channel(ch);
         if home == self.chiplet {
             ids.channel(ch)
         } else {

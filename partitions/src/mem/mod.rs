@@ -351,12 +351,29 @@ impl UnitIds {
         k * self.per_chiplet()
     }
     /// SM `s` (system-wide).
+    #[inline]
     pub fn sm(&self, s: u32) -> u32 {
+        // One chiplet (the common case, and these run for every packet): no divisions.
+        if self.chiplets == 1 {
+            return 1 + s;
+        }
         (s / self.sms) * self.per_chiplet() + 1 + s % self.sms
     }
     /// Channel `c` (system-wide).
+    #[inline]
     pub fn channel(&self, c: u32) -> u32 {
+        if self.chiplets == 1 {
+            return 1 + self.sms + c;
+        }
         (c / self.channels) * self.per_chiplet() + 1 + self.sms + c % self.channels
+    }
+    /// The chiplet (system-wide) of channel `c` (system-wide).
+    #[inline]
+    pub fn chiplet_of_channel(&self, c: u32) -> u32 {
+        if self.chiplets == 1 {
+            return 0;
+        }
+        c / self.channels
     }
     /// The link interface of chiplet `k` (only with several chiplets in the system).
     pub fn link(&self, k: u32) -> u32 {
@@ -405,7 +422,11 @@ impl UnitIds {
         })
     }
     /// The chiplet of unit `id`.
+    #[inline]
     pub fn chiplet_of(&self, id: u32) -> u32 {
+        if self.chiplets == 1 {
+            return 0;
+        }
         id / self.per_chiplet()
     }
 }
@@ -998,6 +1019,30 @@ mod divisor_tests {
             }
             let top = !127u64;
             assert_eq!(fast.l2_home(top), slow.l2_home(top));
+        }
+    }
+
+    /// Unit ids round-trip through `UnitIds::unit` and name the right chiplet, with the
+    /// one-chiplet shortcuts (no divisions) and without them (4 chiplets, 2 GPUs).
+    #[test]
+    fn unit_ids_round_trip_with_one_chiplet_or_several() {
+        use super::{Unit, UnitIds};
+        for (chiplets, gpus) in [(1, 1), (4, 1), (2, 2)] {
+            let ids = UnitIds {
+                sms: 7,
+                channels: 3,
+                chiplets: chiplets * gpus,
+                gpu_chiplets: chiplets,
+            };
+            for s in 0..ids.total_sms() {
+                assert_eq!(ids.unit(ids.sm(s)), Some(Unit::Sm(s)));
+                assert_eq!(ids.chiplet_of(ids.sm(s)), s / ids.sms);
+            }
+            for c in 0..ids.total_channels() {
+                assert_eq!(ids.unit(ids.channel(c)), Some(Unit::Channel(c)));
+                assert_eq!(ids.chiplet_of(ids.channel(c)), c / ids.channels);
+                assert_eq!(ids.chiplet_of_channel(c), c / ids.channels);
+            }
         }
     }
 
