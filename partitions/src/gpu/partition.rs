@@ -980,16 +980,21 @@ mod tests {
     use super::*;
     use crate::mem::MAX_UNIT;
 
+    /// The units of `default.yaml` and their plumbing, every unit hosted.
+    fn default_wires() -> (UnitIds, Wires) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.yaml");
+        let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
+        let ids = UnitIds::new(&cfg);
+        let n = ids.count() as usize;
+        (ids, Wires::new(ids, vec![true; n]))
+    }
+
     /// A source's packets are numbered in 48 bits of the inbox key: the packet that would
     /// need a 49th is flagged (the run stops with an error), the one before is not; and the
     /// packed key orders as `(arrival, source, sequence)` does.
     #[test]
     fn a_sequence_number_past_the_key_is_an_error_and_keys_order_as_tuples() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.yaml");
-        let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
-        let ids = UnitIds::new(&cfg);
-        let n = ids.count() as usize;
-        let mut w = Wires::new(ids, vec![true; n]);
+        let (ids, mut w) = default_wires();
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
         w.seq[cp as usize] = (1 << SEQ_BITS) - 1;
@@ -1022,11 +1027,7 @@ mod tests {
     /// one arriving at or after it is not.
     #[test]
     fn a_packet_before_its_destinations_run_ahead_is_early() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.yaml");
-        let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
-        let ids = UnitIds::new(&cfg);
-        let n = ids.count() as usize;
-        let mut w = Wires::new(ids, vec![true; n]);
+        let (ids, mut w) = default_wires();
         w.now = 1_000;
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         w.ahead[sm as usize] = 5_000;
