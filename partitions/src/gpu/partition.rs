@@ -57,6 +57,13 @@ struct Arrival {
 /// does, rather than misorder packets.
 const SEQ_BITS: u32 = 48;
 
+/// The error of a unit whose packets outnumber what [`Arrival::tie`] can order.
+fn too_many_packets(src: u32) -> BoxError {
+    Box::new(GpuError::Protocol(format!(
+        "unit {src} sent more than 2^{SEQ_BITS} packets: more than a run can order"
+    )))
+}
+
 impl Arrival {
     #[inline]
     fn new(at: Picos, src: u32, seq: u64, pkt: Packet) -> Arrival {
@@ -553,7 +560,7 @@ impl<'t> GpuPartition<'t> {
         // The L2 state the arrivals will touch was last used long ago (host time): start
         // loading it for every arrival this visit will take (those before the horizon;
         // triad n=524,288 on titanv: 7.2 per visit, 1.25 per run-ahead step), so that the
-        // later ones have had time to arrive when they are taken.
+        // later ones' loads are done by the time they are taken.
         for p in self.wires.inbox[u as usize].before(horizon.max(t + 1)) {
             self.channels[i].prefetch(p);
         }
@@ -879,9 +886,7 @@ impl Partition for GpuPartition<'_> {
                 ))));
             }
             if let Some(src) = self.wires.seq_overflow {
-                return Err(Box::new(GpuError::Protocol(format!(
-                    "unit {src} sent more than 2^{SEQ_BITS} packets: more than a run can order"
-                ))));
+                return Err(too_many_packets(src));
             }
             if let Some((src, dst, at, now)) = self.wires.early {
                 return Err(Box::new(GpuError::Protocol(format!(
@@ -927,10 +932,7 @@ impl Partition for GpuPartition<'_> {
                 ))));
             }
             if m.src_seq >> SEQ_BITS != 0 {
-                return Err(Box::new(GpuError::Protocol(format!(
-                    "unit {} sent more than 2^{SEQ_BITS} packets: more than a run can order",
-                    m.src_port.0
-                ))));
+                return Err(too_many_packets(m.src_port.0));
             }
             self.wires.inbox[dst as usize].push(Arrival::new(
                 m.arrive_at,
