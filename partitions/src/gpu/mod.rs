@@ -383,7 +383,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
         }
     }
     for c in &channels {
-        per_chiplet[(c.index() / ids.channels) as usize]
+        per_chiplet[ids.chiplet_of_channel(c.index()) as usize]
             .memory
             .add(c.stats());
     }

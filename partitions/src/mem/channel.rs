@@ -495,7 +495,7 @@ impl MemChannel {
         let (n, il) = (map.channels.d, map.interleave.d);
         if self.spec.ids.chiplets > 1 {
             // Visit only the pages homed on this channel's chiplet.
-            let chiplet = self.channel / self.spec.ids.channels;
+            let chiplet = self.chiplet();
             let page = self.spec.home.page_bytes();
             let mut p = start - start % page;
             while p < end {
@@ -813,7 +813,7 @@ impl MemChannel {
             .noc_in
             .reserve(now, now, HEADER_BYTES + data);
         let ready = tf + self.spec.l2_hit_ps;
-        let local = self.spec.llc_home(line).0 / self.spec.ids.channels == self.chiplet();
+        let local = self.spec.ids.chiplet_of_channel(self.spec.llc_home(line).0) == self.chiplet();
         if local || self.spec.cache_remote_reads {
             let (i, ev) = self.private_way(slice, e.set, line);
             if let Some(ev) = ev {
@@ -915,7 +915,7 @@ impl MemChannel {
         self.stats.l2_hits += popcount(present);
         self.stats.l2_misses += n - popcount(present);
         let t = ta + self.spec.l2_hit_ps;
-        let local = self.spec.llc_home(line).0 / self.spec.ids.channels == self.chiplet();
+        let local = self.spec.ids.chiplet_of_channel(self.spec.llc_home(line).0) == self.chiplet();
         if local && self.spec.l2_write_back {
             let (i, ev) = self.private_way(slice, set, line);
             if let Some(ev) = ev {
@@ -971,7 +971,7 @@ impl MemChannel {
         let te = self.slices[slice].noc_out.reserve(now, t, bytes);
         let ids = self.spec.ids;
         let home = self.spec.llc_home(line).0;
-        let dst = if home / ids.channels == self.chiplet() {
+        let dst = if ids.chiplet_of_channel(home) == self.chiplet() {
             ids.channel(home)
         } else {
             self.stats.llc_remote_requests += 1;

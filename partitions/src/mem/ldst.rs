@@ -379,12 +379,12 @@ impl LdStUnit {
                     w.ready = w.ready.max(d);
                 }
                 Access::Atomic => {
+                    let set = geom.line_index(la.line_addr);
                     let ops = lanes
                         .iter()
-                        .filter(|&&(_, a)| geom.line_index(a) == geom.line_index(la.line_addr))
+                        .filter(|&&(_, a)| geom.line_index(a) == set)
                         .count() as u32;
                     // Atomics bypass L1: its copy of their sectors is dropped.
-                    let set = geom.line_index(la.line_addr);
                     if let Some(i) = self.l1.find(set, la.line_addr) {
                         self.l1.invalidate_sectors(i, la.sectors);
                     }

@@ -170,7 +170,7 @@ impl LinkInterface {
             | Packet::Write { line, .. }
             | Packet::Atomic { line, .. } => {
                 let channel = self.spec.l2_home(line).0;
-                Some((channel / ids.channels, ids.channel(channel)))
+                Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::Reply { sm, .. } => match ids.unit(sm) {
                 Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
@@ -179,7 +179,7 @@ impl LinkInterface {
             // Private L2 <-> home LLC (`package.l2: private`).
             Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
                 let channel = self.spec.llc_home(line).0;
-                Some((channel / ids.channels, ids.channel(channel)))
+                Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::LlcReply { unit, .. } => match ids.unit(unit) {
                 Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
