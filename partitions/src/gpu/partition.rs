@@ -187,6 +187,7 @@ impl Wires {
         }
     }
 
+    #[inline(always)]
     fn schedule(&mut self, unit: u32, at: Picos) {
         self.wake.schedule(unit, at);
     }

@@ -290,6 +290,7 @@ impl MemChannel {
     /// and NoC egress of `from` to unit `dst` (through this chiplet's link interface when
     /// `dst` is on another chiplet).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn send_data(
         &mut self,
         now: Picos,
@@ -323,6 +324,7 @@ impl MemChannel {
     /// when the present sectors can leave (`ta + l2.hit_latency`, later for sectors still
     /// being filled, which count as pending hits), the missing sectors, and the way when the
     /// line is present.
+    #[inline(always)]
     fn l2_lookup(
         &mut self,
         slice: usize,
@@ -358,6 +360,9 @@ impl MemChannel {
     }
 
     /// A read of `sectors` of an L2 line arriving at `ta`; returns when the reply can leave.
+    /// Forced inline into `on_packet`, as are `l2_lookup`, `l2_store_effect` and
+    /// `send_data` (see `LdStUnit::load_line`).
+    #[inline(always)]
     fn l2_read(
         &mut self,
         now: Picos,
@@ -393,6 +398,7 @@ impl MemChannel {
     /// What a write of `sectors` does to the slice's contents at `t` (allocate dirty, or
     /// write through to DRAM); `found` is what `find(set, line_addr)` gives now.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn l2_store_effect(
         &mut self,
         now: Picos,

@@ -509,7 +509,7 @@ impl HomeMap {
     }
 
     /// `(home chiplet, chiplet-local address)` of `addr`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn locate(&self, addr: u64) -> (u32, u64) {
         // One chiplet, the common case, without a call (this runs for every request).
         if self.chiplets.d == 1 {
@@ -627,11 +627,17 @@ impl GpuHomes {
     }
 
     /// The GPU (trace device) homing `addr`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn gpu(&self, addr: u64) -> u32 {
+        // One GPU, the common case, without a call (this runs for every request).
         if self.pages.is_empty() {
             return 0;
         }
+        self.gpu_paged(addr)
+    }
+
+    /// [`GpuHomes::gpu`] with pages homed on several GPUs.
+    fn gpu_paged(&self, addr: u64) -> u32 {
         let page = self.page.div(addr);
         if let Some((lo, t)) = &self.flat {
             return page
@@ -672,7 +678,7 @@ impl DramMap {
     }
 
     /// `(channel, channel-local address)` of `addr`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn map(&self, addr: u64) -> (u32, u64) {
         let chunk = self.interleave.div(addr);
         (
@@ -935,6 +941,9 @@ impl MemSpec {
     /// The home of an L2 line: `(channel, slice inside the channel, set inside the slice)`,
     /// the channel numbered across the package (the home chiplet's channels, then the
     /// memory-side hash of the module documentation on the chiplet-local address).
+    /// Forced inline, with [`MemSpec::locate`] under it: it runs at the SM, the channel's
+    /// prefetch and each copied line, and the call cost more than its one-chiplet shifts.
+    #[inline(always)]
     pub(crate) fn l2_home(&self, line_addr: u64) -> (u32, usize, u64) {
         let (chiplet, addr) = self.locate(line_addr);
         if let Some(p) = &self.l2_home_shifts {
@@ -969,7 +978,7 @@ impl MemSpec {
     /// `(home chiplet, chiplet-local address)` of `addr`, the chiplet numbered across the
     /// system: the page's GPU ([`GpuHomes`]), then the chiplet inside it by
     /// `package.home`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn locate(&self, addr: u64) -> (u32, u64) {
         let (c, local) = self.home.locate(addr);
         (self.gpu_homes.gpu(addr) * self.ids.gpu_chiplets + c, local)
