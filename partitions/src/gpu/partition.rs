@@ -85,61 +85,178 @@ impl Arrival {
     }
 }
 
-/// The packets waiting at one unit, in arrival order: a deque kept sorted on insertion.
+/// The packets waiting at one unit, in arrival order: a ring kept sorted on insertion.
 /// Packets mostly arrive in order (a constant NoC latency after senders processed in time
 /// order), so an insertion is usually a push at the back, and a removal is always one at
 /// the front; a binary heap paid a logarithmic sift of 48-byte entries for both.
+///
+/// A ring of its own rather than a `VecDeque`: a late packet is inserted a few places from
+/// the back by moving those entries one by one, where `VecDeque::insert` took a call, its
+/// wrap-around cases and a `memmove` (triad n=524,288 on titanv: 235 host instructions per
+/// late insertion).
 #[derive(Clone, Debug, Default)]
 struct Inbox {
-    q: VecDeque<Arrival>,
+    /// A power-of-two number of slots (none before the first packet); those outside the
+    /// `len` from `head` hold stale copies.
+    buf: Vec<Arrival>,
+    head: usize,
+    len: usize,
 }
+
+/// A late packet moving at most this many entries moves them one by one; more, by
+/// `copy_within` (a `memmove`, whose call costs as much as moving a few entries).
+const INBOX_SHORT_MOVE: usize = 8;
 
 impl Inbox {
     #[inline]
+    fn mask(&self) -> usize {
+        self.buf.len().wrapping_sub(1)
+    }
+
+    /// The `i`-th waiting packet (`i < len`).
+    #[inline]
+    fn at(&self, i: usize) -> &Arrival {
+        &self.buf[(self.head + i) & self.mask()]
+    }
+
+    #[inline]
     fn push(&mut self, a: Arrival) {
-        let k = a.key();
-        let q = &mut self.q;
-        if q.back().is_none_or(|b| b.key() < k) {
-            q.push_back(a);
-        } else {
-            // A late packet: by a galloping search from the back, since an inbox can hold
-            // hundreds of replies already on their way (a DRAM channel sends each reply
-            // when it takes the request), which a scan from the back would step over one by
-            // one, while most late packets land a few places from the back (triad on
-            // titanv: 62% of packets are late, two thirds of them 4 to 31 places from the
-            // back of inboxes 142 long on average), where the search then stays, in memory
-            // just written.
-            let n = q.len();
-            // `q[n - hi]` is known not to come before `a` (the back), `q[n - lo]` to do.
-            let mut hi = 1;
-            let mut lo = 2;
-            while lo <= n && q[n - lo].key() >= k {
-                hi = lo;
-                lo *= 2;
-            }
-            // The first place in `(n - lo, n - hi]` whose entry does not come before `a`.
-            let (mut l, mut r) = ((n + 1).saturating_sub(lo), n - hi);
-            while l < r {
-                let m = (l + r) / 2;
-                if q[m].key() < k {
-                    l = m + 1;
-                } else {
-                    r = m;
-                }
-            }
-            q.insert(l, a);
+        if self.len == self.buf.len() {
+            self.grow(a);
         }
+        let k = a.key();
+        let n = self.len;
+        let mask = self.mask();
+        if n == 0 || self.at(n - 1).key() < k {
+            self.buf[(self.head + n) & mask] = a;
+            self.len = n + 1;
+            return;
+        }
+        // A late packet: by a galloping search from the back, since an inbox can hold
+        // hundreds of replies already on their way (a DRAM channel sends each reply when
+        // it takes the request), which a scan from the back would step over one by one,
+        // while most late packets land a few places from the back (triad on titanv: 62% of
+        // packets are late, two thirds of them 4 to 31 places from the back of inboxes 142
+        // long on average), where the search then stays, in memory just written.
+        // `at(n - hi)` is known not to come before `a` (the back), `at(n - lo)` to do.
+        let mut hi = 1;
+        let mut lo = 2;
+        while lo <= n && self.at(n - lo).key() >= k {
+            hi = lo;
+            lo *= 2;
+        }
+        // The first place in `(n - lo, n - hi]` whose entry does not come before `a`.
+        let (mut l, mut r) = ((n + 1).saturating_sub(lo), n - hi);
+        while l < r {
+            let m = (l + r) / 2;
+            if self.at(m).key() < k {
+                l = m + 1;
+            } else {
+                r = m;
+            }
+        }
+        self.insert_at(l, a);
+    }
+
+    /// Inserts `a` as the `l`-th packet (`l < len < slots`), moving the packets on the
+    /// shorter side: the later ones one slot back, or the earlier ones one slot forward
+    /// (a late request far from the back of a channel's inbox is near its front).
+    #[inline]
+    fn insert_at(&mut self, l: usize, a: Arrival) {
+        let (h, n, mask) = (self.head, self.len, self.mask());
+        if n - l <= l {
+            if n - l <= INBOX_SHORT_MOVE {
+                let mut j = n;
+                while j > l {
+                    self.buf[(h + j) & mask] = self.buf[(h + j - 1) & mask];
+                    j -= 1;
+                }
+            } else {
+                self.move_back((h + l) & mask, n - l);
+            }
+            self.buf[(h + l) & mask] = a;
+        } else {
+            if l <= INBOX_SHORT_MOVE {
+                for j in 0..l {
+                    self.buf[(h + j).wrapping_sub(1) & mask] = self.buf[(h + j) & mask];
+                }
+            } else {
+                self.move_forward(h, l);
+            }
+            self.head = h.wrapping_sub(1) & mask;
+            self.buf[(h + l).wrapping_sub(1) & mask] = a;
+        }
+        self.len = n + 1;
+    }
+
+    /// Moves the `count` slots from slot `s` (cyclically) one slot back: the slot after
+    /// them is free.
+    fn move_back(&mut self, s: usize, count: usize) {
+        let slots = self.buf.len();
+        let e = s + count;
+        if e < slots {
+            self.buf.copy_within(s..e, s + 1);
+        } else {
+            // `s..slots` then `0..e - slots`: the second part first, the last slot wraps.
+            self.buf.copy_within(0..e - slots, 1);
+            self.buf[0] = self.buf[slots - 1];
+            self.buf.copy_within(s..slots - 1, s + 1);
+        }
+    }
+
+    /// Moves the `count` slots from slot `s` (cyclically) one slot forward: the slot
+    /// before them is free.
+    fn move_forward(&mut self, s: usize, count: usize) {
+        let slots = self.buf.len();
+        let e = s + count;
+        if s == 0 {
+            self.buf[slots - 1] = self.buf[0];
+            self.buf.copy_within(1..e, 0);
+        } else if e <= slots {
+            self.buf.copy_within(s..e, s - 1);
+        } else {
+            // `s..slots` then `0..e - slots`: the first part first, slot 0 wraps.
+            self.buf.copy_within(s..slots, s - 1);
+            self.buf[slots - 1] = self.buf[0];
+            self.buf.copy_within(1..e - slots, 0);
+        }
+    }
+
+    /// Twice the slots (16 at first), the packets first; `a` fills the rest.
+    #[cold]
+    fn grow(&mut self, a: Arrival) {
+        let slots = (self.buf.len() * 2).max(16);
+        let mut buf = Vec::with_capacity(slots);
+        buf.extend((0..self.len).map(|i| *self.at(i)));
+        buf.resize(slots, a);
+        self.buf = buf;
+        self.head = 0;
     }
 
     #[inline]
     fn head(&self) -> Option<Picos> {
-        self.q.front().map(|a| a.at)
+        (self.len > 0).then(|| self.at(0).at)
+    }
+
+    /// Removes the first packet when it arrives by `t`.
+    #[inline]
+    fn pop_by(&mut self, t: Picos) -> Option<Arrival> {
+        if self.len > 0 && self.at(0).at <= t {
+            let a = *self.at(0);
+            self.head = (self.head + 1) & self.mask();
+            self.len -= 1;
+            return Some(a);
+        }
+        None
     }
 
     /// The packets arriving before `t`, in order (left in the inbox).
     #[inline]
     fn before(&self, t: Picos) -> impl Iterator<Item = &Packet> {
-        self.q.iter().take_while(move |a| a.at < t).map(|a| &a.pkt)
+        (0..self.len)
+            .map(|i| self.at(i))
+            .take_while(move |a| a.at < t)
+            .map(|a| &a.pkt)
     }
 }
 
@@ -198,12 +315,8 @@ impl Wires {
 
     /// The next packet to `unit` arrived by `t`.
     fn pop_arrived(&mut self, unit: u32, t: Picos) -> Option<(Picos, u32, Packet)> {
-        let q = &mut self.inbox[unit as usize].q;
-        if q.front().is_some_and(|a| a.at <= t) {
-            let a = q.pop_front()?;
-            return Some((a.at, a.src(), a.pkt));
-        }
-        None
+        let a = self.inbox[unit as usize].pop_by(t)?;
+        Some((a.at, a.src(), a.pkt))
     }
 }
 
@@ -1116,6 +1229,62 @@ mod tests {
         assert!(ch.stats().l2_hits > 0 && ch.stats().l2_misses > 0);
     }
 
+    /// Pushes and pops interleaved, so the ring wraps and grows while packets land at
+    /// every distance from the back (near: moved one by one; far: moved by `copy_within`,
+    /// on the shorter side, across the wrap or not), against a sorted vector.
+    #[test]
+    fn inbox_ring_agrees_with_a_sorted_vector() {
+        let mut inbox = Inbox::default();
+        let mut want: std::collections::VecDeque<u128> = Default::default();
+        let mut x = 5u64;
+        let mut clock = 0u64;
+        for seq in 0..40_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Pops now and then, more than pushes in some stretches: the length wanders
+            // from empty to a few hundred.
+            let phase = (seq / 3_000) % 3;
+            if (x >> 8) % 4 < phase + 1 {
+                let t = clock;
+                let got = inbox.pop_by(t).map(|a| a.key());
+                let front = want.front().copied().filter(|&k| (k >> 64) as u64 <= t);
+                if front.is_some() {
+                    want.pop_front();
+                }
+                assert_eq!(got, front, "pop at {t} after {seq} steps");
+            }
+            clock += 3;
+            let late = match (x >> 16) % 8 {
+                0..=3 => 0,
+                4 | 5 => (x >> 24) % 40,
+                6 => (x >> 24) % 600,
+                _ => (x >> 24) % 3_000,
+            };
+            let at = clock + 3_000 - late;
+            let a = Arrival::new(
+                at,
+                ((x >> 40) % 7) as u32,
+                seq,
+                Packet::Write {
+                    line: seq,
+                    sectors: 1,
+                },
+            );
+            inbox.push(a);
+            let k = a.key();
+            let i = want.partition_point(|&w| w < k);
+            want.insert(i, k);
+            assert_eq!(inbox.len, want.len());
+            assert_eq!(inbox.head(), want.front().map(|&k| (k >> 64) as u64));
+        }
+        let mut rest = Vec::new();
+        while let Some(a) = inbox.pop_by(Picos::MAX) {
+            rest.push(a.key());
+        }
+        assert_eq!(rest, want.into_iter().collect::<Vec<_>>());
+    }
+
     #[test]
     fn inbox_pops_in_key_order_whatever_the_push_order() {
         // Pseudo-random arrivals, mostly in order with some late ones, against a sort.
@@ -1147,7 +1316,7 @@ mod tests {
         }
         want.sort();
         let mut got = Vec::new();
-        while let Some(a) = inbox.q.pop_front() {
+        while let Some(a) = inbox.pop_by(Picos::MAX) {
             got.push(a.key());
         }
         assert_eq!(got, want);
