@@ -263,7 +263,10 @@ impl MemChannel {
 
     /// Sends the reply to SM unit `sm` of a request whose data can leave the slice at
     /// `ready` (through this chiplet's link interface when the SM is on another chiplet).
+    /// Forced inline, as is `dram_access`: once per request, and their calls were not
+    /// inlined (triad n=524,288: with the ones below, 1.5% fewer host instructions).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn reply(
         &mut self,
         now: Picos,
@@ -455,6 +458,7 @@ impl MemChannel {
 
     /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);
     /// returns when the access is done.
+    #[inline(always)]
     fn dram_access(&mut self, now: Picos, t: Picos, line: u64, sectors: u64, op: DramOp) -> Picos {
         let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
         let a = self.dram.map(self.spec.chiplet_local(line));

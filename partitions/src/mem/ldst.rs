@@ -744,7 +744,7 @@ impl LdStUnit {
 
     /// Sends the L2 request for `sectors` of L2 line `line` at `t`.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn send_request(
         &mut self,
         now: Picos,

@@ -74,7 +74,9 @@ impl LineMap {
     }
 
     /// Inserts `key` with `value` if absent; returns `false` (and changes nothing) when
-    /// `key` is already there.
+    /// `key` is already there. Forced inline, as is `remove`: a line's MSHR and, with wide
+    /// sets, its L1 way are indexed here on every miss.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, key: u64, value: u32) -> bool {
         if key == Self::NO_KEY {
             return self.top.is_none() && self.top.replace(value).is_none();
@@ -99,6 +101,7 @@ impl LineMap {
     }
 
     /// Removes `key`; returns its value.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, key: u64) -> Option<u32> {
         if key == Self::NO_KEY {
             return self.top.take();

@@ -1210,7 +1210,9 @@ impl Mshrs {
         }
     }
 
-    /// When a miss asked at `t` gets an MSHR (and whether it waited).
+    /// When a miss asked at `t` gets an MSHR (and whether it waited). Forced inline: once
+    /// per L2 miss, from one place.
+    #[inline(always)]
     fn acquire(&mut self, t: Picos) -> (Picos, bool) {
         while let Some(&Reverse(r)) = self.busy_until.peek() {
             if r <= t {
