@@ -186,6 +186,7 @@ impl Dram {
         dram
     }
 
+    #[inline(always)]
     pub(crate) fn map(&self, addr: u64) -> DramAddr {
         let (channel, local) = self.map.map(addr);
         DramAddr { channel, local }
@@ -263,6 +264,7 @@ impl Dram {
     /// Moves `bytes` of the row holding `a`, asked at `t` (`floor`: no later call asks
     /// earlier). A read returns when its data is at the L2 slice; a write is posted and
     /// returns `t` (see the module documentation for when it takes the bus).
+    #[inline(always)]
     pub(crate) fn access(
         &mut self,
         floor: Picos,

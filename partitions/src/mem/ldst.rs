@@ -807,6 +807,7 @@ impl LdStUnit {
 
     /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t`; returns when the
     /// last packet has left the SM.
+    #[inline(always)]
     fn send_write(
         &mut self,
         now: Picos,
@@ -830,7 +831,7 @@ impl LdStUnit {
     }
 
     /// Sends the write of `sectors` of L2 line `line` from `t`; returns when it leaves.
-    #[inline]
+    #[inline(always)]
     fn send_one_write(
         &mut self,
         now: Picos,
