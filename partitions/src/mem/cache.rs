@@ -113,7 +113,10 @@ impl SectorCache {
         }
     }
 
-    /// The way holding `tag` in set `set % sets`.
+    /// The way holding `tag` in set `set % sets`. Forced inline, as is `allocate`: a few
+    /// times per simulated line, from the L1 and L2 paths (triad n=524,288 on titanv: 1%
+    /// fewer host instructions).
+    #[inline(always)]
     pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
         let s = self.set_of(set);
         let base = s * self.assoc;
@@ -238,6 +241,7 @@ impl SectorCache {
     /// Allocates `tag` in set `set % sets` (an invalid way, else the least recently used),
     /// most recently used, with no valid sector. Returns the way and the victim if it had
     /// dirty sectors.
+    #[inline(always)]
     pub(crate) fn allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
         let s = self.set_of(set);
         let filled = self.filled[s] as usize;
