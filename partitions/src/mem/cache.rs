@@ -277,6 +277,7 @@ impl SectorCache {
     }
 
     /// Finds or allocates `tag`.
+    #[inline(always)]
     pub(crate) fn find_or_allocate(&mut self, set: u64, tag: u64) -> (usize, Option<Evicted>) {
         let way = self.find(set, tag);
         self.touch_or_allocate(set, tag, way)

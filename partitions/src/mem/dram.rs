@@ -227,6 +227,7 @@ impl Dram {
 
     /// Reserves `bytes` of bus time on channel `ch` no earlier than `t`, after placing every
     /// refresh due before it could start; returns its start.
+    #[inline(always)]
     fn reserve_bus(&mut self, ch: usize, floor: Picos, t: Picos, bytes: u64) -> Picos {
         let dur = self.bus_ps(bytes);
         if self.t_refi_ps > 0 {

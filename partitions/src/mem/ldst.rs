@@ -423,7 +423,9 @@ impl LdStUnit {
     }
 
     /// A reply arrives at `now`. Instructions whose last reply this was are pushed to
-    /// `done` as `(token, time their result is written)`.
+    /// `done` as `(token, time their result is written)`. Forced inline (into the SM's
+    /// visit, its one caller), as are the SM's `mem_reply` and `touch`: once per reply.
+    #[inline(always)]
     pub fn on_reply(
         &mut self,
         now: Picos,

@@ -948,6 +948,7 @@ impl Sm {
     /// destination registers become ready then, and its CTA may complete from then on
     /// once nothing else is pending. An unknown or already replied token is a caller bug
     /// (ignored; a debug build asserts).
+    #[inline(always)]
     pub fn mem_reply(&mut self, token: MemToken, cycle: u64) {
         let Some(f) = self.inflight.get_mut(token.0 as usize).filter(|f| f.live) else {
             debug_assert!(false, "mem_reply with an unknown token {token:?}");
@@ -984,6 +985,7 @@ impl Sm {
     }
 
     /// Folds warp `w`'s times, which only got earlier, into its scheduler's caches.
+    #[inline(always)]
     fn touch(&mut self, w: usize) {
         let ws = &self.warps[w];
         let sc = &mut self.scheds[ws.sched as usize];
