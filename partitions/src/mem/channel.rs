@@ -255,7 +255,7 @@ impl MemChannel {
             self.homes.push_back((line, h));
             let (home, slice, set) = h;
             if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
-                s.cache.prefetch(set, line);
+                s.cache.prefetch(set);
                 s.mshrs.prefetch();
             }
         }

@@ -365,8 +365,7 @@ impl LdStUnit {
         let geom = self.spec.l1_geom;
         if use_l1 {
             for la in &lines {
-                self.l1
-                    .prefetch(geom.line_index(la.line_addr), la.line_addr);
+                self.l1.prefetch(geom.line_index(la.line_addr));
                 self.by_line.prefetch(la.line_addr);
             }
         }
@@ -560,7 +559,6 @@ impl LdStUnit {
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
-        self.l1.prefetch_victim_slot(set);
         let way = self.l1.find(set, la.line_addr);
         if let Some(i) = way {
             self.l1.touch(set, i);

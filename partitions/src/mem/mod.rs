@@ -144,7 +144,6 @@ mod channel;
 mod dram;
 mod harness;
 mod ldst;
-mod linemap;
 mod link;
 mod packet;
 mod port;
