@@ -37,7 +37,7 @@ pub(crate) struct SectorCache {
     /// of tags, which a streaming access (a miss) used to read whole. The 56- and 64-way
     /// L1Ds had a tag index instead (a hash table as large as the tag store, probed at
     /// random, and updated on every eviction); the hashes took its place: triad n=524,288
-    /// on titanv, 13% fewer last-level misses, the same instruction count.
+    /// on titanv, 13.5% fewer last-level misses and 1.3% fewer instructions.
     hashes: Vec<u64>,
     /// Words of `hashes` per set.
     hash_words: usize,
