@@ -1008,7 +1008,7 @@ mod tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let line = ((x >> 33) % 100) * 128 + ((x >> 20) % 8 << 32);
+            let line = ((x >> 33) % 100) * 128 + (((x >> 20) % 8) << 32);
             let live = model.get(&line).copied();
             overflowed |= idx.buckets.iter().any(|b| b.more != NO_MSHR);
             let here: Vec<u64> = model
