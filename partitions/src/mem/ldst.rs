@@ -95,8 +95,8 @@ fn line_key(line: u64) -> u32 {
 /// The MSHR of each line with a load in flight that fills the L1 (at most one per line):
 /// hash buckets, each holding a few MSHR ids with their lines' keys in place, and chains
 /// linked through [`Mshr::next`] for the rare overflow. A lookup reads one bucket and an
-/// MSHR only when a key matches: the chains through the MSHRs alone (the sixth round's
-/// index) read a cold MSHR per chained entry, which sampling put at 6% of stream triad's
+/// MSHR only when a key matches: chains through the MSHRs alone (the index before the
+/// eighth round) read a cold MSHR per chained entry, which sampling put at 6% of stream triad's
 /// wall time on lookups and as much again on removals. The buckets take 32 bytes per two
 /// MSHRs (8 KB per SM of 512); an open-addressing table of lines (16 KB per SM) had cost
 /// a cold random probe per miss and per reply.
