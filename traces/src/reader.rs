@@ -80,6 +80,13 @@ impl TraceFile {
             });
         }
         if map.len() < HEADER_LEN + FOOTER_LEN || &map[map.len() - 8..] != FOOTER_MAGIC {
+            if let Some(end) = footer_before_end(&map, version) {
+                return Err(corrupt(format!(
+                    "{} trailing bytes after the footer (the trace ends at byte {end} of {}): something was appended to the file",
+                    map.len() - end,
+                    map.len()
+                )));
+            }
             return Err(truncated(format!(
                 "{} bytes and no index footer at the end (the file was cut short or its writer did not finish)",
                 map.len()
@@ -108,10 +115,11 @@ impl TraceFile {
         let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(ib.len());
         aligned.extend_from_slice(ib);
         let index: Index = if version == 1 {
-            rkyv::from_bytes::<crate::schema_v1::Index, rkyv::rancor::Error>(&aligned)
+            // BoxedError, not rancor::Error: the latter drops rkyv's reason in release builds.
+            rkyv::from_bytes::<crate::schema_v1::Index, rkyv::rancor::BoxedError>(&aligned)
                 .map(Index::from)
         } else {
-            rkyv::from_bytes::<Index, rkyv::rancor::Error>(&aligned)
+            rkyv::from_bytes::<Index, rkyv::rancor::BoxedError>(&aligned)
         }
         .map_err(|e| corrupt(format!("index fails validation: {e}")))?;
         check_index(&index, index_off).map_err(corrupt)?;
@@ -215,6 +223,37 @@ impl ChunkEntry {
     }
 }
 
+/// When a complete footer (magic, version, index ending where the footer starts) ends
+/// before the end of `map`, the offset where it ends: the file has bytes appended after a
+/// complete trace, rather than being cut short.
+fn footer_before_end(map: &[u8], version: u32) -> Option<usize> {
+    let min_end = HEADER_LEN + FOOTER_LEN;
+    let mut search = map.len();
+    while search >= min_end {
+        let hay = &map[..search];
+        let at = hay
+            .windows(FOOTER_MAGIC.len())
+            .rposition(|w| w == FOOTER_MAGIC)?;
+        let end = at + FOOTER_MAGIC.len();
+        if end >= min_end && end < map.len() {
+            let f = end - FOOTER_LEN;
+            let index_off = le_u64(map, f);
+            let index_len = le_u64(map, f + 8);
+            let footer_version = le_u32(map, f + 20);
+            if footer_version == version
+                && index_off >= HEADER_LEN as u64
+                && index_off.checked_add(index_len) == Some(f as u64)
+            {
+                return Some(end);
+            }
+        }
+        search = at + FOOTER_MAGIC.len() - 1;
+    }
+    None
+}
+
+/// Checks of the index against itself that need no chunk decoded (cheap enough for every
+/// open): what `verify` would find wrong with the index when the chunks are right.
 fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> {
     let n_dev = index.devices.len() as u32;
     for (i, c) in index.commands.iter().enumerate() {
@@ -256,12 +295,83 @@ fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> 
                 k.counts.ctas
             ));
         }
+        check_kernel_counts(index, ki, k)?;
     }
     for (ci, c) in index.chunks.iter().enumerate() {
         let end = c.offset.checked_add(c.stored_len as u64);
         if c.offset < HEADER_LEN as u64 || end.is_none_or(|e| e > data_end) {
             return Err(format!("chunk {ci} lies outside the data region"));
         }
+    }
+    Ok(())
+}
+
+/// The counts of kernel `ki` against its chunks, its class mix and its grid.
+fn check_kernel_counts(
+    index: &Index,
+    ki: usize,
+    k: &KernelMeta,
+) -> std::result::Result<(), String> {
+    let c = &k.counts;
+    let name = &k.name;
+    let grid = k.grid_ctas();
+    if c.ctas > grid {
+        return Err(format!(
+            "kernel {ki} ({name}): {} CTAs, more than its grid ({},{},{}) holds ({grid})",
+            c.ctas, k.grid[0], k.grid[1], k.grid[2]
+        ));
+    }
+    let (mut warp_insts, mut thread_insts) = (0u64, 0u64);
+    let first = k.first_chunk as usize;
+    for (i, e) in index.chunks[first..first + k.n_chunks as usize]
+        .iter()
+        .enumerate()
+    {
+        if e.thread_insts > e.warp_insts.saturating_mul(32) {
+            return Err(format!(
+                "chunk {}: {} thread instructions in {} warp instructions (at most 32 each)",
+                first + i,
+                e.thread_insts,
+                e.warp_insts
+            ));
+        }
+        warp_insts = warp_insts.saturating_add(e.warp_insts);
+        thread_insts = thread_insts.saturating_add(e.thread_insts);
+    }
+    if warp_insts != c.warp_insts || thread_insts != c.thread_insts {
+        return Err(format!(
+            "kernel {ki} ({name}): its chunks hold {warp_insts} warp / {thread_insts} thread instructions, its counts say {} / {}",
+            c.warp_insts, c.thread_insts
+        ));
+    }
+    if c.class_warp_insts.len() != crate::opcode::OpClass::COUNT {
+        return Err(format!(
+            "kernel {ki} ({name}): the class mix has {} entries, expected {}",
+            c.class_warp_insts.len(),
+            crate::opcode::OpClass::COUNT
+        ));
+    }
+    let classes = c
+        .class_warp_insts
+        .iter()
+        .fold(0u64, |a, &n| a.saturating_add(n));
+    if classes != c.warp_insts {
+        return Err(format!(
+            "kernel {ki} ({name}): the class mix sums to {classes} warp instructions, the counts say {}",
+            c.warp_insts
+        ));
+    }
+    if c.unknown_opcode_insts > c.warp_insts {
+        return Err(format!(
+            "kernel {ki} ({name}): {} instructions of unknown opcodes, more than its {} warp instructions",
+            c.unknown_opcode_insts, c.warp_insts
+        ));
+    }
+    if c.warp_insts > 0 && c.warps == 0 {
+        return Err(format!(
+            "kernel {ki} ({name}): {} warp instructions but no warps",
+            c.warp_insts
+        ));
     }
     Ok(())
 }

@@ -284,7 +284,7 @@ fn verify_with(t: &TraceFile, semantic: bool) -> Result<VerifyReport> {
             }
         }
         if classes != c.class_warp_insts {
-            return Err(mismatch("instruction classes", 0, 0));
+            return Err(class_mismatch(t, k, meta, &classes));
         }
         if semantic {
             sem.finish()?;
@@ -296,6 +296,31 @@ fn verify_with(t: &TraceFile, semantic: bool) -> Result<VerifyReport> {
         rep.thread_insts += thread_insts;
     }
     Ok(rep)
+}
+
+/// The error for a class mix that differs from the decoded one: names the first class
+/// whose count differs, with both numbers.
+fn class_mismatch(t: &TraceFile, k: usize, meta: &KernelMeta, decoded: &[u64]) -> TraceError {
+    let stored = &meta.counts.class_warp_insts;
+    let what = match (0..decoded.len().max(stored.len())).find(|&i| decoded.get(i) != stored.get(i))
+    {
+        Some(i) if i < decoded.len() && i < stored.len() => {
+            let name = OpClass::ALL.get(i).map_or("?", |c| c.name());
+            format!(
+                "{name} instructions decode to {}, index says {}",
+                decoded[i], stored[i]
+            )
+        }
+        _ => format!(
+            "the class mix has {} entries in the index, expected {}",
+            stored.len(),
+            decoded.len()
+        ),
+    };
+    TraceError::Corrupt {
+        path: t.path().to_path_buf(),
+        detail: format!("kernel {k} ({}): {what}", meta.name),
+    }
 }
 
 #[cfg(test)]
