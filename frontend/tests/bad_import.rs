@@ -425,3 +425,35 @@ fn an_exit_mask_that_leaves_lanes_running_fails() {
         &["warp 0 of thread block 0,0,0", "ffff0000 still running"],
     );
 }
+
+#[test]
+fn addresses_past_the_end_of_the_address_space_fail() {
+    // Mode 2: a negative delta below address 0.
+    let (_t, dir) = fixture("v4-imm");
+    let l = replace(
+        &dir,
+        "kernel-1.traceg",
+        "2 0x7f2000000100 -128 64 0 ",
+        "2 0x10 -128 64 0 ",
+    );
+    fails(
+        &dir,
+        "kernel-1.traceg",
+        Some(l),
+        &["address delta 1 of 2 (-128)", "64-bit address space"],
+    );
+    // Mode 1: the last lane past 2^64.
+    let (_t, dir) = fixture("v4-imm");
+    let l = replace(
+        &dir,
+        "kernel-1.traceg",
+        "16 1 0x7f2000010000 16 0 ",
+        "16 1 0xfffffffffffffff0 16 0 ",
+    );
+    fails(
+        &dir,
+        "kernel-1.traceg",
+        Some(l),
+        &["stride 16", "64-bit address space"],
+    );
+}

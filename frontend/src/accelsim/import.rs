@@ -759,10 +759,23 @@ fn import_kernel(
             }
             let addrs = match &inst.addrs {
                 TextAddrs::None => AddrRecord::None,
-                TextAddrs::Stride { base, stride } => AddrRecord::Stride {
-                    base: *base,
-                    stride: *stride,
-                },
+                TextAddrs::Stride { base, stride } => {
+                    // Lane i of the active lanes accesses base + i * stride.
+                    let last = *base as i128
+                        + *stride as i128 * (inst.mask.count_ones().max(1) as i128 - 1);
+                    if !(0..=u64::MAX as i128).contains(&last) {
+                        return Err(lerr(
+                            line_no,
+                            format!(
+                                "base {base:#x} and stride {stride} take the last active lane's address past the 64-bit address space"
+                            ),
+                        ));
+                    }
+                    AddrRecord::Stride {
+                        base: *base,
+                        stride: *stride,
+                    }
+                }
                 TextAddrs::List(v) => AddrRecord::List {
                     mode: ADDR_LIST,
                     addrs: v,
@@ -771,8 +784,17 @@ fn import_kernel(
                     addr_buf.clear();
                     let mut a = *base;
                     addr_buf.push(a);
-                    for d in deltas {
-                        a = a.wrapping_add(*d as u64);
+                    for (i, d) in deltas.iter().enumerate() {
+                        a = a.checked_add_signed(*d).ok_or_else(|| {
+                            lerr(
+                                line_no,
+                                format!(
+                                    "address delta {} of {} ({d}) takes the address past the 64-bit address space (from {a:#x})",
+                                    i + 1,
+                                    deltas.len()
+                                ),
+                            )
+                        })?;
                         addr_buf.push(a);
                     }
                     AddrRecord::List {
