@@ -1,7 +1,10 @@
 //! Memory-mapped `.tst` reader: lazy per chunk, `Send + Sync`, shared by all workers.
 //!
 //! [`TraceFile::open`] maps the file, checks magic, version, footer and the index checksum,
-//! validates the rkyv index and checks every chunk entry against the file. Chunks are
+//! validates the rkyv index and checks every chunk entry against the file, and the index
+//! against itself (chunk order, per-kernel counts against the sums of their chunks, the
+//! class mix against the counts, CTAs against the grid): whatever `verify` would refuse
+//! about the index without decoding a chunk, at a cost linear in the index's size. Chunks are
 //! decompressed only when asked for, by a [`ChunkDecoder`] (one per worker; it owns its
 //! buffers), which verifies each chunk's CRC-32 and then tells the kernel that the
 //! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
