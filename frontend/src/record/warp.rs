@@ -7,10 +7,11 @@
 //! so a loop body executes the same PCs every iteration, and its destination register is
 //! fixed the first time the PC executes, so the static fields of a PC never vary.
 
-use super::exec::{ExecState, Resume, WarpEvent};
+use super::exec::{ExecState, Mailbox, Resume, WarpEvent};
 use super::mem::{Buffer, Elem};
 use std::panic::Location;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use tessera_traces::codec::AddrRecord;
 use tessera_traces::schema::RZ;
 
 /// Lanes per warp.
@@ -113,7 +114,12 @@ pub(crate) struct RecInst {
     pub srcs: [u16; 4],
     pub n_srcs: u8,
     pub mem_width: u32,
-    /// Range in `WarpRecord::addrs` (one address per active lane).
+    /// The addresses, compressed as the tracer does ([`super::exec::compress_addrs`])
+    /// when recorded: `true` when the range holds a base and a stride (mode 1), `false`
+    /// when it holds one address per active lane (mode 2). A coalesced access keeps 16
+    /// bytes instead of 256 until its CTA is written.
+    pub strided: bool,
+    /// Range in `WarpRecord::addrs`.
     pub addrs: (u32, u32),
     /// Range in `WarpRecord::operands`.
     pub operands: (u32, u32),
@@ -127,13 +133,64 @@ pub(crate) struct WarpRecord {
     pub operands: Vec<u64>,
 }
 
+/// Free entries a warp thread's record keeps before recording an instruction: one
+/// instruction adds one entry, up to an address per lane and two operands per lane.
+const ADDR_HEADROOM: usize = WARP;
+const OPERAND_HEADROOM: usize = 2 * WARP;
+
+impl WarpRecord {
+    /// A record with room for a short warp, allocated by the caller's thread.
+    pub(crate) fn preallocated() -> Self {
+        WarpRecord {
+            insts: Vec::with_capacity(256),
+            addrs: Vec::with_capacity(512),
+            operands: Vec::with_capacity(OPERAND_HEADROOM),
+        }
+    }
+
+    /// Whether recording one more instruction could allocate.
+    pub(crate) fn needs_room(&self) -> bool {
+        self.insts.len() == self.insts.capacity()
+            || self.addrs.capacity() - self.addrs.len() < ADDR_HEADROOM
+            || self.operands.capacity() - self.operands.len() < OPERAND_HEADROOM
+    }
+
+    /// Doubles the buffers that [`WarpRecord::needs_room`] finds short.
+    pub(crate) fn grow(&mut self) {
+        if self.insts.len() == self.insts.capacity() {
+            self.insts.reserve(self.insts.capacity().max(64));
+        }
+        if self.addrs.capacity() - self.addrs.len() < ADDR_HEADROOM {
+            self.addrs
+                .reserve(self.addrs.capacity().max(4 * ADDR_HEADROOM));
+        }
+        if self.operands.capacity() - self.operands.len() < OPERAND_HEADROOM {
+            self.operands
+                .reserve(self.operands.capacity().max(4 * OPERAND_HEADROOM));
+        }
+    }
+
+    /// Empties the record, keeping its buffers for the next warp.
+    pub(crate) fn clear(&mut self) {
+        self.insts.clear();
+        self.addrs.clear();
+        self.operands.clear();
+    }
+
+    /// Bytes of the recorded contents.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.insts.len() * std::mem::size_of::<RecInst>()
+            + (self.addrs.len() + self.operands.len()) * 8) as u64
+    }
+}
+
 /// A warp being recorded: the handle kernel code receives.
 pub struct Warp {
     pub(crate) st: Option<Box<ExecState>>,
     /// Baton channels; `None` when the kernel runs inline (launched with
     /// `blocking: false`), where blocking is an error.
-    pub(crate) resume: Option<Receiver<Resume>>,
-    pub(crate) events: Option<Sender<WarpEvent>>,
+    pub(crate) resume: Option<Arc<Mailbox<Resume>>>,
+    pub(crate) events: Option<Arc<Mailbox<WarpEvent>>>,
     pub(crate) slot: usize,
     /// CTA coordinates.
     pub cta: [u32; 3],
@@ -185,6 +242,26 @@ impl Warp {
         self.block[0] * self.block[1] * self.block[2]
     }
 
+    /// On a warp thread, has the scheduler grow this warp's record or the kernel's tables
+    /// when recording one more instruction could allocate: memory a warp thread
+    /// allocated would stay with that thread's allocator heap (see `run_grid`). Inline
+    /// warps run on the scheduler's thread and grow their buffers as they go.
+    fn ensure_room(&mut self) {
+        if self.events.is_none() {
+            return;
+        }
+        let needed = match self.st.as_deref() {
+            Some(st) => st.needs_room(&self.rec),
+            None => false,
+        };
+        if needed {
+            let rec = std::mem::take(&mut self.rec);
+            self.state().room = rec;
+            self.switch(WarpEvent::room);
+            self.rec = std::mem::take(&mut self.state().room);
+        }
+    }
+
     /// Hands the baton back to the scheduler and waits for it.
     pub(crate) fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
         let (Some(events), Some(resume)) = (&self.events, &self.resume) else {
@@ -197,8 +274,9 @@ impl Warp {
             std::panic::resume_unwind(Box::new(Aborted));
         }
         match resume.recv() {
-            Ok(Resume::Go(st)) => self.st = Some(st),
-            Ok(Resume::Abort) | Err(_) => std::panic::resume_unwind(Box::new(Aborted)),
+            Some(Resume::Go(st)) => self.st = Some(st),
+            // Closed (the recording is over or failed); `Start` goes to idle threads only.
+            Some(Resume::Start(..)) | None => std::panic::resume_unwind(Box::new(Aborted)),
         }
     }
 
@@ -228,6 +306,7 @@ impl Warp {
                 "the warp recorded more than {MAX_WARP_INSTS} instructions (a loop that does not end?)"
             )));
         }
+        self.ensure_room();
         let mask = self.active();
         let st = self.state();
         let pc = st.kernel.pc(loc, sub);
@@ -238,12 +317,21 @@ impl Warp {
         };
         let rec = &mut self.rec;
         let a0 = rec.addrs.len() as u32;
-        let (mem_width, _) = match mem {
-            Some((w, a)) => {
-                rec.addrs.extend_from_slice(a);
-                (w, ())
+        let mut strided = false;
+        let mem_width = match mem {
+            // Compressed now, as the writer will store them, so that a warp holds 16
+            // bytes per coalesced access rather than 8 per lane.
+            Some((w, a)) if w > 0 => {
+                match super::exec::compress_addrs(mask, a) {
+                    AddrRecord::Stride { base, stride } => {
+                        strided = true;
+                        rec.addrs.extend_from_slice(&[base, stride as i64 as u64]);
+                    }
+                    _ => rec.addrs.extend_from_slice(a),
+                }
+                w
             }
-            None => (0, ()),
+            _ => 0,
         };
         let o0 = rec.operands.len() as u32;
         rec.operands.extend_from_slice(operands);
@@ -259,6 +347,7 @@ impl Warp {
             srcs: s,
             n_srcs: n_srcs as u8,
             mem_width,
+            strided,
             addrs: (a0, rec.addrs.len() as u32),
             operands: (o0, rec.operands.len() as u32),
         });
