@@ -619,6 +619,59 @@ impl Recorder {
         Ok(())
     }
 
+    /// `cudaMemcpy` host to device of all of `buf` from `data`, generated element by
+    /// element (no host copy of the whole array); recorded as `MemcpyHtoD`. An error when
+    /// `data` does not give exactly `buf.len` elements.
+    pub fn upload_iter<T: Elem>(
+        &mut self,
+        buf: Buffer<T>,
+        data: impl IntoIterator<Item = T>,
+    ) -> Result<(), RecordError> {
+        let mut n = 0u64;
+        for v in data {
+            if n < buf.len {
+                self.mem()
+                    .write(buf.addr(n), T::BYTES, v.to_bits())
+                    .map_err(|e| RecordError::Invalid(e.to_string()))?;
+            }
+            n += 1;
+        }
+        if n != buf.len {
+            return Err(RecordError::Invalid(format!(
+                "upload of {n} elements into a buffer of {}",
+                buf.len
+            )));
+        }
+        self.writer.add_command(Command::MemcpyHtoD {
+            device: self.device,
+            addr: buf.base,
+            bytes: buf.bytes(),
+        })?;
+        Ok(())
+    }
+
+    /// Elements `first..first + n` of `buf` (a part of [`Recorder::download`], for
+    /// checking a large result piece by piece).
+    pub fn download_range<T: Elem>(
+        &mut self,
+        buf: Buffer<T>,
+        first: u64,
+        n: u64,
+    ) -> Result<Vec<T>, RecordError> {
+        match first.checked_add(n) {
+            Some(end) if end <= buf.len => {}
+            _ => {
+                return Err(RecordError::Invalid(format!(
+                    "download of {n} elements from element {first} of a buffer of {}",
+                    buf.len
+                )))
+            }
+        }
+        self.mem()
+            .read_slice(Buffer::<T>::new(buf.addr(first), n))
+            .map_err(|e| RecordError::Invalid(e.to_string()))
+    }
+
     /// The current contents of `buf` (device to host; not a trace command: Accel-Sim
     /// traces do not carry them either).
     pub fn download<T: Elem>(&mut self, buf: Buffer<T>) -> Result<Vec<T>, RecordError> {
@@ -1360,6 +1413,29 @@ mod tests {
             threaded == record(false),
             "threaded and inline traces differ"
         );
+    }
+
+    #[test]
+    fn upload_iter_and_download_range_check_lengths() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(&dir.path().join("u.tst"), 80, "test").unwrap();
+        let b = rec.alloc::<u32>("x", 5).unwrap();
+        rec.upload_iter(b, 10..15).unwrap();
+        assert_eq!(rec.download_range(b, 1, 3).unwrap(), [11, 12, 13]);
+        assert_eq!(rec.download_range(b, 5, 0).unwrap(), Vec::<u32>::new());
+        for (first, n) in [(4, 2), (6, 0), (u64::MAX, 2)] {
+            assert!(matches!(
+                rec.download_range(b, first, n),
+                Err(RecordError::Invalid(_))
+            ));
+        }
+        for data in [0..4u32, 0..6] {
+            let e = rec.upload_iter(b, data).unwrap_err().to_string();
+            assert!(e.contains("into a buffer of 5"), "{e}");
+        }
+        let idx = rec.finish().unwrap();
+        // Only the upload of the right length is a command.
+        assert_eq!(idx.commands.len(), 2);
     }
 
     #[test]
