@@ -1249,7 +1249,7 @@ fn write_cta(
     w.begin_cta(id, None)?;
     for (wi, r) in recs.iter().enumerate() {
         w.begin_warp(wi as u32)?;
-        for i in &r.insts {
+        for i in r.insts.iter() {
             write_inst(w, r, i)?;
         }
         w.end_warp()?;
@@ -1259,7 +1259,8 @@ fn write_cta(
 }
 
 fn write_inst(w: &mut TraceWriter, r: &WarpRecord, i: &RecInst) -> Result<(), RecordError> {
-    let addrs = &r.addrs[i.addrs.0 as usize..i.addrs.1 as usize];
+    let lost = || RecordError::Invalid("a warp's record lost its addresses or operands".into());
+    let addrs = r.addrs.get(i.addrs).ok_or_else(lost)?;
     // Compressed when recorded (`Warp::emit`).
     let addrs = match (i.mem_width, i.strided, addrs) {
         (0, ..) => AddrRecord::None,
@@ -1284,10 +1285,7 @@ fn write_inst(w: &mut TraceWriter, r: &WarpRecord, i: &RecInst) -> Result<(), Re
         line: None,
         addrs,
     };
-    w.push_with_operands(
-        &raw,
-        &r.operands[i.operands.0 as usize..i.operands.1 as usize],
-    )?;
+    w.push_with_operands(&raw, r.operands.get(i.operands).ok_or_else(lost)?)?;
     Ok(())
 }
 

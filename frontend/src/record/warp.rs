@@ -102,9 +102,9 @@ pub enum Atom {
     Exch,
 }
 
-/// One recorded warp instruction (addresses and operands live in the warp's flat
+/// One recorded warp instruction (addresses and operands live in the warp's chunked
 /// buffers).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct RecInst {
     pub pc: u32,
     pub mask: u32,
@@ -125,12 +125,114 @@ pub(crate) struct RecInst {
     pub operands: (u32, u32),
 }
 
+/// A growable array kept in chunks of `N` entries. Growing never copies, every chunk is
+/// one allocation of one size (so chunks freed by one warp are reused whole by the next),
+/// a warp holds at most one partly filled chunk of each array, and the scheduler can add
+/// chunks on its own thread for a warp thread ([`WarpRecord::grow`]). The entries of one
+/// [`Chunks::push_slice`] are contiguous, in one chunk, and are found again by a global
+/// index (`chunk * N + offset`).
+pub(crate) struct Chunks<T, const N: usize> {
+    chunks: Vec<Vec<T>>,
+    /// The chunk being filled; those after it are empty.
+    cur: usize,
+    len: usize,
+}
+
+impl<T, const N: usize> Default for Chunks<T, N> {
+    fn default() -> Self {
+        Chunks {
+            chunks: Vec::new(),
+            cur: 0,
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> Chunks<T, N> {
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether `n` (at most `N`) more entries fit, contiguously, without allocating.
+    pub(crate) fn has_room(&self, n: usize) -> bool {
+        match self.chunks.get(self.cur) {
+            Some(c) if N.saturating_sub(c.len()) >= n => true,
+            _ => self.cur + 1 < self.chunks.len(),
+        }
+    }
+
+    /// Allocates a chunk unless `n` more entries fit already.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if !self.has_room(n) {
+            self.add_chunk();
+        }
+    }
+
+    fn add_chunk(&mut self) {
+        if self.chunks.len() == self.chunks.capacity() {
+            self.chunks.reserve(self.chunks.len().max(4));
+        }
+        self.chunks.push(Vec::with_capacity(N));
+    }
+
+    /// Appends `v` (at most `N` entries) contiguously; returns the global index range it
+    /// occupies.
+    pub(crate) fn push_slice(&mut self, v: &[T]) -> (u32, u32) {
+        debug_assert!(v.len() <= N);
+        if v.is_empty() {
+            return (0, 0);
+        }
+        loop {
+            if let Some(c) = self.chunks.get_mut(self.cur) {
+                if N.saturating_sub(c.len()) >= v.len() {
+                    let start = self.cur * N + c.len();
+                    c.extend_from_slice(v);
+                    self.len += v.len();
+                    return (start as u32, (start + v.len()) as u32);
+                }
+                if self.cur + 1 < self.chunks.len() {
+                    self.cur += 1;
+                    continue;
+                }
+            }
+            // The chunks after `cur` are empty, and there are none: add one (at `cur`
+            // when there is no chunk at all, else right after it).
+            self.add_chunk();
+        }
+    }
+
+    /// The entries of a range [`Chunks::push_slice`] returned; `None` for any other.
+    pub(crate) fn get(&self, (start, end): (u32, u32)) -> Option<&[T]> {
+        if start == end {
+            return Some(&[]);
+        }
+        let (c, off) = (start as usize / N, start as usize % N);
+        let n = end.checked_sub(start)? as usize;
+        self.chunks.get(c)?.get(off..off + n)
+    }
+
+    /// Every entry, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+
+    /// Empties the array, keeping its chunks.
+    pub(crate) fn clear(&mut self) {
+        for c in &mut self.chunks {
+            c.clear();
+        }
+        self.cur = 0;
+        self.len = 0;
+    }
+}
+
 /// Everything a warp recorded.
 #[derive(Default)]
 pub(crate) struct WarpRecord {
-    pub insts: Vec<RecInst>,
-    pub addrs: Vec<u64>,
-    pub operands: Vec<u64>,
+    pub insts: Chunks<RecInst, 512>,
+    pub addrs: Chunks<u64, 1024>,
+    pub operands: Chunks<u64, 256>,
 }
 
 /// Free entries a warp thread's record keeps before recording an instruction: one
@@ -139,38 +241,28 @@ const ADDR_HEADROOM: usize = WARP;
 const OPERAND_HEADROOM: usize = 2 * WARP;
 
 impl WarpRecord {
-    /// A record with room for a short warp, allocated by the caller's thread.
+    /// A record with a chunk of each array, allocated by the caller's thread.
     pub(crate) fn preallocated() -> Self {
-        WarpRecord {
-            insts: Vec::with_capacity(256),
-            addrs: Vec::with_capacity(512),
-            operands: Vec::with_capacity(OPERAND_HEADROOM),
-        }
+        let mut r = WarpRecord::default();
+        r.grow();
+        r
     }
 
     /// Whether recording one more instruction could allocate.
     pub(crate) fn needs_room(&self) -> bool {
-        self.insts.len() == self.insts.capacity()
-            || self.addrs.capacity() - self.addrs.len() < ADDR_HEADROOM
-            || self.operands.capacity() - self.operands.len() < OPERAND_HEADROOM
+        !self.insts.has_room(1)
+            || !self.addrs.has_room(ADDR_HEADROOM)
+            || !self.operands.has_room(OPERAND_HEADROOM)
     }
 
-    /// Doubles the buffers that [`WarpRecord::needs_room`] finds short.
+    /// Adds a chunk to the arrays that [`WarpRecord::needs_room`] finds short.
     pub(crate) fn grow(&mut self) {
-        if self.insts.len() == self.insts.capacity() {
-            self.insts.reserve(self.insts.capacity().max(64));
-        }
-        if self.addrs.capacity() - self.addrs.len() < ADDR_HEADROOM {
-            self.addrs
-                .reserve(self.addrs.capacity().max(4 * ADDR_HEADROOM));
-        }
-        if self.operands.capacity() - self.operands.len() < OPERAND_HEADROOM {
-            self.operands
-                .reserve(self.operands.capacity().max(4 * OPERAND_HEADROOM));
-        }
+        self.insts.reserve(1);
+        self.addrs.reserve(ADDR_HEADROOM);
+        self.operands.reserve(OPERAND_HEADROOM);
     }
 
-    /// Empties the record, keeping its buffers for the next warp.
+    /// Empties the record, keeping its chunks for the next warp.
     pub(crate) fn clear(&mut self) {
         self.insts.clear();
         self.addrs.clear();
@@ -316,29 +408,24 @@ impl Warp {
             None => RZ,
         };
         let rec = &mut self.rec;
-        let a0 = rec.addrs.len() as u32;
         let mut strided = false;
-        let mem_width = match mem {
+        let (mem_width, addrs) = match mem {
             // Compressed now, as the writer will store them, so that a warp holds 16
             // bytes per coalesced access rather than 8 per lane.
-            Some((w, a)) if w > 0 => {
-                match super::exec::compress_addrs(mask, a) {
-                    AddrRecord::Stride { base, stride } => {
-                        strided = true;
-                        rec.addrs.extend_from_slice(&[base, stride as i64 as u64]);
-                    }
-                    _ => rec.addrs.extend_from_slice(a),
+            Some((w, a)) if w > 0 => match super::exec::compress_addrs(mask, a) {
+                AddrRecord::Stride { base, stride } => {
+                    strided = true;
+                    (w, rec.addrs.push_slice(&[base, stride as i64 as u64]))
                 }
-                w
-            }
-            _ => 0,
+                _ => (w, rec.addrs.push_slice(a)),
+            },
+            _ => (0, (0, 0)),
         };
-        let o0 = rec.operands.len() as u32;
-        rec.operands.extend_from_slice(operands);
+        let operands = rec.operands.push_slice(operands);
         let mut s = [RZ; 4];
         let n_srcs = srcs.len().min(4);
         s[..n_srcs].copy_from_slice(&srcs[..n_srcs]);
-        rec.insts.push(RecInst {
+        rec.insts.push_slice(&[RecInst {
             pc,
             mask,
             opcode,
@@ -348,9 +435,9 @@ impl Warp {
             n_srcs: n_srcs as u8,
             mem_width,
             strided,
-            addrs: (a0, rec.addrs.len() as u32),
-            operands: (o0, rec.operands.len() as u32),
-        });
+            addrs,
+            operands,
+        }]);
         reg
     }
 
