@@ -130,12 +130,13 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         }
         Ok(None) => Ok(()),
         Ok(Some((stats, windows))) => {
-            let on = format!(
-                "{ranks} MPI rank(s) x {} thread(s), {:?} exchange",
-                a.threads, a.mpi_exchange
-            )
-            .to_lowercase();
-            if let Err(e) = crate::run_cmd::report_run(&a, &setup.cfg, &stats, &windows, t0, &on) {
+            let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
+            let how = crate::run_cmd::How {
+                threads: a.threads as usize,
+                ranks: ranks as usize,
+                mpi_exchange: Some(&exchange),
+            };
+            if let Err(e) = crate::run_cmd::report_run(&a, &setup, &stats, &windows, t0, &how) {
                 eprintln!("error: rank 0 of {ranks}: {e:#}");
                 drop(setup);
                 tessera_cluster::mpi::abort_job(&world, 1)
