@@ -165,7 +165,13 @@ pub fn table(files: &[(PathBuf, Value)], patterns: &[String]) -> Result<String> 
         .chain(override_cols.iter().cloned())
         .chain(metric_cols.iter().cloned())
         .collect();
-    out.push_str(&header.iter().map(|h| field(h)).collect::<Vec<_>>().join(","));
+    out.push_str(
+        &header
+            .iter()
+            .map(|h| field(h))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
     out.push('\n');
     for (path, v, overrides, metrics) in rows {
         let find = |m: &[(String, String)], k: &str| {

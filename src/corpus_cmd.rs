@@ -172,8 +172,8 @@ fn valid_name(n: &str) -> bool {
 fn load_manifest(path: &Path) -> Result<Vec<Case>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read the manifest", path.display()))?;
-    let m: ManifestFile = serde_yaml::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let m: ManifestFile =
+        serde_yaml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new(""));
     let at = |p: &str| -> PathBuf {
         let p = Path::new(p);
@@ -228,7 +228,10 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
         tol.extend(tolerances(&c.tolerance, "tolerance").map_err(|e| err(&c.name, e.to_string()))?);
         let timeout = Duration::from_secs(c.timeout_s.unwrap_or(default_timeout));
         if c.same_as.is_some() {
-            if c.trace.is_some() || c.workload.is_some() || c.config.is_some() || !c.params.is_empty()
+            if c.trace.is_some()
+                || c.workload.is_some()
+                || c.config.is_some()
+                || !c.params.is_empty()
             {
                 return Err(err(
                     &c.name,
@@ -238,7 +241,10 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
                         .into(),
                 ));
             }
-            if let Some((k, _)) = set.iter().find(|(k, _)| !provenance::is_partitioning_key(k)) {
+            if let Some((k, _)) = set
+                .iter()
+                .find(|(k, _)| !provenance::is_partitioning_key(k))
+            {
                 return Err(err(
                     &c.name,
                     format!(
@@ -364,7 +370,10 @@ fn work_dir(out: Option<&Path>, rank: usize) -> Result<WorkDir> {
     if let Some(o) = out {
         let p = o.to_path_buf();
         std::fs::create_dir_all(&p).with_context(|| format!("{}: cannot create", p.display()))?;
-        return Ok(WorkDir { path: p, keep: true });
+        return Ok(WorkDir {
+            path: p,
+            keep: true,
+        });
     }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -461,7 +470,8 @@ fn run_cases(
     let mut job_case = Vec::new();
     for &i in &runnable {
         let c = &cases[i];
-        let mut args: Vec<OsString> = vec!["run".into(), "--config".into(), c.config.clone().into()];
+        let mut args: Vec<OsString> =
+            vec!["run".into(), "--config".into(), c.config.clone().into()];
         match &c.input {
             CaseInput::Trace(t) if t.is_dir() => {
                 let k = imports.iter().position(|d| d == t).unwrap_or(0);
@@ -729,10 +739,7 @@ fn judge(
                     } else {
                         verdict(
                             Status::New,
-                            format!(
-                                "no golden {}: record it with --update",
-                                golden.display()
-                            ),
+                            format!("no golden {}: record it with --update", golden.display()),
                             vec![],
                             secs,
                         )
@@ -748,13 +755,16 @@ fn judge(
                 }
             };
             let gold = stats_file::parse(&text).and_then(|g| {
-                stats_file::check_current(&g, &format!("golden {}", golden.display()))
-                    .map(|_| g)
+                stats_file::check_current(&g, &format!("golden {}", golden.display())).map(|_| g)
             });
             let gold = match gold {
                 Ok(g) => g,
                 Err(e) if update => {
-                    return record(Status::Updated, format!("golden re-recorded ({e:#})"), vec![])
+                    return record(
+                        Status::Updated,
+                        format!("golden re-recorded ({e:#})"),
+                        vec![],
+                    )
                 }
                 Err(e) => {
                     return verdict(
@@ -810,7 +820,10 @@ fn junit(manifest: &Path, cases: &[Case], verdicts: &[Option<Verdict>], secs: f6
         .iter()
         .filter(|(_, v)| matches!(v.status, Status::Fail | Status::New))
         .count();
-    let skipped = all.iter().filter(|(_, v)| v.status == Status::Skipped).count();
+    let skipped = all
+        .iter()
+        .filter(|(_, v)| v.status == Status::Skipped)
+        .count();
     let suite = xml_escape(&manifest.display().to_string());
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x.push_str(&format!(
@@ -841,24 +854,14 @@ fn junit(manifest: &Path, cases: &[Case], verdicts: &[Option<Verdict>], secs: f6
 }
 
 /// Prints the report; returns whether the check passed.
-fn report(
-    manifest: &Path,
-    cases: &[Case],
-    verdicts: &[Option<Verdict>],
-    golden_dir: &Path,
-) {
+fn report(manifest: &Path, cases: &[Case], verdicts: &[Option<Verdict>], golden_dir: &Path) {
     let width = cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
     outln!("corpus {}", manifest.display());
     let mut counts = [0usize; 5];
     for (c, v) in cases.iter().zip(verdicts) {
         let Some(v) = v else { continue };
         counts[v.status as usize] += 1;
-        outln!(
-            "  {:<8} {:<width$} {}",
-            v.status.word(),
-            c.name,
-            v.summary
-        );
+        outln!("  {:<8} {:<width$} {}", v.status.word(), c.name, v.summary);
     }
     let failing: Vec<_> = cases
         .iter()
@@ -912,12 +915,10 @@ fn check(a: CheckArgs) -> Result<()> {
             anyhow::bail!("{}: no case named '{n}'", a.manifest.display());
         }
     }
-    let golden_dir = a.golden.clone().unwrap_or_else(|| {
-        a.manifest
-            .parent()
-            .unwrap_or(Path::new(""))
-            .join("golden")
-    });
+    let golden_dir = a
+        .golden
+        .clone()
+        .unwrap_or_else(|| a.manifest.parent().unwrap_or(Path::new("")).join("golden"));
     if a.update {
         std::fs::create_dir_all(&golden_dir)
             .with_context(|| format!("{}: cannot create", golden_dir.display()))?;
@@ -931,9 +932,9 @@ fn check(a: CheckArgs) -> Result<()> {
         .filter(|&i| {
             a.only.is_empty()
                 || a.only.contains(&cases[i].name)
-                || cases.iter().any(|c| {
-                    a.only.contains(&c.name) && c.same_as == Some(i)
-                })
+                || cases
+                    .iter()
+                    .any(|c| a.only.contains(&c.name) && c.same_as == Some(i))
         })
         .collect();
     let parallel = a.jobs.unwrap_or_else(jobs::default_jobs).max(1);
@@ -1090,8 +1091,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("case 'a'") && e.contains("thread"), "{e}");
-        let e = manifest("cases:\n- name: a\n  same_as: b\n").unwrap_err().to_string();
-        assert!(e.contains("case 'a'") && e.contains("'b' is not a case"), "{e}");
+        let e = manifest("cases:\n- name: a\n  same_as: b\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("case 'a'") && e.contains("'b' is not a case"),
+            "{e}"
+        );
         let e = manifest(
             "cases:\n- name: b\n  workload: gemm\n  config: c.yaml\n- name: a\n  same_as: b\n  set: {core.sm_count: 4}\n",
         )

@@ -60,7 +60,11 @@ pub fn run(a: DiffArgs) -> Result<()> {
         // Those beyond tolerance first, then those within, each in file order.
         let mut shown: Vec<_> = deltas.iter().filter(|d| d.beyond).collect();
         shown.extend(deltas.iter().filter(|d| !d.beyond));
-        let limit = if a.max_rows == 0 { usize::MAX } else { a.max_rows };
+        let limit = if a.max_rows == 0 {
+            usize::MAX
+        } else {
+            a.max_rows
+        };
         for d in shown.iter().take(limit) {
             outln!(
                 "  {}{}",

@@ -59,9 +59,8 @@ fn running_as_root() -> bool {
 
 /// Whether `mpirun` is on the PATH.
 pub fn have_mpirun() -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| d.join("mpirun").is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("mpirun").is_file()))
 }
 
 /// The last `lines` lines of a log file.
@@ -91,10 +90,7 @@ fn run_one(exe: &std::path::Path, job: &Job) -> JobResult {
             let mut c = Command::new("mpirun");
             c.args(["-np", &r.to_string(), "--oversubscribe"]).arg(exe);
             if running_as_root() {
-                for k in [
-                    "OMPI_ALLOW_RUN_AS_ROOT",
-                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
-                ] {
+                for k in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {
                     if std::env::var_os(k).is_none() {
                         c.env(k, "1");
                     }

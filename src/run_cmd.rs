@@ -271,7 +271,6 @@ pub(crate) fn report_run(
     Ok(())
 }
 
-
 fn pct(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0

@@ -11,8 +11,8 @@ const NOT_METRICS: [&str; 4] = ["stats_version", "config", "provenance", "run"];
 
 /// Parses a stats file: a JSON object with a `stats_version`. Errors name the file.
 pub fn read(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     parse(&text).with_context(|| path.display().to_string())
 }
 
@@ -280,7 +280,8 @@ fn diff_maps(a: &[(String, String)], b: &[(String, String)], prefix: &str) -> Ve
             keys.push(k);
         }
     }
-    let get = |m: &[(String, String)], k: &str| m.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+    let get =
+        |m: &[(String, String)], k: &str| m.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
     keys.into_iter()
         .filter_map(|k| {
             let (x, y) = (get(a, k), get(b, k));
@@ -322,7 +323,8 @@ pub fn config_differences(a: &Value, b: &Value) -> Vec<ConfigDiff> {
     let mut out = Vec::new();
     for k in &order {
         if !eff.iter().any(|d| &d.key == k) {
-            let get = |m: &[(String, String)]| m.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+            let get =
+                |m: &[(String, String)]| m.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
             let (x, y) = (get(&oa), get(&ob));
             if x != y {
                 out.push(ConfigDiff {

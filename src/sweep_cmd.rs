@@ -143,7 +143,8 @@ pub fn run(a: SweepArgs) -> Result<()> {
         .iter()
         .zip(&names)
         .map(|(p, name)| {
-            let mut args: Vec<OsString> = vec!["run".into(), "--config".into(), a.config.clone().into()];
+            let mut args: Vec<OsString> =
+                vec!["run".into(), "--config".into(), a.config.clone().into()];
             match (&a.trace, &a.workload) {
                 (Some(t), _) => {
                     args.push("--trace".into());
@@ -217,7 +218,9 @@ pub fn run(a: SweepArgs) -> Result<()> {
             let get = |k: &str| t.and_then(|t| t.get(k)).map(crate::stats_file::show_value);
             outln!(
                 "  {}: {} cycles, IPC {}",
-                p.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default(),
+                p.file_stem()
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_default(),
                 get("gpu_tot_sim_cycle").unwrap_or_default(),
                 get("ipc").unwrap_or_default()
             );

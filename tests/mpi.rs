@@ -71,7 +71,10 @@ fn mpi_stats(np: usize, cfg: &str, tst: &Path, extra: &[&str]) -> String {
     );
     assert!(stderr(&o).contains(&format!("{np} mpi rank(s)")));
     assert!(!partial(&out).exists());
-    std::fs::read_to_string(&out).unwrap()
+    let text = std::fs::read_to_string(&out).unwrap();
+    let run = &json(&text)["run"];
+    assert_eq!(run["ranks"].as_u64(), Some(np as u64), "{run}");
+    simulated(&text)
 }
 
 /// Three workloads on chiplet GPUs cut into 8 partitions (each chiplet in 2 by SM
