@@ -224,7 +224,7 @@ pub fn compare(a: &Value, b: &Value, tol: &Tolerances) -> Vec<Delta> {
             a: Some(va.clone()),
             b: vb.cloned(),
             tolerance: t,
-            beyond: vb.map_or(true, |vb| !within(va, vb, t)),
+            beyond: vb.is_none_or(|vb| !within(va, vb, t)),
         });
     }
     for (k, vb) in &mb {

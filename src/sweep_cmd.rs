@@ -55,7 +55,7 @@ pub struct SweepArgs {
 fn parse_vary(arg: &str) -> Result<(String, Vec<String>), String> {
     let (k, vs) = arg
         .split_once('=')
-        .ok_or_else(|| format!("expected KEY=V1,V2,..., e.g. l2.size_bytes=2097152,4194304"))?;
+        .ok_or_else(|| "expected KEY=V1,V2,..., e.g. l2.size_bytes=2097152,4194304".to_string())?;
     let k = k.trim();
     if k.is_empty() {
         return Err("the key is empty".into());
