@@ -290,3 +290,72 @@ fn a_rank_that_fails_mid_run_aborts_the_job() {
     // (mpirun adds its own MPI_ABORT banner, most of the time: not ours to test.)
     assert_no_output(&out);
 }
+
+/// `corpus check` outside MPI launches a case of several ranks under `mpirun`; under
+/// `mpirun -np 2` the single-process cases are dealt to the ranks, rank 0 reports the same
+/// rows for them, and the multi-rank case is skipped with the reason.
+#[test]
+fn corpus_under_mpirun_gives_the_same_report() {
+    let d = tempfile::tempdir().unwrap();
+    let cfgs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let m = d.path().join("manifest.yaml");
+    std::fs::write(
+        &m,
+        format!(
+            "cases:
+  - name: va
+    workload: vectoradd
+    params: {{n: 4096}}
+    config: {c}/default.yaml
+  - name: stencil
+    workload: stencil2d
+    params: {{nx: 64, ny: 64, iters: 2}}
+    config: {c}/radeon7-4chiplet.yaml
+  - name: stencil-t2
+    same_as: stencil
+    threads: 2
+  - name: stencil-r2
+    same_as: stencil
+    ranks: 2
+",
+            c = cfgs.display()
+        ),
+    )
+    .unwrap();
+    let check = |extra: &[&str]| {
+        let mut a = vec!["corpus", "check", m.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        let mut c = Command::new(bin());
+        c.args(&a)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        c.output().unwrap()
+    };
+    let o = check(&["--update"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let plain = check(&[]);
+    let plain_out = stdout(&plain);
+    assert!(plain.status.success(), "{plain_out}{}", stderr(&plain));
+    assert!(
+        plain_out
+            .lines()
+            .any(|l| l.contains("stencil-r2") && l.contains("identical to stencil")),
+        "{plain_out}"
+    );
+    let o = mpirun(2, bin(), &["corpus", "check", m.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("  ") && !l.contains("stencil-r2"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(rows(&out), rows(&plain_out));
+    assert_eq!(rows(&out).len(), 3, "{out}");
+    let r2 = out.lines().find(|l| l.contains("stencil-r2")).unwrap();
+    assert!(
+        r2.contains("skipped") && r2.contains("run the corpus outside MPI"),
+        "{r2}"
+    );
+}
