@@ -215,14 +215,18 @@ pub fn run(a: SweepArgs) -> Result<()> {
         );
         for (p, v) in &files {
             let t = v.get("totals");
-            let get = |k: &str| t.and_then(|t| t.get(k)).map(crate::stats_file::show_value);
+            let get = |k: &str| t.and_then(|t| t.get(k));
             outln!(
-                "  {}: {} cycles, IPC {}",
+                "  {}: {} cycles, IPC {:.2}",
                 p.file_stem()
                     .map(|s| s.to_string_lossy())
                     .unwrap_or_default(),
-                get("gpu_tot_sim_cycle").unwrap_or_default(),
-                get("ipc").unwrap_or_default()
+                get("gpu_tot_sim_cycle")
+                    .map(crate::stats_file::show_value)
+                    .unwrap_or_default(),
+                get("ipc")
+                    .and_then(serde_json::Value::as_f64)
+                    .unwrap_or(0.0)
             );
         }
     }
