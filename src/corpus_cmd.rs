@@ -356,6 +356,7 @@ enum Outcome {
 struct WorkDir {
     path: PathBuf,
     keep: bool,
+    _pending: Option<crate::cleanup::Pending>,
 }
 
 impl Drop for WorkDir {
@@ -373,6 +374,7 @@ fn work_dir(out: Option<&Path>, rank: usize) -> Result<WorkDir> {
         return Ok(WorkDir {
             path: p,
             keep: true,
+            _pending: None,
         });
     }
     let nanos = std::time::SystemTime::now()
@@ -384,6 +386,7 @@ fn work_dir(out: Option<&Path>, rank: usize) -> Result<WorkDir> {
     ));
     std::fs::create_dir_all(&p).with_context(|| format!("{}: cannot create", p.display()))?;
     Ok(WorkDir {
+        _pending: Some(crate::cleanup::pending(&p)),
         path: p,
         keep: false,
     })

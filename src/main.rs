@@ -6,6 +6,7 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::write_stdout(format_args!($($t)*)) };
 }
 
+mod cleanup;
 mod collect_cmd;
 mod config_cmd;
 mod corpus_cmd;
@@ -112,6 +113,11 @@ fn keep_freed_memory() {
 fn main() -> ExitCode {
     keep_freed_memory();
     let cli = Cli::parse();
+    let who = match mpi_cmd::launched_rank() {
+        Some(r) => format!("rank {r}: "),
+        None => String::new(),
+    };
+    cleanup::install(&who);
     let res = match cli.cmd {
         Cmd::Trace(t) => trace_cmd::run(t),
         Cmd::Config(c) => config_cmd::run(c),

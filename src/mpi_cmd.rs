@@ -45,6 +45,15 @@ pub fn launched_ranks() -> Option<usize> {
     Some(size)
 }
 
+/// This process's rank, when started by an MPI launcher that names it.
+pub fn launched_rank() -> Option<usize> {
+    launched_ranks()?;
+    RANK_VARS
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse::<usize>().ok())
+        .or_else(|| std::env::var("SLURM_PROCID").ok()?.parse().ok())
+}
+
 #[cfg(not(feature = "mpi"))]
 pub fn run(a: RunArgs, ranks: usize) -> Result<()> {
     if ranks <= 1 {

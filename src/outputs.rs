@@ -75,6 +75,7 @@ pub fn check_dir_of(path: &Path, what: &str) -> Result<()> {
 /// `path` (an existing `path` is replaced in one step, never half-written).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let part = partial(path);
+    let _pending = crate::cleanup::pending(&part);
     if let Err(e) = std::fs::write(&part, bytes) {
         let _ = std::fs::remove_file(&part);
         return Err(e).with_context(|| format!("{}: cannot write", part.display()));

@@ -65,12 +65,29 @@ pub struct RunArgs {
     pub(crate) mpi_exchange: tessera_cluster::Exchange,
 }
 
-/// A temporary file removed when dropped.
-struct TempTrace(PathBuf);
+/// A temporary file removed when dropped, or when a signal ends the run (it and the
+/// recorder's `.partial` file).
+struct TempTrace {
+    path: PathBuf,
+    _pending: [crate::cleanup::Pending; 2],
+}
+
+impl TempTrace {
+    fn new(p: PathBuf) -> TempTrace {
+        let guards = [
+            crate::cleanup::pending(&p),
+            crate::cleanup::pending(&outputs::partial(&p)),
+        ];
+        TempTrace {
+            path: p,
+            _pending: guards,
+        }
+    }
+}
 
 impl Drop for TempTrace {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -98,6 +115,11 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         let mut inputs: Vec<&Path> = vec![&a.config];
         inputs.extend(a.trace.as_deref());
         outputs::refuse_input(out, &inputs)?;
+        // Writable? Found now, not after the run: the file is created and removed.
+        let part = outputs::partial(out);
+        std::fs::File::create(&part)
+            .and_then(|_| std::fs::remove_file(&part))
+            .map_err(|e| anyhow::anyhow!("{}: cannot write the stats there: {e}", out.display()))?;
     }
     let mut temp = None;
     let mut generator = None;
@@ -109,7 +131,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
                 std::process::id(),
                 w.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
             ));
-            let guard = TempTrace(p.clone());
+            let guard = TempTrace::new(p.clone());
             let t0 = Instant::now();
             let rep = tessera_frontend::workloads::generate(w, &a.params, 80, &p)?;
             if !quiet {

@@ -92,6 +92,7 @@ fn gen(
         anyhow::bail!("give a workload and -o FILE.tst, or --list");
     };
     let t0 = Instant::now();
+    let _pending = crate::cleanup::pending(&crate::outputs::partial(&out));
     let rep = workloads::generate(&name, params, arch, &out)?;
     let secs = t0.elapsed().as_secs_f64();
     outln!("{}: {}", rep.generator, rep.summary);
@@ -168,7 +169,9 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let mut inputs: Vec<&std::path::Path> = vec![&dir];
             inputs.extend(reads.iter().map(|p| p.as_path()));
             crate::outputs::refuse_input(&output, &inputs)?;
+            let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
             let res = import_dir_with_progress(&dir, &output, &opts, &mut progress);
+            drop(pending);
             if tty && t0.elapsed().as_secs_f64() >= 1.0 {
                 eprintln!();
             }
@@ -211,7 +214,9 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             for w in &writes {
                 crate::outputs::refuse_input(w, &[&file])?;
             }
+            let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
             let rep = export_dir(&file, &output)?;
+            drop(pending);
             outln!(
                 "exported {} kernel(s), {} warp instructions to {} ({} files, {} bytes)",
                 rep.kernels,

@@ -88,3 +88,23 @@ fn export_and_run_refuse_to_write_over_the_trace() {
     assert_clean_failure(&o, &["refusing to write the output over an input"]);
     assert_eq!(std::fs::read(&tst).unwrap(), before);
 }
+
+/// `--stats-out` where no file can be created fails before the simulation, naming it.
+#[test]
+fn an_unwritable_stats_out_fails_before_the_run() {
+    let cfg = config("a100.yaml");
+    let o = tessera(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--workload",
+        "vectoradd",
+        "--stats-out",
+        "/proc/tessera-stats.json",
+    ]);
+    let err = assert_clean_failure(&o, &["/proc/tessera-stats.json", "cannot write the stats"]);
+    assert!(
+        !stdout(&o).contains("gpu_tot_sim_cycle"),
+        "it ran first: {err}"
+    );
+}
