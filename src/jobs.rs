@@ -71,6 +71,14 @@ pub fn log_tail(path: &std::path::Path, lines: usize) -> String {
 }
 
 fn run_one(exe: &std::path::Path, job: &Job) -> JobResult {
+    let r = run_one_inner(exe, job);
+    if job.mpi_ranks.is_some() {
+        let _ = std::fs::remove_dir_all(job.log.with_extension("ompi"));
+    }
+    r
+}
+
+fn run_one_inner(exe: &std::path::Path, job: &Job) -> JobResult {
     let t0 = Instant::now();
     let fail = |why: String| JobResult {
         ok: false,
@@ -85,9 +93,14 @@ fn run_one(exe: &std::path::Path, job: &Job) -> JobResult {
         Ok(f) => f,
         Err(e) => return fail(format!("{}: {e}", job.log.display())),
     };
+    // Each mpirun gets a session directory of its own: Open MPI's default one is shared,
+    // and two jobs starting at once can race to create it ("mkdir ... File exists").
+    let session = job.log.with_extension("ompi");
     let mut cmd = match job.mpi_ranks {
         Some(r) => {
+            let _ = std::fs::create_dir_all(&session);
             let mut c = Command::new("mpirun");
+            c.env("OMPI_MCA_orte_tmpdir_base", &session);
             c.args(["-np", &r.to_string(), "--oversubscribe"]).arg(exe);
             if running_as_root() {
                 for k in ["OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] {

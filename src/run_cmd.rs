@@ -266,7 +266,7 @@ pub(crate) fn report_run(
     }
     let on = if how.ranks > 1 || how.mpi_exchange.is_some() {
         format!(
-            "{} MPI rank(s) x {} thread(s), {} exchange",
+            "{} mpi rank(s) x {} thread(s), {} exchange",
             how.ranks,
             how.threads,
             how.mpi_exchange.unwrap_or("all")

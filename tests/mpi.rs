@@ -24,10 +24,14 @@ fn mpirun_env<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
     env: &[(&str, &Path)],
 ) -> Output {
+    // A session directory of its own: tests run in parallel, and two mpiruns starting at
+    // once can race to create Open MPI's shared one ("mkdir ... File exists").
+    let session = tempfile::tempdir().unwrap();
     let mut c = Command::new("timeout");
     c.args(["300", "mpirun", "--oversubscribe", "--bind-to", "none"])
         .args(["-np", &np.to_string(), program])
         .args(args)
+        .env("OMPI_MCA_orte_tmpdir_base", session.path())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         // Ranks waiting in a collective give their core up (more ranks than cores).
@@ -357,5 +361,71 @@ fn corpus_under_mpirun_gives_the_same_report() {
     assert!(
         r2.contains("skipped") && r2.contains("run the corpus outside MPI"),
         "{r2}"
+    );
+}
+
+/// Ranks given different configurations (MPMD: `mpirun -np 1 A : -np 1 B`) are refused
+/// at start, naming what differs, instead of merging into one stats file.
+#[test]
+fn ranks_given_different_inputs_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "gemm", &["m=32", "n=32", "k=32"]);
+    let cfg = config("a100-4chiplet.yaml");
+    let out = tmp.path().join("s.json");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["-np", "1", bin(), "run", "--config"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(cfg.to_str().unwrap().into());
+        a.extend(["--trace".into(), tst.to_str().unwrap().into()]);
+        a.extend(["--stats-out".into(), out.to_str().unwrap().into()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let session = tempfile::tempdir().unwrap();
+    let mut c = Command::new("timeout");
+    c.args(["120", "mpirun", "--oversubscribe", "--bind-to", "none"])
+        .args(args(&[]))
+        .arg(":")
+        .args(args(&["--set", "core.scheduler=gto"]))
+        .env("OMPI_MCA_orte_tmpdir_base", session.path())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("rank 1 of 2 was given another configuration than rank 0"),
+        "{}",
+        stderr(&o)
+    );
+    assert_no_output(&out);
+}
+
+/// A rank that panics ends the whole job through MPI_Abort, with its message, instead of
+/// leaving the others waiting.
+#[test]
+fn a_panicking_rank_aborts_the_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "gemm", &["m=32", "n=32", "k=32"]);
+    let cfg = config("a100-4chiplet.yaml");
+    let o = mpirun_env(
+        2,
+        bin(),
+        &[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--trace",
+            tst.to_str().unwrap(),
+        ],
+        &[("TESSERA_TEST_PANIC_RANK", Path::new("1"))],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("injected by TESSERA_TEST_PANIC_RANK"), "{err}");
+    assert!(
+        err.contains("rank 1 of 2 panicked: ending the job"),
+        "{err}"
     );
 }
