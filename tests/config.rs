@@ -94,3 +94,104 @@ fn occupancy_of_recorded_kernels() {
     let e = stderr(&o);
     assert!(e.contains("occ_regs") && e.contains("can never fit"), "{e}");
 }
+
+/// Issue 21: absurd values fail when the config loads, before any workload is recorded,
+/// naming the `--set` argument, the key and the allowed range. They used to fail at run
+/// time as an "internal error" (a launch latency of 2^64 - 1 ps), be blamed on the trace
+/// (a million SMs), be misreported as "expected a whole number" (a clock of 1e30 Hz), run
+/// practically forever (a DRAM clock of 1 Hz) or queue 3.5 GB and abort (a NoC clock of
+/// 1 Hz).
+#[test]
+fn out_of_range_values_fail_at_load_naming_the_key_and_range() {
+    let cfg = preset("default.yaml");
+    let clocks = "the allowed range is 1000000 to 100000000000 Hz (1 MHz to 100 GHz)";
+    for (set, want) in [
+        (
+            "launch.host_to_gcp_ps=18446744073709551615",
+            "launch.host_to_gcp_ps: 18446744073709551615 is out of range: the allowed range is \
+             1 to 1000000000000 ps (at most 1 s)",
+        ),
+        (
+            "core.clock_hz=1e30",
+            "core.clock_hz: 1e30 is too large: the allowed range is 1000000 to 100000000000 Hz",
+        ),
+        (
+            "core.sm_count=1000000",
+            "core.sm_count: 1000000 is out of range: the allowed range is 1 to 4096 SMs",
+        ),
+        ("dram.clock_hz=1", "dram.clock_hz: 1 is out of range"),
+        ("noc.clock_hz=1", "noc.clock_hz: 1 is out of range"),
+        ("l2.clock_hz=1", "l2.clock_hz: 1 is out of range"),
+        (
+            "core.clock_hz=100000000001",
+            "core.clock_hz: 100000000001 is out",
+        ),
+    ] {
+        let o = tessera(&["config", "show", &cfg, "--set", set]);
+        assert_clean_failure(&o, &[&format!("--set {set}: "), want]);
+        let started = std::time::Instant::now();
+        let o = tessera(&[
+            "run",
+            "--config",
+            &cfg,
+            "--workload",
+            "vectoradd",
+            "--set",
+            set,
+        ]);
+        let e = assert_clean_failure(&o, &[&format!("--set {set}: "), want]);
+        assert!(
+            !e.contains("internal error") && !stdout(&o).contains("recorded"),
+            "{set}: {e}"
+        );
+        assert!(started.elapsed().as_secs() < 60, "{set}: took too long");
+        if set.contains("clock_hz") {
+            assert!(e.contains(clocks), "{set}: {e}");
+        }
+    }
+}
+
+/// The slowest clocks allowed (1 MHz) still simulate a small workload at once, its data
+/// coming from DRAM (the 1 Hz clocks ran practically forever or queued gigabytes).
+#[test]
+fn the_slowest_allowed_clocks_simulate_promptly() {
+    let cfg = preset("default.yaml");
+    for set in [
+        "dram.clock_hz=1000000",
+        "noc.clock_hz=1000000",
+        "l2.clock_hz=1e6",
+    ] {
+        let started = std::time::Instant::now();
+        let o = tessera_ok(&[
+            "run",
+            "--config",
+            &cfg,
+            "--workload",
+            "vectoradd",
+            "--set",
+            "memcpy.fills_l2=false",
+            "--set",
+            set,
+        ]);
+        assert!(stdout(&o).contains("DRAM: "), "{set}: {}", stdout(&o));
+        assert!(started.elapsed().as_secs() < 60, "{set}: took too long");
+    }
+}
+
+/// Issue 21: `base: /dev/zero` read until memory ran out. A config file must be a regular
+/// file of at most 1 MiB, and the error names the file.
+#[test]
+fn config_files_must_be_regular_files_of_at_most_1_mib() {
+    let d = tempfile::tempdir().unwrap();
+    let zero = d.path().join("zero.yaml");
+    std::fs::write(&zero, "base: /dev/zero\n").unwrap();
+    let o = tessera(&["config", "show", zero.to_str().unwrap()]);
+    assert_clean_failure(&o, &["/dev/zero (base of", "not a regular file"]);
+    let o = tessera(&["run", "--config", "/dev/zero", "--workload", "vectoradd"]);
+    assert_clean_failure(&o, &["/dev/zero: cannot read: not a regular file"]);
+    let big = d.path().join("big.yaml");
+    let text = format!("base: {}\n# {}\n", preset("a100.yaml"), "x".repeat(1 << 20));
+    std::fs::write(&big, text).unwrap();
+    let o = tessera(&["config", "show", big.to_str().unwrap()]);
+    assert_clean_failure(&o, &[big.to_str().unwrap(), "larger than 1 MiB"]);
+}

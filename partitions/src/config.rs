@@ -69,17 +69,45 @@ pub struct KeyInfo {
     pub default: Option<&'static str>,
     /// The field's doc comment, one line per `///` line.
     pub doc: &'static str,
+    /// The allowed values of an integer key, `(least, most)` inclusive, or `None` for the
+    /// other kinds. Every integer key has one (a test checks): it is what keeps absurd
+    /// values (an SM count of a million, a latency of 2^64 ps, a clock of 1 Hz) from
+    /// overflowing time arithmetic or running forever, and `docs/config.md` lists it. Load
+    /// checks it on the merged values (the largest first, before any other check; the
+    /// least last, after the checks that explain why 0 is impossible), naming the file or
+    /// `--set` argument the value came from, the key and the range.
+    pub range: Option<(u64, u64)>,
 }
 
+/// The allowed range of every clock (`*.clock_hz`): 1 MHz to 100 GHz. Below, a simulated
+/// microsecond is a single cycle and any run takes practically forever (or queues without
+/// bound while a slow unit falls behind); above, periods round to 10 ps or less.
+pub const CLOCK_RANGE: (u64, u64) = (1_000_000, 100_000_000_000);
+
+/// The largest value of a picosecond latency or interval: 1 s (10^12 ps). Sums of a few
+/// such latencies and of cycle counts (at most [`MAX_CYCLES`] of a clock of at least 1 MHz)
+/// stay far from the simulated time limit, so no time arithmetic can overflow.
+pub const MAX_PS: u64 = 1_000_000_000_000;
+
+/// The largest value of a `_cycles` latency: 10^6 cycles, 1 s at the slowest clock.
+pub const MAX_CYCLES: u64 = 1_000_000;
+
+/// The most SMs per chiplet.
+pub const MAX_SMS: u64 = 4096;
+
 /// Declares a config section: the serde struct (every field documented, unknown keys
-/// denied) and its `KEYS` table built from the same field list and doc comments.
+/// denied) and its `KEYS` table built from the same field list and doc comments. An
+/// integer key declares its allowed range: `..., range (LEAST, MOST);`.
 macro_rules! section {
+    (@range) => { None };
+    (@range $range:expr) => { Some($range) };
     (
         $(#[doc = $sdoc:literal])*
         pub struct $name:ident {
             $(
                 $(#[doc = $doc:literal])*
-                $field:ident : $ty:ty = $kind:expr, unit $unit:literal, $default:expr;
+                $field:ident : $ty:ty = $kind:expr, unit $unit:literal, $default:expr
+                    $(, range $range:expr)?;
             )*
         }
     ) => {
@@ -103,6 +131,7 @@ macro_rules! section {
                         unit: $unit,
                         default: $default,
                         doc: concat!($($doc, "\n"),*),
+                        range: section!(@range $($range)?),
                     },
                 )*
             ];
@@ -282,13 +311,13 @@ section! {
         home: HomePolicy = Kind::Enum(HomePolicy::NAMES), unit "-", Some("page_interleave");
         /// Page size of the home mapping (a power of two, a multiple of both line sizes).
         /// Presets: 4 KiB, the GPU's small page.
-        home_page_bytes: u64 = Kind::U64, unit "bytes", Some("4096");
+        home_page_bytes: u64 = Kind::U64, unit "bytes", Some("4096"), range (1, 1 << 30);
         /// How the global CP splits each grid across chiplets. Presets: `contiguous`.
         grid_split: GridSplit = Kind::Enum(GridSplit::NAMES), unit "-", Some("contiguous");
         /// Wiring of the inter-chiplet links. Presets: as the modelled package.
         topology: LinkTopology = Kind::Enum(LinkTopology::NAMES), unit "-", Some("fully_connected");
         /// Columns of the grid with `topology: mesh2d` (must divide `chiplets`).
-        mesh_cols: u32 = Kind::U32, unit "chiplets", Some("2");
+        mesh_cols: u32 = Kind::U32, unit "chiplets", Some("2"), range (1, 64);
         /// One direction of each inter-chiplet link.
         link: LinkConfig = Kind::Section(LinkConfig::KEYS), unit "-", None;
         /// L2 organization: `memory_side` (the `l2` slices cache only the lines homed at
@@ -330,7 +359,7 @@ section! {
         /// (device `d` on GPU `d`; a trace naming a device >= `gpus` is an error when `gpus`
         /// > 1, and runs every device on the one GPU when `gpus` is 1). Presets: 1, or the
         /// board's GPU count (`dgx-8gpu.yaml`: 8).
-        gpus: u32 = Kind::U32, unit "GPUs", Some("1");
+        gpus: u32 = Kind::U32, unit "GPUs", Some("1"), range (1, 64);
         /// The GPU-to-GPU fabric (peer memory accesses), used when `gpus` > 1.
         gpu_link: GpuLinkConfig = Kind::Section(GpuLinkConfig::KEYS), unit "-", None;
         /// The host-to-GPU path of `MemcpyHtoD` copies.
@@ -353,18 +382,18 @@ section! {
         /// modelled board.
         topology: GpuLinkTopology = Kind::Enum(GpuLinkTopology::NAMES), unit "-", Some("nvswitch");
         /// Port clock. Presets: the core clock, so the bandwidth reads per core cycle.
-        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000");
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000"), range CLOCK_RANGE;
         /// Bytes per port cycle, one direction, for the whole GPU (split evenly over its
         /// chiplets' ports). Presets: the GPU's NVLink bandwidth per direction divided by
         /// the clock (arithmetic in the preset).
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64");
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64"), range (0, 65_536);
         /// One hop, GPU to switch or switch to GPU: from the last byte leaving the sender
         /// to the packet at the receiver. At least 1 ps when `gpus` > 1 (it bounds the
         /// lookahead). Presets: cited per preset.
-        latency_ps: u64 = Kind::U64, unit "ps", Some("500000");
+        latency_ps: u64 = Kind::U64, unit "ps", Some("500000"), range (0, MAX_PS);
         /// Bytes added to every packet on the port (framing, CRC). Presets: cited per
         /// preset.
-        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("16");
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("16"), range (0, 4096);
     }
 }
 
@@ -377,19 +406,20 @@ section! {
     pub struct HostLinkConfig {
         /// Copy bandwidth, one direction. 0: copies take no simulated time (and
         /// `latency_ps` is ignored), as in Accel-Sim; the default, so single-GPU presets
-        /// keep their results. Presets: 0, or the measured pageable/pinned copy rate
-        /// (`dgx-8gpu.yaml`).
-        bandwidth_bytes_per_s: u64 = Kind::U64, unit "bytes/s", Some("0");
+        /// keep their results. Otherwise at least 1 MB/s (1000000), so that no copy
+        /// outlasts the simulated time. Presets: 0, or the measured pageable/pinned copy
+        /// rate (`dgx-8gpu.yaml`).
+        bandwidth_bytes_per_s: u64 = Kind::U64, unit "bytes/s", Some("0"), range (0, 1_000_000_000_000_000);
         /// Fixed time per copy before its bytes flow (driver, DMA setup, PCIe round trip).
         /// Used only with `bandwidth_bytes_per_s` > 0. Presets: cited per preset.
-        latency_ps: u64 = Kind::U64, unit "ps", Some("0");
+        latency_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
         /// With `system.gpus` > 1: a kernel's completion reaches the host this long after
         /// its GPU's global CP has it (an interrupt or a polled flag crossing PCIe), for every
         /// GPU alike; a `MemcpyHtoD` waiting for the device's kernels starts then. With one
         /// GPU it is not used (the host and the global CP see a completion together, as
         /// `launch.completion_ps` says). At least 1 ps when `gpus` > 1 (it bounds the
         /// lookahead). Presets: cited per preset.
-        completion_ps: u64 = Kind::U64, unit "ps", Some("1000000");
+        completion_ps: u64 = Kind::U64, unit "ps", Some("1000000"), range (0, MAX_PS);
     }
 }
 
@@ -405,19 +435,19 @@ section! {
         /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
         /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
         /// Table 5.1 "L3 Size 16 MB" over the chiplets.
-        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304");
+        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304"), range (1, 1 << 30);
         /// Ways per set. Presets: Table 5.1 "16 way".
-        assoc: u32 = Kind::U32, unit "ways", Some("16");
+        assoc: u32 = Kind::U32, unit "ways", Some("16"), range (1, 4096);
         /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
         /// Presets: Table 5.1 "64B line".
-        line_bytes: u32 = Kind::U32, unit "bytes", Some("128");
+        line_bytes: u32 = Kind::U32, unit "bytes", Some("128"), range (1, 4096);
         /// Cycles from a request's arrival at the slice to its response's departure on a
         /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
         /// the NoC traversals (derivation in the preset).
-        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100");
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100"), range (1, MAX_CYCLES);
         /// Miss status holding registers per LLC slice (misses to its DRAM channel in
         /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
-        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64");
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64"), range (1, 65_536);
     }
 }
 
@@ -431,16 +461,16 @@ section! {
     /// is the lookahead of a cut between chiplets (DESIGN.md section 4).
     pub struct LinkConfig {
         /// Link clock. Presets: the core clock (the bandwidth is given per core cycle).
-        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000");
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000"), range CLOCK_RANGE;
         /// Bytes per link cycle, one direction. Presets: the package's per-chiplet link
         /// bandwidth divided by the clock (each preset shows its arithmetic).
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64");
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64"), range (1, 65_536);
         /// From the last byte leaving the sender to the packet at the receiving interface.
         /// At least 1 ps (it bounds the lookahead). Presets: cited per preset.
-        latency_ps: u64 = Kind::U64, unit "ps", Some("20000");
+        latency_ps: u64 = Kind::U64, unit "ps", Some("20000"), range (1, MAX_PS);
         /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
         /// header (assumed).
-        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8");
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8"), range (0, 4096);
     }
 }
 
@@ -452,7 +482,7 @@ section! {
         /// Number of chiplets in the GPU package; 1 is a monolithic GPU. Every other section
         /// except `package` describes one chiplet (SM count, L2 size and DRAM channels are
         /// per chiplet). Presets: 1 for single-die GPUs, 2 or 4 for the chiplet presets.
-        chiplets: u32 = Kind::U32, unit "chiplets", Some("1");
+        chiplets: u32 = Kind::U32, unit "chiplets", Some("1"), range (1, 64);
         /// The chiplets of the package: home mapping, grid split, links.
         package: PackageConfig = Kind::Section(PackageConfig::KEYS), unit "-", None;
         /// The GPUs of the system (`gpus`) and their links to each other and to the host.
@@ -496,7 +526,7 @@ section! {
         /// processor is in partition 0. Must stay 1 with `mode: chiplet`. Never changes
         /// results (tested on `titanv.yaml` with 1, 2, 4 and 7). Presets: 1; e.g.
         /// `--set partitioning.mode=sm_cluster --set partitioning.sm_clusters=4`.
-        sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1");
+        sm_clusters: u32 = Kind::U32, unit "partitions per chiplet", Some("1"), range (1, MAX_SMS);
         /// Lets each SM and DRAM channel run its own events ahead of the other units of
         /// its partition, up to the earliest time a packet could reach it (the NoC
         /// latency; for an SM of a one-chiplet GPU with a memory-side L2, whose replies
@@ -513,71 +543,71 @@ section! {
     /// The SM core (DESIGN.md section 5, "SM core").
     pub struct CoreConfig {
         /// SMs per chiplet. Presets: the vendor or paper SM count.
-        sm_count: u32 = Kind::U32, unit "SMs", None;
+        sm_count: u32 = Kind::U32, unit "SMs", None, range (1, MAX_SMS);
         /// SM clock. Presets: the clock of the simulator config or paper modelled, or the
         /// vendor boost clock.
-        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// Threads per warp. The core model is NVIDIA-style with 32 lanes; any other value
         /// is rejected (a trace is checked against this core model, not a preset's brand).
-        warp_size: u32 = Kind::U32, unit "threads", Some("32");
+        warp_size: u32 = Kind::U32, unit "threads", Some("32"), range (32, 32);
         /// Resident threads per SM (an occupancy limit). Presets: the simulator config's
         /// `-gpgpu_shader_core_pipeline` or the paper's table.
-        max_threads_per_sm: u32 = Kind::U32, unit "threads", None;
+        max_threads_per_sm: u32 = Kind::U32, unit "threads", None, range (1, 65_536);
         /// Resident warp slots per SM; must equal `max_threads_per_sm / warp_size`.
-        max_warps_per_sm: u32 = Kind::U32, unit "warps", None;
+        max_warps_per_sm: u32 = Kind::U32, unit "warps", None, range (1, 2048);
         /// Resident CTAs per SM (an occupancy limit). Presets: CUDA's occupancy header
         /// (`cudaOccMaxBlocksPerMultiprocessor`) for the compute capability.
-        max_ctas_per_sm: u32 = Kind::U32, unit "CTAs", None;
+        max_ctas_per_sm: u32 = Kind::U32, unit "CTAs", None, range (1, 2048);
         /// Largest CTA a launch may have. Presets: CUDA's 1024-thread block limit.
-        max_threads_per_cta: u32 = Kind::U32, unit "threads", None;
+        max_threads_per_cta: u32 = Kind::U32, unit "threads", None, range (1, 65_536);
         /// 32-bit registers in an SM's register file. Presets: the simulator config's
         /// `-gpgpu_shader_registers` or the paper's table.
-        registers_per_sm: u32 = Kind::U32, unit "registers", None;
+        registers_per_sm: u32 = Kind::U32, unit "registers", None, range (1, 1 << 24);
         /// Registers one CTA may hold (CUDA's `regsPerBlock`). Presets: the simulator
         /// config's `-gpgpu_registers_per_block`, or the whole file.
-        max_registers_per_cta: u32 = Kind::U32, unit "registers", None;
+        max_registers_per_cta: u32 = Kind::U32, unit "registers", None, range (1, 1 << 24);
         /// Registers one thread may use (a trace using more can never run). Presets: CUDA's
         /// occupancy header (`cudaOccRegAllocationMaxPerThread`).
-        max_registers_per_thread: u32 = Kind::U32, unit "registers", None;
+        max_registers_per_thread: u32 = Kind::U32, unit "registers", None, range (1, 65_536);
         /// Register allocation unit: a warp's registers (`regs_per_thread * 32`) are rounded
         /// up to a multiple of this. Presets: CUDA's occupancy header
         /// (`cudaOccRegAllocationGranularity`).
-        register_alloc_granularity: u32 = Kind::U32, unit "registers per warp", None;
+        register_alloc_granularity: u32 = Kind::U32, unit "registers per warp", None, range (1, 65_536);
         /// Sub-partitions with separate register files; a warp's registers come from one of
         /// them, so occupancy counts warps per partition. Presets: CUDA's occupancy header
         /// (`cudaOccSubPartitionsPerMultiprocessor`).
-        register_file_partitions: u32 = Kind::U32, unit "partitions", None;
+        register_file_partitions: u32 = Kind::U32, unit "partitions", None, range (1, 64);
         /// Shared memory per SM available to CTAs (the largest carveout). Presets: vendor
         /// figure or the simulator config's `-gpgpu_shmem_size`.
-        shared_mem_per_sm_bytes: u32 = Kind::U32, unit "bytes", None;
+        shared_mem_per_sm_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 16 << 20);
         /// Shared memory one CTA may request (static + dynamic, before the reservation
         /// below). Presets: the simulator config's `-gpgpu_shmem_per_block` or the
         /// opt-in maximum.
-        max_shared_mem_per_cta_bytes: u32 = Kind::U32, unit "bytes", None;
+        max_shared_mem_per_cta_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 16 << 20);
         /// Shared memory allocation unit: a CTA's shared memory (plus the reservation) is
         /// rounded up to a multiple of this. Presets: CUDA's occupancy header
         /// (`cudaOccSMemAllocationGranularity`).
-        shared_mem_alloc_granularity_bytes: u32 = Kind::U32, unit "bytes", None;
+        shared_mem_alloc_granularity_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 65_536);
         /// Shared memory the driver reserves per resident CTA (compute capability 8.x and
         /// later; `cudaOccSMemPerBlock` adds it). Presets: 1024 on Ampere, else 0.
-        shared_mem_reserved_per_cta_bytes: u32 = Kind::U32, unit "bytes", Some("0");
+        shared_mem_reserved_per_cta_bytes: u32 = Kind::U32, unit "bytes", Some("0"), range (0, 1 << 20);
         /// Warp schedulers (sub-cores) per SM; each owns an equal share of the warps,
         /// register banks and functional units. Presets: the simulator config's
         /// `-gpgpu_num_sched_per_core` or the paper's table.
-        schedulers_per_sm: u32 = Kind::U32, unit "schedulers", None;
+        schedulers_per_sm: u32 = Kind::U32, unit "schedulers", None, range (1, 2048);
         /// Warp scheduling policy of every scheduler. Presets: the simulator config's
         /// `-gpgpu_scheduler` or the paper's table.
         scheduler: SchedulerPolicy = Kind::Enum(SchedulerPolicy::NAMES), unit "-", None;
         /// Size of the active pool of each scheduler under `two_level` (ignored otherwise;
         /// 0 is taken as 1). Presets: GPGPU-Sim's `two_level_active:6` example.
-        two_level_active_warps: u32 = Kind::U32, unit "warps per scheduler", Some("6");
+        two_level_active_warps: u32 = Kind::U32, unit "warps per scheduler", Some("6"), range (1, 2048);
         /// Register-file banks per SM, split evenly among the schedulers; two operands of an
         /// instruction in one bank take two cycles to read. Presets: the simulator config's
         /// `-gpgpu_num_reg_banks`.
-        register_banks: u32 = Kind::U32, unit "banks", None;
+        register_banks: u32 = Kind::U32, unit "banks", None, range (1, 4096);
         /// Operand-collector units per SM (instructions gathering operands at once), split
         /// evenly among the schedulers. Presets: the simulator config's collector units.
-        operand_collectors: u32 = Kind::U32, unit "collectors", None;
+        operand_collectors: u32 = Kind::U32, unit "collectors", None, range (1, 4096);
         /// Model operand collection: an issued instruction holds one of its scheduler's
         /// `operand_collectors / schedulers_per_sm` collector units until its source
         /// operands are read, each of its scheduler's `register_banks / schedulers_per_sm`
@@ -606,11 +636,11 @@ section! {
         /// Cycles from issue until a dependent instruction may issue (the result latency).
         /// Presets: measured dependent-issue latencies where a study gives them, else the
         /// simulator config's `-trace_opcode_latency_initiation_*` first number.
-        latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
         /// Cycles between two issues of this class on one sub-core's unit (1 = fully
         /// pipelined, one warp instruction per cycle). Presets: measured throughput where
         /// a study gives it, else the simulator config's second number.
-        initiation_cycles: u32 = Kind::U32, unit "core cycles", None;
+        initiation_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
     }
 }
 
@@ -655,18 +685,18 @@ section! {
         /// fetch hits). Presets: `true` (the hardware has one).
         enabled: bool = Kind::Bool, unit "-", None;
         /// Capacity. Presets: the simulator config's `-gpgpu_cache:il1`.
-        size_bytes: u32 = Kind::U32, unit "bytes", None;
+        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
         /// Ways per set. Presets: as `size_bytes`.
-        assoc: u32 = Kind::U32, unit "ways", None;
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
         /// Line size (power of two). Presets: as `size_bytes`.
-        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
         /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
         /// delivers a hit the next cycle; no study measures it).
-        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
         /// Cycles from fetch to instruction available on a miss (the line comes from L2;
         /// a fixed latency, not a request to the memory system yet). Presets: the L2-hit
         /// latency a load sees minus the L1 hit, or the preset's NoC and L2 latencies.
-        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
     }
 }
 
@@ -679,27 +709,27 @@ section! {
         /// Capacity (fixed; the shared-memory carveout is `core.shared_mem_per_sm_bytes`).
         /// Presets: the simulator config's L1 or what the unified L1/shared SRAM leaves
         /// beside the full shared-memory carveout.
-        size_bytes: u32 = Kind::U32, unit "bytes", None;
+        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4 << 20);
         /// Ways per set; `size_bytes / (assoc * line_bytes)` sets, a power of two.
         /// Presets: the simulator config's `-gpgpu_cache:dl1`.
-        assoc: u32 = Kind::U32, unit "ways", None;
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
         /// Line size (power of two). Presets: 128.
-        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
         /// Sector size, the unit of coalescing and of fills; divides `line_bytes`.
         /// Presets: 32 for sectored caches (Volta on), 128 for Fermi's.
-        sector_bytes: u32 = Kind::U32, unit "bytes", None;
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
         /// Banks; accesses to one bank in one cycle serialize. Presets: the simulator
         /// config's `-gpgpu_l1_banks`.
-        banks: u32 = Kind::U32, unit "banks", None;
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
         /// Cycles from a load's issue to its data on an L1 hit, as a pointer chase measures
         /// it. Presets: a measured pointer-chase L1 hit, else the simulator config's
         /// `-gpgpu_l1_latency`.
-        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
         /// Miss status holding registers: distinct lines with misses in flight.
         /// Presets: the simulator config's MSHR entries (`A:<n>:<merge>`).
-        mshrs: u32 = Kind::U32, unit "entries", None;
+        mshrs: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
         /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
-        mshr_max_merge: u32 = Kind::U32, unit "requests", None;
+        mshr_max_merge: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
         /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
         write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
         /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
@@ -712,13 +742,13 @@ section! {
     pub struct SharedMemConfig {
         /// Banks; lanes hitting different words of one bank serialize. Presets: the
         /// simulator config's `-gpgpu_shmem_num_banks`.
-        banks: u32 = Kind::U32, unit "banks", None;
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
         /// Width of one bank (power of two). Presets: 4, checked against measured shared
         /// memory bandwidth of about 128 B per cycle per SM.
-        bank_bytes: u32 = Kind::U32, unit "bytes", None;
+        bank_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1024);
         /// Cycles from a conflict-free shared load's issue to its data. Presets: a measured
         /// shared-memory latency, else the simulator config's `-gpgpu_smem_latency`.
-        latency_cycles: u32 = Kind::U32, unit "core cycles", None;
+        latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
     }
 }
 
@@ -727,14 +757,14 @@ section! {
     /// and an arbiter at the receiver (DESIGN.md section 5).
     pub struct NocConfig {
         /// NoC clock. Presets: the simulator config's interconnect clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
         /// (no study isolates it); it is part of the measured L2 hit latency, see
         /// `l2.hit_latency_cycles`.
-        latency_cycles: u32 = Kind::U32, unit "NoC cycles", None;
+        latency_cycles: u32 = Kind::U32, unit "NoC cycles", None, range (1, MAX_CYCLES);
         /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
         /// Presets: the simulator config's flit size.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None;
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None, range (1, 65_536);
     }
 }
 
@@ -745,38 +775,38 @@ section! {
     /// its own clock, plus queueing.
     pub struct L2Config {
         /// L2 clock. Presets: the simulator config's L2 clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
         /// slice caches the addresses of one channel; a private L2 interleaves lines over
         /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
         /// memory sub-partitions.
-        slices: u32 = Kind::U32, unit "slices", None;
+        slices: u32 = Kind::U32, unit "slices", None, range (1, 4096);
         /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
         /// simulator config's.
-        size_bytes: u64 = Kind::U64, unit "bytes", None;
+        size_bytes: u64 = Kind::U64, unit "bytes", None, range (1, 1 << 30);
         /// Ways per set of each slice; each slice has `size_bytes / slices / (assoc *
         /// line_bytes)` sets, a power of two. Presets: the simulator config's
         /// `-gpgpu_cache:dl2`.
-        assoc: u32 = Kind::U32, unit "ways", None;
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
         /// Line size (power of two). Presets: as `assoc`.
-        line_bytes: u32 = Kind::U32, unit "bytes", None;
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
         /// Sector size, the unit of fills from DRAM; divides `line_bytes`.
-        sector_bytes: u32 = Kind::U32, unit "bytes", None;
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
         /// Cycles a slice takes from a request's arrival to the response's departure on a
         /// hit. Presets: a measured pointer-chase L2 hit minus `l1d.hit_latency_cycles` and
         /// two NoC traversals (derivation in the preset), else the simulator config's
         /// `-gpgpu_l2_rop_latency`.
-        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None;
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
         /// Extra cycles an atomic or reduction occupies the slice's ALU beyond a hit
         /// (atomics execute at L2). Presets: the measured atomic latency minus the L2 hit
         /// latency on a TITAN V (ASIM-OUT), the only measured atomic figure.
-        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None;
+        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
         /// Miss status holding registers per slice. Presets: the simulator config's L2
         /// MSHR entries.
-        mshrs_per_slice: u32 = Kind::U32, unit "entries", None;
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
         /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
         /// slices, or one 32 B sector per cycle.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None;
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);
         /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
         /// simulator config's L2 write policy.
         write_back: bool = Kind::Bool, unit "-", None;
@@ -791,29 +821,29 @@ section! {
         /// Independent channels, each with its own queue, banks and bus; addresses
         /// interleave across them every `interleave_bytes`. Presets: the simulator config's
         /// `-gpgpu_n_mem` or the bus width over the channel width.
-        channels: u32 = Kind::U32, unit "channels", None;
+        channels: u32 = Kind::U32, unit "channels", None, range (1, 1024);
         /// DRAM command clock; `bandwidth_bytes_per_cycle`, `t_rcd_cycles` and `t_rp_cycles`
         /// count its cycles. Presets: vendor memory clock or the simulator config's DRAM
         /// clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None;
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// Data bytes one channel moves per DRAM clock cycle (bus width times transfers per
         /// clock). Presets: derived so that the peak equals the vendor bandwidth.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None;
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None, range (1, 65_536);
         /// Fixed latency of an access on top of its bank timing: controller, PHY, column
         /// access and data return, on a row hit. Presets: measured DRAM latency minus the
         /// measured L2 hit latency minus `t_rp + t_rcd` (derivation in the preset), else the
         /// simulator config's `-dram_latency` converted from core cycles.
-        latency_ps: u64 = Kind::U64, unit "ps", None;
+        latency_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// Banks per channel (power of two). Presets: the simulator config's `nbk`.
-        banks: u32 = Kind::U32, unit "banks", None;
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
         /// Bytes of one open row of a bank (power of two). Presets: assumed (the memory
         /// type's page size; no source in the references).
-        row_bytes: u32 = Kind::U32, unit "bytes", None;
+        row_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
         /// Activate-to-read delay, paid when the row is not open. Presets: the simulator
         /// config's `RCD` timing or the paper's tRCD.
-        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
+        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
         /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
-        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None;
+        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
         /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`). Not modelled
         /// yet: every channel serves requests in arrival order at each bank and at the bus
         /// (earliest gap first), whatever this says; kept so presets state the hardware.
@@ -821,15 +851,15 @@ section! {
         /// Requests a channel's scheduler can hold. Presets: the simulator config's
         /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
         /// requests in flight).
-        queue_entries: u32 = Kind::U32, unit "requests", None;
+        queue_entries: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
         /// Address interleave granularity across channels (power of two, a multiple of
         /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
-        interleave_bytes: u32 = Kind::U32, unit "bytes", None;
+        interleave_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 30);
         /// Average interval between two all-bank refreshes (REF) of a channel, JEDEC tREFI;
         /// 0 models no refresh (`t_rfc_ps` is then ignored). Channel `c`'s refreshes fall due at `k * t_refi_ps + c *
         /// t_refi_ps / channels` (staggered). Presets: the memory type's tREFI (3.9 us for
         /// HBM2 and GDDR5) from the JEDEC-based DRAM simulators' tables.
-        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0");
+        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
         /// Time a refresh makes the whole channel unavailable, JEDEC tRFC (all-bank); must be
         /// below `t_refi_ps`. A due refresh takes the channel's bus for
         /// this long in the first gap at or after its due time (a busy channel postpones it,
@@ -837,17 +867,17 @@ section! {
         /// the rows it closes are reopened by the next access. Per-bank refresh, which a
         /// controller may use to hide part of this, is not modelled. Presets: the tRFC of
         /// the channel's density (e.g. HBM2 8 Gb: 350 ns) from the same tables.
-        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0");
+        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
         /// Idle cycles of a channel's data bus when it turns from writes to reads: the last
         /// write's data to the first read's data, i.e. JEDEC tWTR plus the read latency CL.
         /// Presets: `CL + CDLR` of the simulator config's timing (GPGPU-Sim's tWTR is `WL +
         /// BL/ratio + CDLR` between the commands; read data follows its command by CL, write
         /// data by WL).
-        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0");
+        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
         /// Idle cycles of a channel's data bus when it turns from reads to writes (the last
         /// read's data to the first write's data). Presets: 2, the bus turnaround of
         /// GPGPU-Sim's tRTW (`CL + BL/ratio + 2 - WL` between the commands).
-        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0");
+        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
         /// Writes are posted: a channel queues them (a write is done, for the L2, when it
         /// is queued) and sends them to the DRAM in one burst of this many requests when
         /// that many are queued (a drain from the high to the low watermark of a write
@@ -855,7 +885,7 @@ section! {
         /// 1 sends each write alone. Writes still queued when a run ends take no bus time.
         /// Presets: high minus low watermark of the simulator config's
         /// `-dram_write_queue_size`, where it enables one.
-        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1");
+        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1"), range (1, 65_536);
     }
 }
 
@@ -868,19 +898,19 @@ section! {
         /// Host runtime and driver time to submit one launch to the global CP. Presets:
         /// a measured back-to-back launch period, or a measured launch latency minus the
         /// GPU-side segments below (derivation in the preset).
-        host_to_gcp_ps: u64 = Kind::U64, unit "ps", None;
+        host_to_gcp_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// Global CP to local CP: kernel slice dispatch. Presets: the kernel-dispatch
         /// latency measured by WANG15 Table 3 (283 cycles at 706 MHz).
-        gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None;
+        gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// Local CP to an SM, per CTA dispatched, and back, per CTA completion report (the
         /// local CP sends an SM its next CTA when the report arrives); at least one SM
         /// cycle (the port contract). Presets: one SM cycle (Accel-Sim's
         /// `-gpgpu_TB_launch_latency 0`, raised to the minimum).
-        cta_dispatch_ps: u64 = Kind::U64, unit "ps", None;
+        cta_dispatch_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// The local CP's receipt of the last CTA's completion report to the kernel's
         /// completion seen by the host (local CP -> global CP -> host). Presets: assumed
         /// equal to `gcp_to_lcp_ps`.
-        completion_ps: u64 = Kind::U64, unit "ps", None;
+        completion_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
     }
 }
 

@@ -9,7 +9,8 @@
 //!                 format version u32 | FOOTER_MAGIC (8)
 //! ```
 //! A file whose last 8 bytes are not `FOOTER_MAGIC` was cut short (or is still being
-//! written: writers write to `<name>.partial` and rename when complete).
+//! written: writers write to `<name>.partial` and rename when complete), or has bytes
+//! appended after a complete footer (the reader tells the two apart).
 
 /// First 8 bytes of every `.tst` file.
 pub const MAGIC: &[u8; 8] = b"TESSTRC\0";

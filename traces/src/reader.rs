@@ -1,7 +1,10 @@
 //! Memory-mapped `.tst` reader: lazy per chunk, `Send + Sync`, shared by all workers.
 //!
 //! [`TraceFile::open`] maps the file, checks magic, version, footer and the index checksum,
-//! validates the rkyv index and checks every chunk entry against the file. Chunks are
+//! validates the rkyv index and checks every chunk entry against the file, and the index
+//! against itself (chunk order, per-kernel counts against the sums of their chunks, the
+//! class mix against the counts, CTAs against the grid): whatever `verify` would refuse
+//! about the index without decoding a chunk, at a cost linear in the index's size. Chunks are
 //! decompressed only when asked for, by a [`ChunkDecoder`] (one per worker; it owns its
 //! buffers), which verifies each chunk's CRC-32 and then tells the kernel that the
 //! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
@@ -223,19 +226,25 @@ impl ChunkEntry {
     }
 }
 
+/// How far back from the end [`footer_before_end`] looks for a footer (an error path only,
+/// but a cut 50 GB file should not be read whole to say so).
+const TRAILING_SCAN_BYTES: usize = 64 << 20;
+
 /// When a complete footer (magic, version, index ending where the footer starts) ends
-/// before the end of `map`, the offset where it ends: the file has bytes appended after a
-/// complete trace, rather than being cut short.
+/// before the end of `map`, within its last [`TRAILING_SCAN_BYTES`], the offset where it
+/// ends: the file has bytes appended after a complete trace, rather than being cut short.
 fn footer_before_end(map: &[u8], version: u32) -> Option<usize> {
-    let min_end = HEADER_LEN + FOOTER_LEN;
+    let min_end = (HEADER_LEN + FOOTER_LEN).max(map.len().saturating_sub(TRAILING_SCAN_BYTES));
     let mut search = map.len();
+    // The magic of a footer ending at `min_end` or later starts at `lo` or later.
+    let lo = min_end - FOOTER_MAGIC.len();
     while search >= min_end {
-        let hay = &map[..search];
-        let at = hay
-            .windows(FOOTER_MAGIC.len())
-            .rposition(|w| w == FOOTER_MAGIC)?;
+        let at = lo
+            + map[lo..search]
+                .windows(FOOTER_MAGIC.len())
+                .rposition(|w| w == FOOTER_MAGIC)?;
         let end = at + FOOTER_MAGIC.len();
-        if end >= min_end && end < map.len() {
+        if end < map.len() {
             let f = end - FOOTER_LEN;
             let index_off = le_u64(map, f);
             let index_len = le_u64(map, f + 8);

@@ -83,7 +83,14 @@ fn synth_header(m: &KernelMeta) -> String {
     let _ = writeln!(h, "-shmem base_addr = 0x{:016x}", m.shmem_base);
     let _ = writeln!(h, "-local mem base_addr = 0x{:016x}", m.local_base);
     let _ = writeln!(h, "-nvbit version = {}", m.nvbit_version);
-    let _ = writeln!(h, "-accelsim tracer version = {}", m.tracer_version.max(5));
+    // Version 5 lines carry an immediate; a kernel without immediates (synthetic traces)
+    // is written as version 4, whose files may have none.
+    let tracer = if m.statics.iter().all(|s| s.imm.is_some()) {
+        m.tracer_version.max(5)
+    } else {
+        4
+    };
+    let _ = writeln!(h, "-accelsim tracer version = {tracer}");
     let _ = writeln!(h, "-enable lineinfo = {}", u8::from(m.lineinfo));
     // tessera extensions: keys Accel-Sim's header parser does not know and skips.
     if !m.generator.is_empty() {

@@ -1,16 +1,17 @@
 //! Streaming import of an Accel-Sim trace directory into one `.tst` file.
 
-use super::line::{parse_inst_line_into, TextAddrs, TextInst};
+use super::line::{parse_inst_line_into, ImmField, TextAddrs, TextInst};
 use crate::opcodes::{decode_opcode, unknown_opcode, ArchFamily};
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::{
-    Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, KernelMeta, RawInst,
-    TraceError, TraceWriter, WriterOptions,
+    Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, KernelMeta, OpClass,
+    RawInst, TraceError, TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -134,6 +135,7 @@ pub fn import_dir_with_progress(
                         "expected MemAlloc,<hex address>,<bytes>, found '{l}'"
                     ))
                 })?;
+                check_range("MemAlloc", addr, bytes).map_err(lerr)?;
                 w.add_command(Command::Alloc {
                     device,
                     addr,
@@ -145,6 +147,7 @@ pub fn import_dir_with_progress(
                         "expected MemcpyHtoD,<hex address>,<bytes>, found '{l}'"
                     ))
                 })?;
+                check_range("MemcpyHtoD", addr, bytes).map_err(lerr)?;
                 w.add_command(Command::MemcpyHtoD {
                     device,
                     addr,
@@ -169,6 +172,16 @@ pub fn import_dir_with_progress(
     }
     w.finish()?;
     Ok(rep)
+}
+
+/// A `MemcpyHtoD`/`MemAlloc` range must lie inside the 64-bit address space.
+fn check_range(what: &str, addr: u64, bytes: u64) -> Result<(), String> {
+    match addr.checked_add(bytes) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "{what} of {bytes} bytes at {addr:#x} runs past the end of the 64-bit address space (expected address + bytes at most 0xffffffffffffffff)"
+        )),
+    }
 }
 
 fn parse_memcpy(rest: &str) -> Option<(u64, u64)> {
@@ -256,6 +269,55 @@ fn dim3(v: &str) -> Option<[u32; 3]> {
     it.next().is_none().then_some(d)
 }
 
+/// Parses a header `(x,y,z)` whose dimensions must lie in `1..=max[d]` and, when `product`
+/// is given, whose product must not exceed it: the CUDA limits, so that nothing wraps.
+fn dim3_in(key: &str, v: &str, max: [u64; 3], product: Option<u64>) -> Result<[u32; 3], String> {
+    let shown = v.trim();
+    let bad = || format!("header '-{key}': expected (x,y,z), found '{shown}'");
+    let inner = shown
+        .strip_prefix('(')
+        .and_then(|x| x.strip_suffix(')'))
+        .ok_or_else(bad)?;
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut d = [0u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let axis = ["x", "y", "z"][i];
+        let n = p
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n >= 1 && n <= max[i])
+            .ok_or_else(|| {
+                format!(
+                    "header '-{key}': {axis} = {p} is out of range (expected 1 to {})",
+                    max[i]
+                )
+            })?;
+        d[i] = n as u32;
+    }
+    if let Some(limit) = product {
+        let total: u64 = d.iter().map(|&x| x as u64).product();
+        if total > limit {
+            return Err(format!(
+                "header '-{key}': {}x{}x{} = {total} is out of range (expected at most {limit} in all)",
+                d[0], d[1], d[2]
+            ));
+        }
+    }
+    Ok(d)
+}
+
+/// CUDA's limits on a grid: x below 2^31, y and z below 2^16.
+const GRID_MAX: [u64; 3] = [(1 << 31) - 1, 65535, 65535];
+/// CUDA's limits on a block: 1024 in x and y, 64 in z, 1024 threads in all.
+const BLOCK_MAX: [u64; 3] = [1024, 1024, 64];
+const BLOCK_THREADS_MAX: u64 = 1024;
+
 fn hex_u64(v: &str) -> Option<u64> {
     let v = v.trim();
     let v = v
@@ -274,15 +336,42 @@ impl Header {
         let key = key.trim();
         let v = value.strip_prefix(' ').unwrap_or(value);
         let bad = |what: &str| format!("header '-{key}': expected {what}, found '{}'", v.trim());
-        let num = |what: &str| v.trim().parse::<u64>().map_err(|_| bad(what));
+        // Parsed wide and checked, never truncated: `-shmem = 4294968320` is an error, not
+        // 1,024 bytes.
+        let num = |what: &str| {
+            let t = v.trim();
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(what));
+            }
+            t.parse::<u64>().map_err(|_| {
+                format!(
+                    "header '-{key}': {t} is out of range (expected {what} of at most {})",
+                    u64::MAX
+                )
+            })
+        };
+        let num32 = |what: &str| {
+            let n = num(what)?;
+            u32::try_from(n).map_err(|_| {
+                format!(
+                    "header '-{key}': {n} is out of range (expected {what} of at most {})",
+                    u32::MAX
+                )
+            })
+        };
+        let flag = |what: &str| match num(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(bad(what)),
+        };
         match key {
             "kernel name" => self.name = Some(v.to_string()),
-            "kernel id" => self.id = num("a number")? as u32,
-            "grid dim" => self.grid = Some(dim3(v).ok_or_else(|| bad("(x,y,z)"))?),
-            "block dim" => self.block = Some(dim3(v).ok_or_else(|| bad("(x,y,z)"))?),
-            "shmem" => self.shmem = num("a byte count")? as u32,
-            "nregs" => self.nregs = num("a register count")? as u32,
-            "binary version" => self.binary_version = Some(num("a number like 80")? as u32),
+            "kernel id" => self.id = num32("a number")?,
+            "grid dim" => self.grid = Some(dim3_in(key, v, GRID_MAX, None)?),
+            "block dim" => self.block = Some(dim3_in(key, v, BLOCK_MAX, Some(BLOCK_THREADS_MAX))?),
+            "shmem" => self.shmem = num32("a byte count")?,
+            "nregs" => self.nregs = num32("a register count")?,
+            "binary version" => self.binary_version = Some(num32("a number like 80")?),
             "cuda stream id" => self.stream = num("a number")?,
             "shmem base_addr" => {
                 self.shmem_base = hex_u64(v).ok_or_else(|| bad("a hex address"))?
@@ -291,10 +380,10 @@ impl Header {
                 self.local_base = hex_u64(v).ok_or_else(|| bad("a hex address"))?
             }
             "nvbit version" => self.nvbit_version = v.trim().to_string(),
-            "accelsim tracer version" => self.tracer_version = Some(num("a number")? as u32),
-            "enable lineinfo" => self.lineinfo = num("0 or 1")? != 0,
+            "accelsim tracer version" => self.tracer_version = Some(num32("a number")?),
+            "enable lineinfo" => self.lineinfo = flag("0 or 1")?,
             "tessera generator" => self.generator = v.trim().to_string(),
-            "tessera operands" => self.operands = num("0 or 1")? != 0,
+            "tessera operands" => self.operands = flag("0 or 1")?,
             "tessera annotation" => {
                 self.annotations.push(parse_annotation(v).ok_or_else(|| {
                     bad("NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...")
@@ -313,6 +402,52 @@ struct WarpState {
     id: u32,
     declared: Option<u64>,
     seen: u64,
+    /// Lanes of the warp that hold threads.
+    lanes: u32,
+    /// Union of the masks of its `EXIT`s.
+    exited: u32,
+}
+
+/// Opcode classes that never carry addresses in a trace.
+fn never_memory(c: OpClass) -> bool {
+    matches!(
+        c,
+        OpClass::Int
+            | OpClass::IntMul
+            | OpClass::Fp16
+            | OpClass::Fp32
+            | OpClass::Fp64
+            | OpClass::Sfu
+            | OpClass::Tensor
+            | OpClass::Convert
+            | OpClass::WarpShuffle
+            | OpClass::SpecialReg
+            | OpClass::Uniform
+            | OpClass::Branch
+            | OpClass::Barrier
+            | OpClass::Exit
+            | OpClass::Nop
+    )
+}
+
+/// Opcode classes whose lines always carry a memory width and addresses (constant,
+/// texture and asynchronous-copy instructions may not, depending on the tracer).
+fn always_memory(c: OpClass) -> bool {
+    matches!(
+        c,
+        OpClass::LoadGlobal
+            | OpClass::StoreGlobal
+            | OpClass::LoadShared
+            | OpClass::StoreShared
+            | OpClass::LoadLocal
+            | OpClass::StoreLocal
+            | OpClass::LoadGeneric
+            | OpClass::StoreGeneric
+            | OpClass::AtomicGlobal
+            | OpClass::AtomicShared
+            | OpClass::AtomicGeneric
+            | OpClass::Reduction
+    )
 }
 
 fn import_kernel(
@@ -429,10 +564,29 @@ fn import_kernel(
     meta.source = source.to_string();
     let lineinfo = hdr.lineinfo;
     let has_operands = hdr.operands;
+    let grid_ctas: u64 = grid.iter().map(|&d| d as u64).product();
+    // Whether lines end with an immediate: by the tracer version (5 always, 3 never), or
+    // for version 4 by the first line whose field count shows it (`imm_line`).
+    let mut imm_field = match tv {
+        _ if has_operands => ImmField::Present,
+        3 => ImmField::Absent,
+        4 => ImmField::Undecided,
+        _ => ImmField::Present,
+    };
+    let mut imm_line = 0u64;
     let kernel = w.begin_kernel(meta)?;
 
     let mut opcodes: HashMap<String, u16> = HashMap::default();
     let mut unknown: Vec<bool> = Vec::new();
+    let mut classes: Vec<OpClass> = Vec::new();
+    // Thread blocks listed so far (linear ids), and the warps listed in the current one.
+    let mut cta_seen: HashSet<u64> = HashSet::default();
+    let mut warps_seen: u64 = 0;
+    let all_warps: u64 = if max_warps >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << max_warps) - 1
+    };
     let mut inst = TextInst::default();
     let mut addr_buf: Vec<u64> = Vec::with_capacity(32);
     let mut in_tb = first_tb;
@@ -456,6 +610,21 @@ fn import_kernel(
                     format!(
                         "warp {} of thread block {},{},{} declares insts = {declared} but lists {} instruction lines",
                         ws.id, cta[0], cta[1], cta[2], ws.seen
+                    ),
+                ));
+            }
+            if ws.exited & ws.lanes != ws.lanes {
+                return Err(lerr(
+                    line,
+                    format!(
+                        "warp {} of thread block {},{},{} ends with lanes {:08x} still running: expected its EXIT masks to cover its threads' lanes {:08x} (they cover {:08x})",
+                        ws.id,
+                        cta[0],
+                        cta[1],
+                        cta[2],
+                        ws.lanes & !ws.exited,
+                        ws.lanes,
+                        ws.exited
                     ),
                 ));
             }
@@ -497,7 +666,7 @@ fn import_kernel(
                 ));
             }
             ws.seen += 1;
-            parse_inst_line_into(l, lineinfo, has_operands, &mut inst).map_err(|e| {
+            parse_inst_line_into(l, lineinfo, has_operands, imm_field, &mut inst).map_err(|e| {
                 if unterminated {
                     lerr(
                         line_no,
@@ -506,10 +675,35 @@ fn import_kernel(
                             e.0
                         ),
                     )
+                } else if e.0.contains("immediate") {
+                    let why = match imm_field {
+                        ImmField::Present if tv >= 5 || has_operands => format!(
+                            "tracer version {tv} writes an immediate on every line"
+                        ),
+                        ImmField::Present => format!(
+                            "the lines of this tracer-{tv} file carry an immediate, as line {imm_line} shows"
+                        ),
+                        ImmField::Absent if tv <= 3 => format!(
+                            "tracer version {tv} writes no immediate"
+                        ),
+                        ImmField::Absent => format!(
+                            "the lines of this tracer-{tv} file carry no immediate, as line {imm_line} shows"
+                        ),
+                        _ => "the first line of the file that shows it decides for the whole file".into(),
+                    };
+                    lerr(line_no, format!("{} ({why})", e.0))
                 } else {
                     lerr(line_no, e.0)
                 }
             })?;
+            if imm_field == ImmField::Undecided {
+                imm_field = if inst.imm.is_some() {
+                    ImmField::Present
+                } else {
+                    ImmField::Absent
+                };
+                imm_line = line_no;
+            }
             let opcode = match opcodes.get(inst.opcode.as_str()) {
                 Some(&o) => o,
                 None => {
@@ -528,6 +722,7 @@ fn import_kernel(
                         }
                     };
                     unknown.push(info.unknown);
+                    classes.push(info.class);
                     let o = w.add_opcode(info)?;
                     opcodes.insert(inst.opcode.clone(), o);
                     o
@@ -535,13 +730,52 @@ fn import_kernel(
             };
             if unknown[opcode as usize] {
                 *rep.unknown_opcodes.entry(inst.opcode.clone()).or_insert(0) += 1;
+            } else {
+                let class = classes[opcode as usize];
+                if inst.mem_width != 0 && never_memory(class) {
+                    return Err(lerr(
+                        line_no,
+                        format!(
+                            "{} is not a memory instruction (class {}): expected memory width 0 and no addresses, found width {}",
+                            inst.opcode,
+                            class.name(),
+                            inst.mem_width
+                        ),
+                    ));
+                }
+                if inst.mem_width == 0 && always_memory(class) {
+                    return Err(lerr(
+                        line_no,
+                        format!(
+                            "{} is a memory instruction (class {}): expected a memory width and addresses, found width 0",
+                            inst.opcode,
+                            class.name()
+                        ),
+                    ));
+                }
+                if class == OpClass::Exit {
+                    ws.exited |= inst.mask;
+                }
             }
             let addrs = match &inst.addrs {
                 TextAddrs::None => AddrRecord::None,
-                TextAddrs::Stride { base, stride } => AddrRecord::Stride {
-                    base: *base,
-                    stride: *stride,
-                },
+                TextAddrs::Stride { base, stride } => {
+                    // Lane i of the active lanes accesses base + i * stride.
+                    let last = *base as i128
+                        + *stride as i128 * (inst.mask.count_ones().max(1) as i128 - 1);
+                    if !(0..=u64::MAX as i128).contains(&last) {
+                        return Err(lerr(
+                            line_no,
+                            format!(
+                                "base {base:#x} and stride {stride} take the last active lane's address past the 64-bit address space"
+                            ),
+                        ));
+                    }
+                    AddrRecord::Stride {
+                        base: *base,
+                        stride: *stride,
+                    }
+                }
                 TextAddrs::List(v) => AddrRecord::List {
                     mode: ADDR_LIST,
                     addrs: v,
@@ -550,8 +784,17 @@ fn import_kernel(
                     addr_buf.clear();
                     let mut a = *base;
                     addr_buf.push(a);
-                    for d in deltas {
-                        a = a.wrapping_add(*d as u64);
+                    for (i, d) in deltas.iter().enumerate() {
+                        a = a.checked_add_signed(*d).ok_or_else(|| {
+                            lerr(
+                                line_no,
+                                format!(
+                                    "address delta {} of {} ({d}) takes the address past the 64-bit address space (from {a:#x})",
+                                    i + 1,
+                                    deltas.len()
+                                ),
+                            )
+                        })?;
                         addr_buf.push(a);
                     }
                     AddrRecord::List {
@@ -589,6 +832,7 @@ fn import_kernel(
             cta_id = None;
             cluster = None;
             cta_begun = false;
+            warps_seen = 0;
             continue;
         }
         if !in_tb {
@@ -608,6 +852,23 @@ fn import_kernel(
         if s == "#END_TB" {
             let id = id_or(cta_id)?;
             close_warp(w, &mut warp, line_no, id)?;
+            if warps_seen != all_warps {
+                let missing: Vec<String> = (0..max_warps.min(64))
+                    .filter(|&i| warps_seen >> i & 1 == 0)
+                    .map(|i| i.to_string())
+                    .collect();
+                return Err(lerr(
+                    line_no,
+                    format!(
+                        "thread block {},{},{} lists {} of its {max_warps} warps (a block of {threads} threads): expected every warp once, missing warp(s) {}",
+                        id[0],
+                        id[1],
+                        id[2],
+                        warps_seen.count_ones(),
+                        missing.join(", ")
+                    ),
+                ));
+            }
             if !cta_begun {
                 w.begin_cta(id, cluster)?;
             }
@@ -615,6 +876,12 @@ fn import_kernel(
             ctas += 1;
             in_tb = false;
         } else if let Some(v) = s.strip_prefix("thread block =") {
+            if cta_id.is_some() {
+                return Err(lerr(
+                    line_no,
+                    format!("second 'thread block = x,y,z' line in the thread block begun at line {tb_line}: expected one per #BEGIN_TB ... #END_TB (a missing #END_TB merges two blocks)"),
+                ));
+            }
             let id = dim3(&format!("({})", v.trim())).ok_or_else(|| {
                 lerr(
                     line_no,
@@ -631,6 +898,17 @@ fn import_kernel(
                         ),
                     ));
                 }
+            }
+            let lin =
+                (id[2] as u64 * grid[1] as u64 + id[1] as u64) * grid[0] as u64 + id[0] as u64;
+            if !cta_seen.insert(lin) {
+                return Err(lerr(
+                    line_no,
+                    format!(
+                        "thread block {},{},{} is listed twice: expected each block of the grid once",
+                        id[0], id[1], id[2]
+                    ),
+                ));
             }
             cta_id = Some(id);
         } else if let Some(v) = s.strip_prefix("cluster id =") {
@@ -657,6 +935,22 @@ fn import_kernel(
             if wid as u64 >= max_warps {
                 return Err(lerr(line_no, format!("warp {wid} does not exist in a block of {threads} threads ({max_warps} warps)")));
             }
+            if warps_seen >> wid & 1 == 1 {
+                return Err(lerr(
+                    line_no,
+                    format!(
+                        "warp {wid} is listed twice in thread block {},{},{}: expected each warp once",
+                        id[0], id[1], id[2]
+                    ),
+                ));
+            }
+            warps_seen |= 1 << wid;
+            let lanes = threads.saturating_sub(wid as u64 * 32).min(32);
+            let lanes = if lanes >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << lanes) - 1
+            };
             if !cta_begun {
                 w.begin_cta(id, cluster)?;
                 cta_begun = true;
@@ -666,6 +960,8 @@ fn import_kernel(
                 id: wid,
                 declared: None,
                 seen: 0,
+                lanes,
+                exited: 0,
             });
         } else if let Some(v) = s.strip_prefix("insts =") {
             let ws = warp
@@ -699,6 +995,15 @@ fn import_kernel(
         return Err(file_err(
             path,
             format!("file ends inside the thread block begun at line {tb_line}{detail}: the trace is truncated"),
+        ));
+    }
+    if ctas != grid_ctas {
+        return Err(lerr(
+            line_no,
+            format!(
+                "the file lists {ctas} thread blocks, the grid ({},{},{}) has {grid_ctas}: expected every block of the grid (a file cut after an #END_TB is truncated)",
+                grid[0], grid[1], grid[2]
+            ),
         ));
     }
     let counts = w.end_kernel()?;

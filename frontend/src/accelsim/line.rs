@@ -96,6 +96,7 @@ impl fmt::Display for LineError {
 }
 
 /// Whitespace-separated fields of a line.
+#[derive(Clone, Copy)]
 struct Toks<'a> {
     line: &'a [u8],
     pos: usize,
@@ -279,20 +280,43 @@ impl Default for TextInst {
     }
 }
 
-/// Parses one instruction line. `lineinfo` is the header's `-enable lineinfo`.
+/// Whether the lines of a file end with the immediate field, as far as the importer knows.
+///
+/// Tracer version 5 writes an immediate on every line and version 3 on none; version 4
+/// files come both ways, all lines alike, so the first line whose field count decides it
+/// decides for the file. The count decides every line but one of address mode 1 with a
+/// single field after its base address: that field is the stride of a line without an
+/// immediate, or the immediate of a line whose stride is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImmField {
+    /// Every line has an immediate.
+    Present,
+    /// No line has one.
+    Absent,
+    /// Not known yet: decided by the field count; an ambiguous mode-1 line is an error.
+    Undecided,
+    /// Decided by the field count line by line; an ambiguous mode-1 line is read as a
+    /// stride without an immediate ([`parse_inst_line`]).
+    FieldCount,
+}
+
+/// Parses one instruction line. `lineinfo` is the header's `-enable lineinfo`. The
+/// immediate is present or not by the line's field count ([`ImmField::FieldCount`]).
 pub fn parse_inst_line(line: &[u8], lineinfo: bool) -> Result<TextInst, LineError> {
     let mut out = TextInst::default();
-    parse_inst_line_into(line, lineinfo, false, &mut out)?;
+    parse_inst_line_into(line, lineinfo, false, ImmField::FieldCount, &mut out)?;
     Ok(out)
 }
 
-/// [`parse_inst_line`] into a reused value (no allocation once its buffers have grown).
-/// With `operands` (the header's `-tessera operands = 1`), fields after the immediate are
-/// an atomic's per-lane operands instead of an error.
+/// [`parse_inst_line`] into a reused value (no allocation once its buffers have grown),
+/// with the file's knowledge of the immediate field (`imm`). With `operands` (the header's
+/// `-tessera operands = 1`), fields after the immediate are an atomic's per-lane operands
+/// instead of an error.
 pub fn parse_inst_line_into(
     line: &[u8],
     lineinfo: bool,
     operands: bool,
+    imm: ImmField,
     out: &mut TextInst,
 ) -> Result<(), LineError> {
     let mut t = Toks::new(line);
@@ -366,6 +390,27 @@ pub fn parse_inst_line_into(
             }
             1 => {
                 let base = hex(t.next("base address")?, "a base address", 64)?;
+                if !operands {
+                    // One field left: the stride of a line without an immediate, or the
+                    // immediate of a line without its stride.
+                    let mut r = t;
+                    let n = (0..3).take_while(|_| r.next_field().is_some()).count();
+                    if n == 1 {
+                        match imm {
+                            ImmField::Present => {
+                                return Err(LineError(
+                                    "address mode 1 expects a base address, a stride and then the immediate, found one field after the base address: the stride or the immediate is missing".into(),
+                                ))
+                            }
+                            ImmField::Undecided => {
+                                return Err(LineError(
+                                    "ambiguous address-mode-1 line: the one field after the base address is either the stride (the line has no immediate) or the immediate (the stride is missing), and no earlier line of this file shows whether its lines carry an immediate".into(),
+                                ))
+                            }
+                            ImmField::Absent | ImmField::FieldCount => {}
+                        }
+                    }
+                }
                 let s = dec_i64(t.next("stride")?, "a stride")?;
                 let stride = i32::try_from(s)
                     .map_err(|_| LineError(format!("stride {s} does not fit 32 bits")))?;
@@ -393,9 +438,20 @@ pub fn parse_inst_line_into(
             }
         }
     };
-    let imm = match t.next_field() {
-        None => None,
-        Some(tok) => Some(dec_i64(tok, "an immediate")?),
+    let imm = match (t.next_field(), imm) {
+        (None, ImmField::Present) => {
+            return Err(LineError(
+                "line ends before its immediate (expected an immediate as the last field)".into(),
+            ))
+        }
+        (None, _) => None,
+        (Some(tok), ImmField::Absent) => {
+            return Err(LineError(format!(
+                "unexpected field '{}' after the memory fields: the lines of this file carry no immediate (wrong register or address count?)",
+                show(tok)
+            )))
+        }
+        (Some(tok), _) => Some(dec_i64(tok, "an immediate")?),
     };
     out.operands.clear();
     let mut extra = 0;
@@ -540,6 +596,50 @@ mod tests {
             }
         );
         assert_eq!(i.imm, None);
+    }
+
+    fn parse_with(line: &str, imm: ImmField) -> Result<TextInst, LineError> {
+        let mut out = TextInst::default();
+        parse_inst_line_into(line.as_bytes(), false, false, imm, &mut out).map(|_| out)
+    }
+
+    /// Mode 1 with one field after the base: a stride when the file's lines carry no
+    /// immediate, an error when they do (stride or immediate missing) or when nothing has
+    /// shown it yet (ambiguous), never an immediate silently taken as the stride.
+    #[test]
+    fn mode_1_with_one_field_after_the_base_is_decided_by_the_file() {
+        let l = "0050 ffffffff 1 R8 LDG.E.128 1 R2 16 1 0x7f2000010000 16 ";
+        let i = parse_with(l, ImmField::Absent).unwrap();
+        assert_eq!(
+            i.addrs,
+            TextAddrs::Stride {
+                base: 0x7f20_0001_0000,
+                stride: 16
+            }
+        );
+        assert_eq!(i.imm, None);
+        let e = parse_with(l, ImmField::Present).unwrap_err();
+        assert!(e.0.contains("stride or the immediate is missing"), "{e}");
+        let e = parse_with(l, ImmField::Undecided).unwrap_err();
+        assert!(e.0.contains("ambiguous"), "{e}");
+        let two = "0050 ffffffff 1 R8 LDG.E.128 1 R2 16 1 0x7f2000010000 16 0 ";
+        for imm in [ImmField::Present, ImmField::Undecided] {
+            let i = parse_with(two, imm).unwrap();
+            assert_eq!(i.imm, Some(0));
+        }
+        assert!(parse_with(two, ImmField::Absent).is_err());
+    }
+
+    #[test]
+    fn a_missing_or_extra_immediate_is_an_error_once_the_file_decided() {
+        let no_imm = "0000 ffffffff 1 R1 IMAD.MOV.U32 2 R255 R255 0 ";
+        let e = parse_with(no_imm, ImmField::Present).unwrap_err();
+        assert!(e.0.contains("immediate"), "{e}");
+        assert_eq!(parse_with(no_imm, ImmField::Undecided).unwrap().imm, None);
+        let imm = "0000 ffffffff 1 R1 IMAD.MOV.U32 2 R255 R255 0 7 ";
+        let e = parse_with(imm, ImmField::Absent).unwrap_err();
+        assert!(e.0.contains("no immediate"), "{e}");
+        assert_eq!(parse_with(imm, ImmField::Undecided).unwrap().imm, Some(7));
     }
 
     #[test]

@@ -12,7 +12,13 @@
 //! - mask-0 instructions are instructions; thread instructions are the sum of popcounts;
 //! - `R255` is RZ; predicate and uniform registers are not recorded by the tracer;
 //! - widths and register pairs/quads come from the opcode's modifiers;
-//! - the immediate field is present or not by the line's field count, not by the version.
+//! - the immediate field is present by the tracer version (5: on every line, 3: never) or,
+//!   for version 4, as the file's first line whose field count shows it; an address-mode-1
+//!   line with one field after its base (stride without immediate, or immediate without
+//!   stride) is an error until that is known;
+//! - import checks what a run relies on: every CTA of the grid once, every warp of a CTA
+//!   once, every thread exited, addresses exactly on memory instructions, header numbers
+//!   within their range (nothing wraps).
 
 mod export;
 mod import;

@@ -7,10 +7,11 @@
 //! so a loop body executes the same PCs every iteration, and its destination register is
 //! fixed the first time the PC executes, so the static fields of a PC never vary.
 
-use super::exec::{ExecState, Resume, WarpEvent};
+use super::exec::{ExecState, Mailbox, Resume, WarpEvent};
 use super::mem::{Buffer, Elem};
 use std::panic::Location;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use tessera_traces::codec::AddrRecord;
 use tessera_traces::schema::RZ;
 
 /// Lanes per warp.
@@ -101,9 +102,9 @@ pub enum Atom {
     Exch,
 }
 
-/// One recorded warp instruction (addresses and operands live in the warp's flat
+/// One recorded warp instruction (addresses and operands live in the warp's chunked
 /// buffers).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct RecInst {
     pub pc: u32,
     pub mask: u32,
@@ -113,18 +114,166 @@ pub(crate) struct RecInst {
     pub srcs: [u16; 4],
     pub n_srcs: u8,
     pub mem_width: u32,
-    /// Range in `WarpRecord::addrs` (one address per active lane).
+    /// The addresses, compressed as the tracer does ([`super::exec::compress_addrs`])
+    /// when recorded: `true` when the range holds a base and a stride (mode 1), `false`
+    /// when it holds one address per active lane (mode 2). A coalesced access keeps 16
+    /// bytes instead of 256 until its CTA is written.
+    pub strided: bool,
+    /// Range in `WarpRecord::addrs`.
     pub addrs: (u32, u32),
     /// Range in `WarpRecord::operands`.
     pub operands: (u32, u32),
 }
 
+/// A growable array kept in chunks of `N` entries. Growing never copies, every chunk is
+/// one allocation of one size (so chunks freed by one warp are reused whole by the next),
+/// a warp holds at most one partly filled chunk of each array, and the scheduler can add
+/// chunks on its own thread for a warp thread ([`WarpRecord::grow`]). The entries of one
+/// [`Chunks::push_slice`] are contiguous, in one chunk, and are found again by a global
+/// index (`chunk * N + offset`).
+pub(crate) struct Chunks<T, const N: usize> {
+    chunks: Vec<Vec<T>>,
+    /// The chunk being filled; those after it are empty.
+    cur: usize,
+    len: usize,
+}
+
+impl<T, const N: usize> Default for Chunks<T, N> {
+    fn default() -> Self {
+        Chunks {
+            chunks: Vec::new(),
+            cur: 0,
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> Chunks<T, N> {
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether `n` (at most `N`) more entries fit, contiguously, without allocating.
+    pub(crate) fn has_room(&self, n: usize) -> bool {
+        match self.chunks.get(self.cur) {
+            Some(c) if N.saturating_sub(c.len()) >= n => true,
+            _ => self.cur + 1 < self.chunks.len(),
+        }
+    }
+
+    /// Allocates a chunk unless `n` more entries fit already.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if !self.has_room(n) {
+            self.add_chunk();
+        }
+    }
+
+    fn add_chunk(&mut self) {
+        if self.chunks.len() == self.chunks.capacity() {
+            self.chunks.reserve(self.chunks.len().max(4));
+        }
+        self.chunks.push(Vec::with_capacity(N));
+    }
+
+    /// Appends `v` (at most `N` entries) contiguously; returns the global index range it
+    /// occupies.
+    pub(crate) fn push_slice(&mut self, v: &[T]) -> (u32, u32) {
+        debug_assert!(v.len() <= N);
+        if v.is_empty() {
+            return (0, 0);
+        }
+        loop {
+            if let Some(c) = self.chunks.get_mut(self.cur) {
+                if N.saturating_sub(c.len()) >= v.len() {
+                    let start = self.cur * N + c.len();
+                    c.extend_from_slice(v);
+                    self.len += v.len();
+                    return (start as u32, (start + v.len()) as u32);
+                }
+                if self.cur + 1 < self.chunks.len() {
+                    self.cur += 1;
+                    continue;
+                }
+            }
+            // The chunks after `cur` are empty, and there are none: add one (at `cur`
+            // when there is no chunk at all, else right after it).
+            self.add_chunk();
+        }
+    }
+
+    /// The entries of a range [`Chunks::push_slice`] returned; `None` for any other.
+    pub(crate) fn get(&self, (start, end): (u32, u32)) -> Option<&[T]> {
+        if start == end {
+            return Some(&[]);
+        }
+        let (c, off) = (start as usize / N, start as usize % N);
+        let n = end.checked_sub(start)? as usize;
+        self.chunks.get(c)?.get(off..off + n)
+    }
+
+    /// Every entry, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+
+    /// Empties the array, keeping its chunks.
+    pub(crate) fn clear(&mut self) {
+        for c in &mut self.chunks {
+            c.clear();
+        }
+        self.cur = 0;
+        self.len = 0;
+    }
+}
+
 /// Everything a warp recorded.
 #[derive(Default)]
 pub(crate) struct WarpRecord {
-    pub insts: Vec<RecInst>,
-    pub addrs: Vec<u64>,
-    pub operands: Vec<u64>,
+    pub insts: Chunks<RecInst, 512>,
+    pub addrs: Chunks<u64, 1024>,
+    pub operands: Chunks<u64, 256>,
+}
+
+/// Free entries a warp thread's record keeps before recording an instruction: one
+/// instruction adds one entry, up to an address per lane and two operands per lane.
+const ADDR_HEADROOM: usize = WARP;
+const OPERAND_HEADROOM: usize = 2 * WARP;
+
+impl WarpRecord {
+    /// A record with a chunk of each array, allocated by the caller's thread.
+    pub(crate) fn preallocated() -> Self {
+        let mut r = WarpRecord::default();
+        r.grow();
+        r
+    }
+
+    /// Whether recording one more instruction could allocate.
+    pub(crate) fn needs_room(&self) -> bool {
+        !self.insts.has_room(1)
+            || !self.addrs.has_room(ADDR_HEADROOM)
+            || !self.operands.has_room(OPERAND_HEADROOM)
+    }
+
+    /// Adds a chunk to the arrays that [`WarpRecord::needs_room`] finds short.
+    pub(crate) fn grow(&mut self) {
+        self.insts.reserve(1);
+        self.addrs.reserve(ADDR_HEADROOM);
+        self.operands.reserve(OPERAND_HEADROOM);
+    }
+
+    /// Empties the record, keeping its chunks for the next warp.
+    pub(crate) fn clear(&mut self) {
+        self.insts.clear();
+        self.addrs.clear();
+        self.operands.clear();
+    }
+
+    /// Bytes of the recorded contents.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.insts.len() * std::mem::size_of::<RecInst>()
+            + (self.addrs.len() + self.operands.len()) * 8) as u64
+    }
 }
 
 /// A warp being recorded: the handle kernel code receives.
@@ -132,8 +281,8 @@ pub struct Warp {
     pub(crate) st: Option<Box<ExecState>>,
     /// Baton channels; `None` when the kernel runs inline (launched with
     /// `blocking: false`), where blocking is an error.
-    pub(crate) resume: Option<Receiver<Resume>>,
-    pub(crate) events: Option<Sender<WarpEvent>>,
+    pub(crate) resume: Option<Arc<Mailbox<Resume>>>,
+    pub(crate) events: Option<Arc<Mailbox<WarpEvent>>>,
     pub(crate) slot: usize,
     /// CTA coordinates.
     pub cta: [u32; 3],
@@ -185,6 +334,26 @@ impl Warp {
         self.block[0] * self.block[1] * self.block[2]
     }
 
+    /// On a warp thread, has the scheduler grow this warp's record or the kernel's tables
+    /// when recording one more instruction could allocate: memory a warp thread
+    /// allocated would stay with that thread's allocator heap (see `run_grid`). Inline
+    /// warps run on the scheduler's thread and grow their buffers as they go.
+    fn ensure_room(&mut self) {
+        if self.events.is_none() {
+            return;
+        }
+        let needed = match self.st.as_deref() {
+            Some(st) => st.needs_room(&self.rec),
+            None => false,
+        };
+        if needed {
+            let rec = std::mem::take(&mut self.rec);
+            self.state().room = rec;
+            self.switch(WarpEvent::room);
+            self.rec = std::mem::take(&mut self.state().room);
+        }
+    }
+
     /// Hands the baton back to the scheduler and waits for it.
     pub(crate) fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
         let (Some(events), Some(resume)) = (&self.events, &self.resume) else {
@@ -197,8 +366,9 @@ impl Warp {
             std::panic::resume_unwind(Box::new(Aborted));
         }
         match resume.recv() {
-            Ok(Resume::Go(st)) => self.st = Some(st),
-            Ok(Resume::Abort) | Err(_) => std::panic::resume_unwind(Box::new(Aborted)),
+            Some(Resume::Go(st)) => self.st = Some(st),
+            // Closed (the recording is over or failed); `Start` goes to idle threads only.
+            Some(Resume::Start(..)) | None => std::panic::resume_unwind(Box::new(Aborted)),
         }
     }
 
@@ -228,6 +398,7 @@ impl Warp {
                 "the warp recorded more than {MAX_WARP_INSTS} instructions (a loop that does not end?)"
             )));
         }
+        self.ensure_room();
         let mask = self.active();
         let st = self.state();
         let pc = st.kernel.pc(loc, sub);
@@ -237,20 +408,24 @@ impl Warp {
             None => RZ,
         };
         let rec = &mut self.rec;
-        let a0 = rec.addrs.len() as u32;
-        let (mem_width, _) = match mem {
-            Some((w, a)) => {
-                rec.addrs.extend_from_slice(a);
-                (w, ())
-            }
-            None => (0, ()),
+        let mut strided = false;
+        let (mem_width, addrs) = match mem {
+            // Compressed now, as the writer will store them, so that a warp holds 16
+            // bytes per coalesced access rather than 8 per lane.
+            Some((w, a)) if w > 0 => match super::exec::compress_addrs(mask, a) {
+                AddrRecord::Stride { base, stride } => {
+                    strided = true;
+                    (w, rec.addrs.push_slice(&[base, stride as i64 as u64]))
+                }
+                _ => (w, rec.addrs.push_slice(a)),
+            },
+            _ => (0, (0, 0)),
         };
-        let o0 = rec.operands.len() as u32;
-        rec.operands.extend_from_slice(operands);
+        let operands = rec.operands.push_slice(operands);
         let mut s = [RZ; 4];
         let n_srcs = srcs.len().min(4);
         s[..n_srcs].copy_from_slice(&srcs[..n_srcs]);
-        rec.insts.push(RecInst {
+        rec.insts.push_slice(&[RecInst {
             pc,
             mask,
             opcode,
@@ -259,9 +434,10 @@ impl Warp {
             srcs: s,
             n_srcs: n_srcs as u8,
             mem_width,
-            addrs: (a0, rec.addrs.len() as u32),
-            operands: (o0, rec.operands.len() as u32),
-        });
+            strided,
+            addrs,
+            operands,
+        }]);
         reg
     }
 

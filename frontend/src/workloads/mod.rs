@@ -239,6 +239,18 @@ pub fn check_eq<T: PartialEq + std::fmt::Debug>(
     got: &[T],
     want: &[T],
 ) -> Result<(), GenError> {
+    check_eq_from(workload, what, 0, got, want)
+}
+
+/// [`check_eq`] of a piece of an array that starts at element `first` (the index shown
+/// is the array's).
+pub fn check_eq_from<T: PartialEq + std::fmt::Debug>(
+    workload: &'static str,
+    what: &str,
+    first: u64,
+    got: &[T],
+    want: &[T],
+) -> Result<(), GenError> {
     if got.len() != want.len() {
         return Err(GenError::Mismatch {
             workload,
@@ -248,7 +260,12 @@ pub fn check_eq<T: PartialEq + std::fmt::Debug>(
     if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
         return Err(GenError::Mismatch {
             workload,
-            detail: format!("{what}[{i}] = {:?}, expected {:?}", got[i], want[i]),
+            detail: format!(
+                "{what}[{}] = {:?}, expected {:?}",
+                first + i as u64,
+                got[i],
+                want[i]
+            ),
         });
     }
     Ok(())

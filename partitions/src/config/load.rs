@@ -61,9 +61,9 @@ fn load_file(
         });
     }
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+    let text = read_config_text(path).map_err(|msg| ConfigError::Io {
         path: named.to_string(),
-        msg: e.to_string(),
+        msg,
     })?;
     let value: Value = serde_yaml::from_str(&text).map_err(|e| ConfigError::Syntax {
         path: origin.clone(),
@@ -103,6 +103,46 @@ fn load_file(
     merge(&mut merged, tree);
     merged_prov.extend(prov);
     Ok((merged, merged_prov))
+}
+
+/// The most bytes a config file may have: 1 MiB (the presets have a few KiB).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a config file as text: a regular file (not a device, FIFO or directory, which
+/// could block or never end) of at most [`MAX_FILE_BYTES`], in UTF-8.
+fn read_config_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let regular = |m: &std::fs::Metadata| -> Result<(), String> {
+        let t = m.file_type();
+        if t.is_file() {
+            return Ok(());
+        }
+        let what = if t.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a device, FIFO or socket)"
+        };
+        Err(format!("{what}: a config must be a regular YAML file"))
+    };
+    let too_big =
+        || format!("larger than 1 MiB ({MAX_FILE_BYTES} bytes), the most a config file may have");
+    // Checked before opening: opening a FIFO would block.
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    regular(&meta)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // And again on what was opened, in case the path changed in between.
+    regular(&file.metadata().map_err(|e| e.to_string())?)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))
 }
 
 /// Deep merge: mappings merge key by key; anything else in `over` replaces.
@@ -162,7 +202,7 @@ fn check_section(
         let info = find_key(keys, name, &path, origin)?;
         match info.kind {
             Kind::Section(sub) => check_section(v, sub, &path, origin)?,
-            kind => check_leaf(kind, v, &path, origin)?,
+            _ => check_leaf(info, v, &path, origin)?,
         }
     }
     Ok(())
@@ -227,16 +267,30 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// Checks one leaf value against its kind, normalizing integral floats to integers.
-fn check_leaf(kind: Kind, v: &mut Value, path: &str, origin: &str) -> Result<(), ConfigError> {
+/// The message for a number too large for `info`'s type (at most `max`).
+fn too_large(info: &KeyInfo, n: &dyn std::fmt::Display, max: u64) -> String {
+    match info.range {
+        Some(range) => format!(
+            "{n} is too large: the allowed range is {}",
+            validate::range_text(range, info.unit)
+        ),
+        None => format!("{n} is too large (at most {max})"),
+    }
+}
+
+/// Checks one leaf value against its key's kind, normalizing integral floats to integers.
+/// (A key's range is checked on the merged values, by `validate`; a number too large for
+/// the key's type is reported here with the range.)
+fn check_leaf(info: &KeyInfo, v: &mut Value, path: &str, origin: &str) -> Result<(), ConfigError> {
     let err = |msg: String| ConfigError::Key {
         origin: origin.into(),
         key: path.into(),
         msg,
     };
-    match kind {
+    let too_large = |n: &dyn std::fmt::Display, max: u64| too_large(info, n, max);
+    match info.kind {
         Kind::U32 | Kind::U64 => {
-            let max = if matches!(kind, Kind::U32) {
+            let max = if matches!(info.kind, Kind::U32) {
                 u32::MAX as u64
             } else {
                 u64::MAX
@@ -252,8 +306,14 @@ fn check_leaf(kind: Kind, v: &mut Value, path: &str, origin: &str) -> Result<(),
                             Some(f) if f < 0.0 => {
                                 return Err(err(format!("must not be negative, found {n}")))
                             }
-                            Some(f) if f.is_finite() && f.fract() == 0.0 && f <= max as f64 => {
+                            // `max as f64` rounds u64::MAX up to 2^64, itself too large.
+                            Some(f)
+                                if f.is_finite() && f.fract() == 0.0 && f < max as f64 + 1.0 =>
+                            {
                                 f as u64
+                            }
+                            Some(f) if f.is_finite() && f.fract() == 0.0 => {
+                                return Err(err(too_large(n, max)))
                             }
                             _ => return Err(err(format!("expected a whole number, found {n}"))),
                         }
@@ -267,7 +327,7 @@ fn check_leaf(kind: Kind, v: &mut Value, path: &str, origin: &str) -> Result<(),
                 }
             };
             if n > max {
-                return Err(err(format!("{n} is too large (at most {max})")));
+                return Err(err(too_large(&n, max)));
             }
             *v = Value::Number(n.into());
         }
@@ -370,11 +430,29 @@ fn apply_set(
                     msg: "is a key, not a section".into(),
                 })
             }
-            (kind, true) => leaf = Some(kind),
+            (_, true) => leaf = Some(info),
         }
         prefix = path;
     }
-    let kind = leaf.expect("a key path has at least one part");
+    let Some(info) = leaf else {
+        return Err(ConfigError::Override {
+            arg: format!("{key}={raw}"),
+            msg: "expected a key path".into(),
+        });
+    };
+    // An integer beyond 64 bits is not YAML to the parser; say what is wrong with it.
+    let digits = raw.trim();
+    if matches!(info.kind, Kind::U32 | Kind::U64)
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && digits.parse::<u64>().is_err()
+    {
+        return Err(ConfigError::Key {
+            origin,
+            key: key.to_string(),
+            msg: too_large(info, &digits, u64::MAX),
+        });
+    }
     let mut value: Value = serde_yaml::from_str(raw).map_err(|e| ConfigError::Override {
         arg: format!("{key}={raw}"),
         msg: format!("the value is not YAML: {e}"),
@@ -385,7 +463,7 @@ fn apply_set(
             msg: "expected a single value".into(),
         });
     }
-    check_leaf(kind, &mut value, key, &origin)?;
+    check_leaf(info, &mut value, key, &origin)?;
     let mut node = tree;
     for part in &parts[..parts.len() - 1] {
         let map = match node {
@@ -432,11 +510,11 @@ fn complete(
                 map.insert(name, v);
             }
             (_, Some(_)) => {}
-            (kind, None) => match info.default {
+            (_, None) => match info.default {
                 Some(text) => {
                     let mut v: Value =
                         serde_yaml::from_str(text).expect("table defaults are valid YAML");
-                    check_leaf(kind, &mut v, &path, "default").expect("defaults fit their kind");
+                    check_leaf(info, &mut v, &path, "default").expect("defaults fit their kind");
                     map.insert(name, v);
                     prov.insert(path, "default".into());
                 }

@@ -1,6 +1,7 @@
 //! The configuration reference (`docs/config.md`), generated from the key table that the
 //! section declarations in `config.rs` produce.
 
+use super::validate::range_text;
 use super::{GpuConfig, KeyInfo, Kind};
 
 /// Every leaf key of a configuration, as `(key path, key)`, in declaration order.
@@ -78,6 +79,14 @@ presets in `configs/` cite a source for every number in a comment beside it.
    counts or latencies, non-powers of two where the hardware needs them, sectors that do not
    divide lines, set counts that are not powers of two, more schedulers than warp slots,
    L2 slices that do not split evenly among DRAM channels, and so on.
+5. **Ranges.** Every integer key has an allowed range (the `allowed` column below), checked
+   on the merged values and named in the error with the file or `--set` argument the value
+   came from: every clock (`*.clock_hz`) 1 MHz to 100 GHz, every picosecond latency or
+   interval at most 1 s (10^12 ps), every `_cycles` latency at most 10^6 cycles, at most
+   4096 SMs per chiplet, and sizes and counts far above any GPU's but small enough that no
+   size, time or unit-id arithmetic can overflow. A system must also have at most 65535
+   units (`chiplets x system.gpus x (core.sm_count + dram.channels + 2)`), the most a packet
+   can address. A config file must be a regular file of at most 1 MiB.
 
 ## Units and clocks
 
@@ -120,8 +129,8 @@ fn section(out: &mut String, title: &str, doc: Option<&str>, keys: &[KeyInfo], p
         .filter(|k| !matches!(k.kind, Kind::Section(_)))
         .collect();
     if !leaves.is_empty() {
-        out.push_str("| key | type | unit | default | description |\n");
-        out.push_str("|---|---|---|---|---|\n");
+        out.push_str("| key | type | unit | default | allowed | description |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
         for k in leaves {
             let path = if prefix.is_empty() {
                 k.name.to_string()
@@ -132,10 +141,15 @@ fn section(out: &mut String, title: &str, doc: Option<&str>, keys: &[KeyInfo], p
                 Some(d) => format!("`{d}`"),
                 None => "required".into(),
             };
+            let allowed = match k.range {
+                Some(range) => range_text(range, k.unit),
+                None => "-".into(),
+            };
             out.push_str(&format!(
-                "| `{path}` | {} | {} | {default} | {} |\n",
+                "| `{path}` | {} | {} | {default} | {} | {} |\n",
                 type_name(k.kind),
                 cell(k.unit),
+                cell(&allowed),
                 cell(&paragraph(k.doc))
             ));
         }

@@ -800,7 +800,11 @@ fn multi_gpu_keys_are_checked_when_there_are_several_gpus() {
             "not modelled",
         ),
         (vec![("system.gpus", "0")], "system.gpus", "at least 1"),
-        (vec![("system.gpus", "65")], "system.gpus", "at most 64"),
+        (
+            vec![("system.gpus", "65")],
+            "system.gpus",
+            "65 is out of range: the allowed range is 1 to 64 GPUs",
+        ),
     ] {
         let e = err_text(load(&sets));
         assert!(
@@ -810,4 +814,241 @@ fn multi_gpu_keys_are_checked_when_there_are_several_gpus() {
     }
     let c = load(&[two, ("chiplets", "4"), ("core.sm_count", "27")]).unwrap();
     assert_eq!(c.partition_count(), 8);
+}
+
+/// Issue 21: absurd values are rejected at load, naming the origin, the key and the
+/// allowed range, instead of failing at run time ("internal error: an event at or after
+/// ..."), being blamed on the trace (a million SMs) or misreported ("expected a whole
+/// number" for 1e30).
+#[test]
+fn out_of_range_values_name_the_key_and_the_range() {
+    let load = |k: &str, v: &str| GpuConfig::load(preset("a100"), &set(&[(k, v)]));
+    let clocks = "1000000 to 100000000000 Hz (1 MHz to 100 GHz)";
+    let clock_too_large = format!("is too large: the allowed range is {clocks}");
+    for (key, value, want) in [
+        (
+            "launch.host_to_gcp_ps",
+            "18446744073709551615",
+            "18446744073709551615 is out of range: the allowed range is 1 to 1000000000000 ps \
+             (at most 1 s)",
+        ),
+        // 2^64 reads as a float that used to round to u64::MAX.
+        (
+            "launch.host_to_gcp_ps",
+            "18446744073709551616",
+            "is too large: the allowed range is 1 to 1000000000000 ps (at most 1 s)",
+        ),
+        ("launch.gcp_to_lcp_ps", "1000000000001", "at most 1 s"),
+        ("dram.t_refi_ps", "1000000000001", "0 to 1000000000000 ps"),
+        ("core.clock_hz", "1e30", clock_too_large.as_str()),
+        ("core.clock_hz", "1e12", clocks),
+        ("core.clock_hz", "999999", clocks),
+        ("dram.clock_hz", "1", clocks),
+        ("noc.clock_hz", "1", clocks),
+        ("l2.clock_hz", "1", clocks),
+        ("package.link.clock_hz", "1", clocks),
+        ("system.gpu_link.clock_hz", "1", clocks),
+        (
+            "core.sm_count",
+            "1000000",
+            "1000000 is out of range: the allowed range is 1 to 4096 SMs",
+        ),
+        (
+            "l1d.hit_latency_cycles",
+            "1000001",
+            "1 to 1000000 core cycles",
+        ),
+        (
+            "l2.size_bytes",
+            "2147483648",
+            "1 to 1073741824 bytes (at most 1 GiB)",
+        ),
+        (
+            "core.warp_size",
+            "99999999999",
+            "too large: the allowed range is exactly 32",
+        ),
+        (
+            "system.host_link.bandwidth_bytes_per_s",
+            "1",
+            "must be 0 (copies take no time) or at least 1000000",
+        ),
+    ] {
+        let e = err_text(load(key, value));
+        let head = format!("--set {key}={value}: {key}: ");
+        assert!(e.starts_with(&head), "{key}={value}: {e}");
+        assert!(e.contains(want), "{key}={value}: {e}");
+    }
+    // The ends of the clock range are allowed (at 1 MHz, one SM cycle is 1 us, which the
+    // CTA dispatch must cover).
+    for key in [
+        "core",
+        "noc",
+        "l2",
+        "dram",
+        "package.link",
+        "system.gpu_link",
+    ] {
+        for hz in ["1000000", "100000000000", "1e6", "1e11"] {
+            let mut sets = vec![(format!("{key}.clock_hz"), hz.to_string())];
+            if key == "core" {
+                sets.push(("launch.cta_dispatch_ps".into(), "1000000".into()));
+            }
+            GpuConfig::load(preset("a100"), &sets)
+                .unwrap_or_else(|e| panic!("{key}.clock_hz={hz}: {e}"));
+        }
+    }
+    // A value from a file names the file.
+    let s = Scratch::new("range");
+    let f = s.write(
+        "slow.yaml",
+        &format!("{}dram:\n  clock_hz: 1\n", s.a100_base()),
+    );
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains(&format!(
+            "{}: dram.clock_hz: 1 is out of range",
+            f.display()
+        )) && e.contains(clocks),
+        "{e}"
+    );
+    // So does validate() on a hand-built config.
+    let mut c = a100();
+    c.launch.completion_ps = u64::MAX;
+    let e = err_text(c.validate());
+    assert!(e.contains("config: launch.completion_ps: "), "{e}");
+}
+
+/// Every integer key has a documented range that its default and every preset respect,
+/// and a value just above it is an error naming the key and the range; the clocks have
+/// the clock range, latencies the time bounds.
+#[test]
+fn every_integer_key_has_a_range_and_it_is_checked() {
+    let mut checked = 0;
+    for (path, k) in leaf_keys() {
+        let int = matches!(k.kind, Kind::U32 | Kind::U64);
+        assert_eq!(int, k.range.is_some(), "{path}: a range for integers only");
+        let Some((lo, hi)) = k.range else { continue };
+        assert!(lo <= hi, "{path}");
+        if let Some(d) = k.default {
+            let d: u64 = d.parse().unwrap();
+            assert!(
+                (lo..=hi).contains(&d),
+                "{path}: default {d} outside {lo}..={hi}"
+            );
+        }
+        if path.ends_with("clock_hz") {
+            assert_eq!((lo, hi), CLOCK_RANGE, "{path}");
+            assert_eq!(CLOCK_RANGE, (1_000_000, 100_000_000_000));
+        }
+        if path.ends_with("_ps") {
+            assert!(hi <= MAX_PS, "{path}");
+        }
+        if path.ends_with("_cycles") {
+            assert!(hi <= MAX_CYCLES, "{path}");
+        }
+        if matches!(k.kind, Kind::U32) {
+            assert!(
+                hi < u32::MAX as u64,
+                "{path}: the range must bound a 32-bit key"
+            );
+        }
+        let over = (hi + 1).to_string();
+        let e = err_text(GpuConfig::load(preset("a100"), &set(&[(&path, &over)])));
+        let range = validate::range_text((lo, hi), k.unit);
+        assert!(
+            e.contains(&format!(
+                "--set {path}={over}: {path}: {over} is out of range"
+            )) && e.contains(&range),
+            "{path}={over}: {e}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 80, "{checked} integer keys");
+    // The presets are well inside.
+    for p in presets() {
+        GpuConfig::load(&p, &[]).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // The reference shows each range.
+    let doc = reference_markdown();
+    assert!(doc.contains("| `core.sm_count` | integer (32-bit) | SMs | required | 1 to 4096 SMs |"));
+    assert!(doc.contains(
+        "| `dram.clock_hz` | integer (64-bit) | Hz | required | 1000000 to 100000000000 Hz (1 \
+         MHz to 100 GHz) |"
+    ));
+}
+
+/// Issue 21: a million SMs used to pass load and fail when the GPU was built, blamed on the
+/// trace; now the sizes are bounded (4096 SMs per chiplet) and so is the system's unit
+/// count (what a packet can address), at load.
+#[test]
+fn system_sizes_are_bounded_at_load() {
+    let load = |sets: &[(&str, &str)]| GpuConfig::load(preset("a100"), &set(sets));
+    let c = load(&[("core.sm_count", "4096")]).unwrap();
+    assert_eq!(c.core.sm_count, 4096);
+    let e = err_text(load(&[("core.sm_count", "4097")]));
+    assert!(e.contains("core.sm_count: 4097 is out of range"), "{e}");
+    // 16 chiplets x (1 + 4096 SMs + 40 channels + 1) = 66,208 units > 65,535.
+    let e = err_text(load(&[("chiplets", "16"), ("core.sm_count", "4096")]));
+    assert!(
+        e.starts_with("--set core.sm_count=4096: core.sm_count: 4096 SMs and 40 DRAM channels")
+            && e.contains("more than the 65535 a packet can address"),
+        "{e}"
+    );
+    // Just fits: 15 x (1 + 4096 + 40 + 1) = 62,070.
+    load(&[("chiplets", "15"), ("core.sm_count", "4096")]).unwrap();
+    // Over GPUs too: 64 GPUs x (1 + 1000 + 40 + 1).
+    let e = err_text(load(&[("system.gpus", "64"), ("core.sm_count", "1000")]));
+    assert!(e.contains("core.sm_count: 1000 SMs"), "{e}");
+}
+
+/// Issue 21: `base: /dev/zero` read until memory ran out. A config file must be a regular
+/// file of at most 1 MiB; the error names the file.
+#[test]
+fn config_files_must_be_regular_and_at_most_1_mib() {
+    let s = Scratch::new("files");
+    let f = s.write("zero.yaml", "base: /dev/zero\n");
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains("/dev/zero (base of") && e.contains("not a regular file"),
+        "{e}"
+    );
+    if Path::new("/dev/zero").exists() {
+        let e = err_text(GpuConfig::load("/dev/zero", &[]));
+        assert!(
+            e.starts_with("/dev/zero: cannot read: not a regular file"),
+            "{e}"
+        );
+    }
+    let e = err_text(GpuConfig::load(&s.0, &[]));
+    assert!(e.contains("cannot read: a directory"), "{e}");
+    // A valid config padded with a comment past 1 MiB.
+    let mut big = s.a100_base();
+    big.push_str(&format!("# {}\n", "x".repeat(1 << 20)));
+    let f = s.write("big.yaml", &big);
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.starts_with(&format!("{}: cannot read: larger than 1 MiB", f.display())),
+        "{e}"
+    );
+    let f = s.write("base-big.yaml", "base: big.yaml\n");
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(
+        e.contains("big.yaml (base of") && e.contains("larger than 1 MiB"),
+        "{e}"
+    );
+    // Just under the bound loads.
+    let mut ok = s.a100_base();
+    ok.push_str("# ");
+    let pad = (1 << 20) - ok.len() - 1;
+    ok.push_str(&"x".repeat(pad));
+    ok.push('\n');
+    assert_eq!(ok.len(), 1 << 20);
+    let f = s.write("ok.yaml", &ok);
+    GpuConfig::load(&f, &[]).unwrap();
+    // Not UTF-8.
+    let f = s.0.join("latin1.yaml");
+    std::fs::write(&f, b"name: caf\xe9\n").unwrap();
+    let e = err_text(GpuConfig::load(&f, &[]));
+    assert!(e.contains("cannot read: not UTF-8 text"), "{e}");
 }

@@ -1,6 +1,68 @@
 //! Impossible values: each error names the key path and where the value came from.
 
-use super::{ConfigError, GpuConfig, L2Organization, LinkTopology, PartitionMode, SchedulerPolicy};
+use serde_yaml::Value;
+
+use super::{
+    ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, LinkTopology, PartitionMode,
+    SchedulerPolicy, CLOCK_RANGE,
+};
+
+/// Which end of the key table's ranges [`Check::ranges`] checks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Values above the most allowed: checked before anything else, so that no other
+    /// check (nor the simulation) computes with absurd values.
+    Most,
+    /// Values below the least allowed: checked after the other checks, whose messages say
+    /// why 0 is impossible.
+    Least,
+}
+
+/// `x` in `unit` in a readable form, where there is one: `100 GHz`, `1 s`, `16 MiB`.
+fn human(x: u64, unit: &str) -> Option<String> {
+    const E9: u64 = 1_000_000_000;
+    const E6: u64 = 1_000_000;
+    const PS_PER_S: u64 = super::MAX_PS;
+    let scaled = |units: &[(u64, &str)]| {
+        units
+            .iter()
+            .find(|&&(scale, _)| x >= scale && x.is_multiple_of(scale))
+            .map(|&(scale, name)| format!("{} {name}", x / scale))
+    };
+    match unit {
+        "Hz" => scaled(&[(E9, "GHz"), (E6, "MHz")]),
+        "ps" => scaled(&[(PS_PER_S, "s")]),
+        "bytes" => scaled(&[(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]),
+        _ => None,
+    }
+}
+
+/// The allowed range `(lo, hi)` of a key in `unit`, in words: `1000000 to 100000000000 Hz
+/// (1 MHz to 100 GHz)`, `1 to 4096 SMs`, `exactly 32 threads`.
+pub(super) fn range_text((lo, hi): (u64, u64), unit: &str) -> String {
+    let u = if unit == "-" {
+        String::new()
+    } else {
+        format!(" {unit}")
+    };
+    if lo == hi {
+        return format!("exactly {hi}{u}");
+    }
+    let base = format!("{lo} to {hi}{u}");
+    match (human(lo, unit), human(hi, unit)) {
+        (Some(a), Some(b)) => format!("{base} ({a} to {b})"),
+        (None, Some(b)) => format!("{base} (at most {b})"),
+        _ => base,
+    }
+}
+
+/// The message for `v` outside `range`.
+pub(super) fn out_of_range(v: impl std::fmt::Display, range: (u64, u64), unit: &str) -> String {
+    format!(
+        "{v} is out of range: the allowed range is {}",
+        range_text(range, unit)
+    )
+}
 
 struct Check<'a> {
     origin: &'a dyn Fn(&str) -> String,
@@ -35,10 +97,40 @@ impl Check<'_> {
     }
 
     fn clock(&self, key: &str, hz: u64) -> Result<(), ConfigError> {
-        self.nonzero(key, hz)?;
-        self.ensure(hz <= 1_000_000_000_000, key, || {
-            format!("{hz} Hz is above 1 THz: the period would round to 0 ps")
+        self.ensure((CLOCK_RANGE.0..=CLOCK_RANGE.1).contains(&hz), key, || {
+            out_of_range(hz, CLOCK_RANGE, "Hz")
         })
+    }
+
+    /// Checks one end of the range of every integer key of `value` (the section of
+    /// `keys` at `prefix`), in declaration order.
+    fn ranges(
+        &self,
+        value: &Value,
+        keys: &'static [KeyInfo],
+        prefix: &str,
+        end: End,
+    ) -> Result<(), ConfigError> {
+        for k in keys {
+            let path = if prefix.is_empty() {
+                k.name.to_string()
+            } else {
+                format!("{prefix}.{}", k.name)
+            };
+            let Some(v) = value.get(k.name) else { continue };
+            match (k.kind, k.range, v.as_u64()) {
+                (Kind::Section(sub), _, _) => self.ranges(v, sub, &path, end)?,
+                (_, Some((lo, hi)), Some(n)) => {
+                    let bad = match end {
+                        End::Most => n > hi,
+                        End::Least => n < lo,
+                    };
+                    self.ensure(!bad, &path, || out_of_range(n, (lo, hi), k.unit))?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// A cache of `size` bytes in `sets` sets of `assoc` lines of `line` bytes, `sets` a
@@ -79,14 +171,19 @@ impl Check<'_> {
 
 pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
     let v = Check { origin };
+    // The key table's ranges, on the values as the table names them.
+    let tree = serde_yaml::to_value(c).map_err(|e| v.err("config", e.to_string()))?;
+    v.ranges(&tree, GpuConfig::KEYS, "", End::Most)?;
+    checks(c, &v)?;
+    v.ranges(&tree, GpuConfig::KEYS, "", End::Least)
+}
 
+/// Every check but the key table's ranges.
+fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
     v.ensure(!c.name.trim().is_empty(), "name", || {
         "must not be empty".into()
     })?;
     v.nonzero("chiplets", c.chiplets as u64)?;
-    v.ensure(c.chiplets <= 64, "chiplets", || {
-        format!("{} chiplets: at most 64 are supported", c.chiplets)
-    })?;
     let pk = &c.package;
     v.pow2("package.home_page_bytes", pk.home_page_bytes)?;
     for (key, line) in [
@@ -131,9 +228,6 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
     // The system of GPUs.
     let sys = &c.system;
     v.nonzero("system.gpus", sys.gpus as u64)?;
-    v.ensure(sys.gpus <= 64, "system.gpus", || {
-        format!("{} GPUs: at most 64 are supported", sys.gpus)
-    })?;
     if sys.gpus > 1 {
         let gl = &sys.gpu_link;
         v.clock("system.gpu_link.clock_hz", gl.clock_hz)?;
@@ -559,6 +653,31 @@ pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result
     v.nonzero("launch.host_to_gcp_ps", l.host_to_gcp_ps)?;
     v.nonzero("launch.gcp_to_lcp_ps", l.gcp_to_lcp_ps)?;
     v.nonzero("launch.completion_ps", l.completion_ps)?;
+    // Every SM, DRAM channel, command processor and link interface of the system is a unit
+    // that packets address with 16 bits.
+    let system_chiplets = c.chiplets as u64 * sys.gpus as u64;
+    let units = system_chiplets
+        * (1 + k.sm_count as u64 + d.channels as u64 + u64::from(system_chiplets > 1));
+    let max_units = crate::mem::MAX_UNIT as u64;
+    v.ensure(units <= max_units, "core.sm_count", || {
+        format!(
+            "{} SMs and {} DRAM channels (dram.channels) on each of {system_chiplets} chiplets \
+             (chiplets x system.gpus) make {units} units with the command processors and \
+             links, more than the {max_units} a packet can address",
+            k.sm_count, d.channels
+        )
+    })?;
+    let hl = sys.host_link.bandwidth_bytes_per_s;
+    v.ensure(
+        hl == 0 || hl >= 1_000_000,
+        "system.host_link.bandwidth_bytes_per_s",
+        || {
+            format!(
+                "{hl} bytes/s: must be 0 (copies take no time) or at least 1000000 (1 MB/s), \
+                 or a copy would outlast any simulation"
+            )
+        },
+    )?;
     let sm_cycle = GpuConfig::period_ps(k.clock_hz);
     v.ensure(
         l.cta_dispatch_ps >= sm_cycle,
