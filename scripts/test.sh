@@ -13,3 +13,8 @@ bash scripts/install-mpi.sh
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cargo test --release --features mpi --test mpi
+# The regression corpus (docs/corpus.md) with the MPI build: every case, the multi-rank
+# ones under mpirun; then under `mpirun -np 2`, the cases dealt to two ranks.
+target/release/tessera corpus check corpus/manifest.yaml --junit target/corpus-junit.xml
+mpirun --oversubscribe -np 2 target/release/tessera corpus check corpus/manifest.yaml \
+    --junit target/corpus-junit-mpi.xml

@@ -6,9 +6,18 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::write_stdout(format_args!($($t)*)) };
 }
 
+mod cleanup;
+mod collect_cmd;
 mod config_cmd;
+mod corpus_cmd;
+mod diff_cmd;
+mod jobs;
 mod mpi_cmd;
+mod outputs;
+mod provenance;
 mod run_cmd;
+mod stats_file;
+mod sweep_cmd;
 mod trace_cmd;
 
 /// Writes one line to stdout; a closed pipe ends the process (exit 0, like `head` wants),
@@ -26,11 +35,24 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 use clap::{Parser, Subcommand};
+
+/// Ends the process with this status and no `error:` line: the command has already said
+/// why (`diff` finding differences, a corpus check with failures).
+#[derive(Debug)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
 use std::process::ExitCode;
 
 /// tessera: a parallel, trace-driven simulator of multi-chiplet and multi-GPU systems.
 #[derive(Parser)]
-#[command(name = "tessera", version, about, long_about = None)]
+#[command(name = "tessera", version = provenance::TOOL_VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -46,6 +68,18 @@ enum Cmd {
     Config(config_cmd::ConfigCmd),
     /// Simulate a trace (or a built-in workload) on a GPU configuration.
     Run(run_cmd::RunArgs),
+    /// Compare two stats files: configuration and input differences first, then every
+    /// metric that differs; exit status 1 when a metric differs beyond its tolerance.
+    Diff(diff_cmd::DiffArgs),
+    /// Collect metrics from many stats files into one CSV table, a row per run, the
+    /// overrides as columns.
+    Collect(collect_cmd::CollectArgs),
+    /// Run the cross product of config values (`--vary key=v1,v2,...`) in parallel: a
+    /// stats file per point and the collected table.
+    Sweep(sweep_cmd::SweepArgs),
+    /// Regression corpus: run a manifest's cases and compare them with their goldens.
+    #[command(subcommand)]
+    Corpus(corpus_cmd::CorpusCmd),
 }
 
 /// mimalloc rather than the system allocator: the timing model allocates per CTA and per
@@ -79,13 +113,25 @@ fn keep_freed_memory() {
 fn main() -> ExitCode {
     keep_freed_memory();
     let cli = Cli::parse();
+    let who = match mpi_cmd::launched_rank() {
+        Some(r) => format!("rank {r}: "),
+        None => String::new(),
+    };
+    cleanup::install(&who);
     let res = match cli.cmd {
         Cmd::Trace(t) => trace_cmd::run(t),
         Cmd::Config(c) => config_cmd::run(c),
         Cmd::Run(r) => run_cmd::run(r),
+        Cmd::Diff(d) => diff_cmd::run(d),
+        Cmd::Collect(c) => collect_cmd::run(c),
+        Cmd::Sweep(s) => sweep_cmd::run(s),
+        Cmd::Corpus(c) => corpus_cmd::run(c),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Exit>().is_some() => {
+            ExitCode::from(e.downcast_ref::<Exit>().map_or(1, |x| x.0))
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

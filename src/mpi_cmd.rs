@@ -45,6 +45,15 @@ pub fn launched_ranks() -> Option<usize> {
     Some(size)
 }
 
+/// This process's rank, when started by an MPI launcher that names it.
+pub fn launched_rank() -> Option<usize> {
+    launched_ranks()?;
+    RANK_VARS
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse::<usize>().ok())
+        .or_else(|| std::env::var("SLURM_PROCID").ok()?.parse().ok())
+}
+
 #[cfg(not(feature = "mpi"))]
 pub fn run(a: RunArgs, ranks: usize) -> Result<()> {
     if ranks <= 1 {
@@ -55,6 +64,31 @@ pub fn run(a: RunArgs, ranks: usize) -> Result<()> {
          MPI: build it with `cargo build --release --features mpi` (needs an MPI library: \
          apt-get install libopenmpi-dev openmpi-bin libclang-dev clang)"
     )
+}
+
+/// FNV-1a, 64 bits: a fingerprint of what a rank simulates, compared across ranks.
+#[cfg(feature = "mpi")]
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Fingerprints of the tool version, the whole effective configuration and the trace
+/// (its index checksum and size).
+#[cfg(feature = "mpi")]
+fn input_hashes(s: &crate::run_cmd::Setup) -> [u64; 3] {
+    let config = serde_json::to_vec(&s.cfg).unwrap_or_default();
+    let trace = format!(
+        "{}:{}",
+        crate::provenance::trace_checksum(&s.trace_path).unwrap_or_default(),
+        s.trace.file_bytes()
+    );
+    [
+        fnv(crate::provenance::TOOL_VERSION.as_bytes()),
+        fnv(&config),
+        fnv(trace.as_bytes()),
+    ]
 }
 
 #[cfg(feature = "mpi")]
@@ -77,6 +111,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         );
     }
     let (rank, ranks) = (world.rank(), world.size());
+    // A panicking rank ends the job with its message (the others would wait for it in a
+    // collective, under srun without --kill-on-bad-exit for good).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        eprintln!("error: rank {rank} of {ranks} panicked: ending the job");
+        mpi::topology::SimpleCommunicator::world().abort(101);
+    }));
     let setup = crate::run_cmd::setup(&a, rank != 0);
     // Every rank learns whether any failed to load; the lowest failing rank reports.
     let failed = i32::from(setup.is_err());
@@ -100,6 +142,30 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             std::process::exit(1);
         }
     };
+    // Every rank must simulate the same thing: a rank given another trace or config (or
+    // running another build of tessera) would merge into one stats file silently.
+    let mine = input_hashes(&setup);
+    let mut flat = vec![0u64; 3 * ranks as usize];
+    world.all_gather_into(&mine[..], &mut flat[..]);
+    let hashes: Vec<&[u64]> = flat.chunks(3).collect();
+    if let Some(r) = hashes.iter().position(|h| *h != hashes[0]) {
+        if rank == 0 {
+            let what: Vec<&str> = ["tessera build", "configuration", "trace"]
+                .iter()
+                .zip(hashes[r].iter().zip(hashes[0]))
+                .filter(|(_, (x, y))| x != y)
+                .map(|(w, _)| *w)
+                .collect();
+            eprintln!(
+                "error: rank {r} of {ranks} was given another {} than rank 0: every rank \
+                 must run the same command",
+                what.join(" and ")
+            );
+        }
+        drop(setup);
+        drop(universe);
+        std::process::exit(1);
+    }
     // Every rank sees the same configuration, so every rank would find this: one says it.
     if let Err(e) = tessera_cluster::rank_owners(
         setup.cfg.partition_count() as usize,
@@ -112,6 +178,10 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         drop(setup);
         drop(universe);
         std::process::exit(1);
+    }
+    // Fault injection for the tests of the panic hook: a rank that panics mid-job.
+    if std::env::var("TESSERA_TEST_PANIC_RANK").ok() == Some(rank.to_string()) {
+        panic!("injected by TESSERA_TEST_PANIC_RANK");
     }
     let t0 = Instant::now();
     let run = tessera_cluster::run_gpu_mpi(
@@ -130,12 +200,13 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         }
         Ok(None) => Ok(()),
         Ok(Some((stats, windows))) => {
-            let on = format!(
-                "{ranks} MPI rank(s) x {} thread(s), {:?} exchange",
-                a.threads, a.mpi_exchange
-            )
-            .to_lowercase();
-            if let Err(e) = crate::run_cmd::report_run(&a, &setup.cfg, &stats, &windows, t0, &on) {
+            let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
+            let how = crate::run_cmd::How {
+                threads: a.threads as usize,
+                ranks: ranks as usize,
+                mpi_exchange: Some(&exchange),
+            };
+            if let Err(e) = crate::run_cmd::report_run(&a, &setup, &stats, &windows, t0, &how) {
                 eprintln!("error: rank 0 of {ranks}: {e:#}");
                 drop(setup);
                 tessera_cluster::mpi::abort_job(&world, 1)

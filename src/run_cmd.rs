@@ -1,7 +1,9 @@
 //! `tessera run`: simulate a trace (or a built-in workload, recorded first) on a GPU
 //! configuration.
 
-use anyhow::{Context, Result};
+use crate::outputs;
+use crate::provenance::{self, Input, RunInfo};
+use anyhow::Result;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -63,12 +65,29 @@ pub struct RunArgs {
     pub(crate) mpi_exchange: tessera_cluster::Exchange,
 }
 
-/// A temporary file removed when dropped.
-struct TempTrace(PathBuf);
+/// A temporary file removed when dropped, or when a signal ends the run (it and the
+/// recorder's `.partial` file).
+struct TempTrace {
+    path: PathBuf,
+    _pending: [crate::cleanup::Pending; 2],
+}
+
+impl TempTrace {
+    fn new(p: PathBuf) -> TempTrace {
+        let guards = [
+            crate::cleanup::pending(&p),
+            crate::cleanup::pending(&outputs::partial(&p)),
+        ];
+        TempTrace {
+            path: p,
+            _pending: guards,
+        }
+    }
+}
 
 impl Drop for TempTrace {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -78,6 +97,10 @@ pub(crate) struct Setup {
     pub cfg: GpuConfig,
     pub trace: TraceFile,
     pub label: String,
+    /// The trace simulated (a recorded workload's temporary file).
+    pub trace_path: PathBuf,
+    /// A recorded workload's description, every parameter included.
+    pub generator: Option<String>,
     _temp: Option<TempTrace>,
 }
 
@@ -88,19 +111,18 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
     if let (Some(out), false) = (&a.stats_out, quiet) {
         // Found now rather than after a long run (the writer is this process: a single
         // run, or MPI's rank 0, the one not quiet).
-        let dir = match out.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            anyhow::bail!(
-                "{}: cannot write the stats there: {} is not a directory",
-                out.display(),
-                dir.display()
-            );
-        }
+        outputs::check_dir_of(out, "stats")?;
+        let mut inputs: Vec<&Path> = vec![&a.config];
+        inputs.extend(a.trace.as_deref());
+        outputs::refuse_input(out, &inputs)?;
+        // Writable? Found now, not after the run: the file is created and removed.
+        let part = outputs::partial(out);
+        std::fs::File::create(&part)
+            .and_then(|_| std::fs::remove_file(&part))
+            .map_err(|e| anyhow::anyhow!("{}: cannot write the stats there: {e}", out.display()))?;
     }
     let mut temp = None;
+    let mut generator = None;
     let trace_path = match (&a.trace, &a.workload) {
         (Some(t), _) => t.clone(),
         (None, Some(w)) => {
@@ -109,7 +131,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
                 std::process::id(),
                 w.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
             ));
-            let guard = TempTrace(p.clone());
+            let guard = TempTrace::new(p.clone());
             let t0 = Instant::now();
             let rep = tessera_frontend::workloads::generate(w, &a.params, 80, &p)?;
             if !quiet {
@@ -122,6 +144,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
                 );
             }
             temp = Some(guard);
+            generator = Some(rep.generator);
             p
         }
         (None, None) => anyhow::bail!("give --trace FILE.tst or --workload NAME"),
@@ -136,6 +159,8 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         cfg,
         trace,
         label,
+        trace_path,
+        generator,
         _temp: temp,
     })
 }
@@ -149,9 +174,8 @@ pub fn run(a: RunArgs) -> Result<()> {
 
 /// A run in this process, on `--threads` threads.
 pub(crate) fn run_local(a: RunArgs) -> Result<()> {
-    let Setup {
-        cfg, trace, label, ..
-    } = setup(&a, false)?;
+    let s = setup(&a, false)?;
+    let (cfg, trace, label) = (&s.cfg, &s.trace, &s.label);
     let t0 = Instant::now();
     let parts = cfg.partition_count() as usize;
     let threads = (a.threads as usize).min(parts.max(1));
@@ -182,35 +206,74 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     };
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         std::io::stderr().is_terminal().then_some(&mut show);
-    let (stats, windows) = run_gpu_placed(&cfg, &trace, threads, a.placement, report)
+    let (stats, windows) = run_gpu_placed(cfg, trace, threads, a.placement, report)
         .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     if shown {
         eprintln!();
     }
-    report_run(
-        &a,
-        &cfg,
-        &stats,
-        &windows,
-        t0,
-        &format!("{threads} thread(s)"),
-    )
+    let how = How {
+        threads,
+        ranks: 1,
+        mpi_exchange: None,
+    };
+    report_run(&a, &s, &stats, &windows, t0, &how)
+}
+
+/// How a run was executed, for the summary and the stats file's `run` object.
+pub(crate) struct How<'a> {
+    pub threads: usize,
+    pub ranks: usize,
+    pub mpi_exchange: Option<&'a str>,
 }
 
 /// What every finished run reports: the stats file, the summary on stdout, the rate and the
 /// engine's windows on stderr.
 pub(crate) fn report_run(
     a: &RunArgs,
-    cfg: &GpuConfig,
+    setup: &Setup,
     stats: &RunStats,
     windows: &tessera_cluster::WindowStats,
     t0: Instant,
-    on: &str,
+    how: &How<'_>,
 ) -> Result<()> {
     let secs = t0.elapsed().as_secs_f64();
+    let cfg = &setup.cfg;
     if let Some(out) = &a.stats_out {
-        write_stats(out, stats)?;
+        let input = match (&a.workload, &setup.generator) {
+            (Some(name), Some(generator)) => Input::Workload {
+                name,
+                params: &a.params,
+                generator,
+                path: &setup.trace_path,
+            },
+            _ => Input::Trace {
+                path: &setup.trace_path,
+            },
+        };
+        let placement = match a.placement {
+            tessera_cluster::Placement::Contiguous => "contiguous",
+            tessera_cluster::Placement::RoundRobin => "round_robin",
+        };
+        let info = RunInfo {
+            threads: how.threads,
+            ranks: how.ranks,
+            placement,
+            mpi_exchange: how.mpi_exchange,
+            wall_s: secs,
+        };
+        let v = provenance::stats_value(stats, cfg, &a.config, &a.set, &input, &info)?;
+        outputs::write_atomic(out, provenance::pretty(&v)?.as_bytes())?;
     }
+    let on = if how.ranks > 1 || how.mpi_exchange.is_some() {
+        format!(
+            "{} mpi rank(s) x {} thread(s), {} exchange",
+            how.ranks,
+            how.threads,
+            how.mpi_exchange.unwrap_or("all")
+        )
+    } else {
+        format!("{} thread(s)", how.threads)
+    };
     summary(cfg, stats);
     let t = &stats.totals;
     eprintln!(
@@ -227,23 +290,6 @@ pub(crate) fn report_run(
             windows.windows, windows.messages
         );
     }
-    Ok(())
-}
-
-/// The stats JSON, pretty-printed, with a final newline.
-pub fn stats_json(stats: &RunStats) -> Result<String> {
-    let mut s = serde_json::to_string_pretty(stats)?;
-    s.push('\n');
-    Ok(s)
-}
-
-fn write_stats(out: &Path, stats: &RunStats) -> Result<()> {
-    let mut part = out.as_os_str().to_owned();
-    part.push(".partial");
-    let part = PathBuf::from(part);
-    std::fs::write(&part, stats_json(stats)?)
-        .with_context(|| format!("{}: cannot write", part.display()))?;
-    std::fs::rename(&part, out).with_context(|| format!("{}: cannot rename", out.display()))?;
     Ok(())
 }
 
@@ -379,11 +425,7 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
 }
 
 fn peak_rss_note() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| format!(", peak RSS {:.1} MiB", kb as f64 / 1024.0))
+    provenance::peak_rss_mib()
+        .map(|mib| format!(", peak RSS {mib:.1} MiB"))
         .unwrap_or_default()
 }

@@ -92,6 +92,7 @@ fn gen(
         anyhow::bail!("give a workload and -o FILE.tst, or --list");
     };
     let t0 = Instant::now();
+    let _pending = crate::cleanup::pending(&crate::outputs::partial(&out));
     let rep = workloads::generate(&name, params, arch, &out)?;
     let secs = t0.elapsed().as_secs_f64();
     outln!("{}: {}", rep.generator, rep.summary);
@@ -160,7 +161,17 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                     );
                 }
             };
+            // Never over the directory or a file the import reads there (the lists and
+            // the kernel traces).
+            let reads = crate::outputs::files_in(&dir, |n| {
+                n.contains("kernelslist") || n.contains(".traceg") || n.ends_with(".g")
+            });
+            let mut inputs: Vec<&std::path::Path> = vec![&dir];
+            inputs.extend(reads.iter().map(|p| p.as_path()));
+            crate::outputs::refuse_input(&output, &inputs)?;
+            let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
             let res = import_dir_with_progress(&dir, &output, &opts, &mut progress);
+            drop(pending);
             if tty && t0.elapsed().as_secs_f64() >= 1.0 {
                 eprintln!();
             }
@@ -194,7 +205,18 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             file,
             output,
         } => {
+            // Never over the trace: not as the directory, nor as a file the export
+            // writes into it.
+            crate::outputs::refuse_input(&output, &[&file])?;
+            let writes = crate::outputs::files_in(&output, |n| {
+                n == "kernelslist.g" || n.starts_with("kernel-") || n.ends_with(".traceg")
+            });
+            for w in &writes {
+                crate::outputs::refuse_input(w, &[&file])?;
+            }
+            let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
             let rep = export_dir(&file, &output)?;
+            drop(pending);
             outln!(
                 "exported {} kernel(s), {} warp instructions to {} ({} files, {} bytes)",
                 rep.kernels,

@@ -24,10 +24,14 @@ fn mpirun_env<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
     env: &[(&str, &Path)],
 ) -> Output {
+    // A session directory of its own: tests run in parallel, and two mpiruns starting at
+    // once can race to create Open MPI's shared one ("mkdir ... File exists").
+    let session = tempfile::tempdir().unwrap();
     let mut c = Command::new("timeout");
     c.args(["300", "mpirun", "--oversubscribe", "--bind-to", "none"])
         .args(["-np", &np.to_string(), program])
         .args(args)
+        .env("OMPI_MCA_orte_tmpdir_base", session.path())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         // Ranks waiting in a collective give their core up (more ranks than cores).
@@ -71,7 +75,10 @@ fn mpi_stats(np: usize, cfg: &str, tst: &Path, extra: &[&str]) -> String {
     );
     assert!(stderr(&o).contains(&format!("{np} mpi rank(s)")));
     assert!(!partial(&out).exists());
-    std::fs::read_to_string(&out).unwrap()
+    let text = std::fs::read_to_string(&out).unwrap();
+    let run = &json(&text)["run"];
+    assert_eq!(run["ranks"].as_u64(), Some(np as u64), "{run}");
+    simulated(&text)
 }
 
 /// Three workloads on chiplet GPUs cut into 8 partitions (each chiplet in 2 by SM
@@ -286,4 +293,139 @@ fn a_rank_that_fails_mid_run_aborts_the_job() {
     assert!(err.contains("chunk"), "{err}");
     // (mpirun adds its own MPI_ABORT banner, most of the time: not ours to test.)
     assert_no_output(&out);
+}
+
+/// `corpus check` outside MPI launches a case of several ranks under `mpirun`; under
+/// `mpirun -np 2` the single-process cases are dealt to the ranks, rank 0 reports the same
+/// rows for them, and the multi-rank case is skipped with the reason.
+#[test]
+fn corpus_under_mpirun_gives_the_same_report() {
+    let d = tempfile::tempdir().unwrap();
+    let cfgs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let m = d.path().join("manifest.yaml");
+    std::fs::write(
+        &m,
+        format!(
+            "cases:
+  - name: va
+    workload: vectoradd
+    params: {{n: 4096}}
+    config: {c}/default.yaml
+  - name: stencil
+    workload: stencil2d
+    params: {{nx: 64, ny: 64, iters: 2}}
+    config: {c}/radeon7-4chiplet.yaml
+  - name: stencil-t2
+    same_as: stencil
+    threads: 2
+  - name: stencil-r2
+    same_as: stencil
+    ranks: 2
+",
+            c = cfgs.display()
+        ),
+    )
+    .unwrap();
+    let check = |extra: &[&str]| {
+        let mut a = vec!["corpus", "check", m.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        let mut c = Command::new(bin());
+        c.args(&a)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        c.output().unwrap()
+    };
+    let o = check(&["--update"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let plain = check(&[]);
+    let plain_out = stdout(&plain);
+    assert!(plain.status.success(), "{plain_out}{}", stderr(&plain));
+    assert!(
+        plain_out
+            .lines()
+            .any(|l| l.contains("stencil-r2") && l.contains("identical to stencil")),
+        "{plain_out}"
+    );
+    let o = mpirun(2, bin(), &["corpus", "check", m.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.starts_with("  ") && !l.contains("stencil-r2"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(rows(&out), rows(&plain_out));
+    assert_eq!(rows(&out).len(), 3, "{out}");
+    let r2 = out.lines().find(|l| l.contains("stencil-r2")).unwrap();
+    assert!(
+        r2.contains("skipped") && r2.contains("run the corpus outside MPI"),
+        "{r2}"
+    );
+}
+
+/// Ranks given different configurations (MPMD: `mpirun -np 1 A : -np 1 B`) are refused
+/// at start, naming what differs, instead of merging into one stats file.
+#[test]
+fn ranks_given_different_inputs_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "gemm", &["m=32", "n=32", "k=32"]);
+    let cfg = config("a100-4chiplet.yaml");
+    let out = tmp.path().join("s.json");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["-np", "1", bin(), "run", "--config"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(cfg.to_str().unwrap().into());
+        a.extend(["--trace".into(), tst.to_str().unwrap().into()]);
+        a.extend(["--stats-out".into(), out.to_str().unwrap().into()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let session = tempfile::tempdir().unwrap();
+    let mut c = Command::new("timeout");
+    c.args(["120", "mpirun", "--oversubscribe", "--bind-to", "none"])
+        .args(args(&[]))
+        .arg(":")
+        .args(args(&["--set", "core.scheduler=gto"]))
+        .env("OMPI_MCA_orte_tmpdir_base", session.path())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("rank 1 of 2 was given another configuration than rank 0"),
+        "{}",
+        stderr(&o)
+    );
+    assert_no_output(&out);
+}
+
+/// A rank that panics ends the whole job through MPI_Abort, with its message, instead of
+/// leaving the others waiting.
+#[test]
+fn a_panicking_rank_aborts_the_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "gemm", &["m=32", "n=32", "k=32"]);
+    let cfg = config("a100-4chiplet.yaml");
+    let o = mpirun_env(
+        2,
+        bin(),
+        &[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--trace",
+            tst.to_str().unwrap(),
+        ],
+        &[("TESSERA_TEST_PANIC_RANK", Path::new("1"))],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("injected by TESSERA_TEST_PANIC_RANK"), "{err}");
+    assert!(
+        err.contains("rank 1 of 2 panicked: ending the job"),
+        "{err}"
+    );
 }

@@ -14,8 +14,9 @@ use tessera_traces::OpClass;
 /// chiplet, `links`, `memory.remote_requests`; 4: the LLC and kernel-boundary flush
 /// counters of a private L2, in `totals` and `memory`; 5: multi-GPU systems: `gpu` of each
 /// kernel and chiplet, `totals.gpus`, `totals.peer_requests`, `memory.peer_requests`, GPU
-/// fabric entries in `links`).
-pub const STATS_VERSION: u32 = 5;
+/// fabric entries in `links`; 6: `provenance` after `config` and `run` last, written by the
+/// binary: what was simulated, and how the run was executed).
+pub const STATS_VERSION: u32 = 6;
 
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -268,9 +268,27 @@ pub fn config(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A stats file's text without its `run` object (how the run was executed: threads,
+/// ranks, wall time, ...): the simulated results, byte-identical for any threads, ranks,
+/// placement and cut (DESIGN.md's invariant). Printed as tessera prints stats.
+pub fn simulated(text: &str) -> String {
+    let mut v = json(text);
+    let run = v.as_object_mut().unwrap().remove("run");
+    assert!(run.is_some(), "the stats have no `run` object:\n{text}");
+    let mut s = serde_json::to_string_pretty(&v).unwrap();
+    s.push('\n');
+    s
+}
+
 /// `tessera run --config configs/<cfg> <args...> --stats-out <tmp>` (expected to succeed,
-/// leaving no `.partial` file); returns (stats text, stdout).
+/// leaving no `.partial` file); returns (stats text without `run`, stdout).
 pub fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
+    let (text, out) = run_stats_full(cfg, args);
+    (simulated(&text), out)
+}
+
+/// As [`run_stats`], the whole stats file (`run` included).
+pub fn run_stats_full(cfg: &str, args: &[&str]) -> (String, String) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("stats.json");
     let cfg = config(cfg);
