@@ -20,6 +20,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use tessera_traces::codec::{AddrRecord, ADDR_DELTA};
 use tessera_traces::schema::RZ;
@@ -460,6 +461,10 @@ pub struct RecordStats {
     /// (`resident_ctas` times the warps of a CTA), reused from CTA to CTA; 0 for a
     /// launch run inline.
     pub peak_warp_threads: u64,
+    /// Allocations warp threads made while running warps, over all launches (counted in
+    /// test builds only): none, or the allocator keeps pages per thread.
+    #[cfg(test)]
+    pub(crate) warp_thread_allocs: u64,
 }
 
 /// What one launch held at most (see [`RecordStats`]).
@@ -468,6 +473,8 @@ struct Held {
     ctas: u64,
     bytes: u64,
     threads: u64,
+    #[cfg_attr(not(test), allow(dead_code))]
+    thread_allocs: u64,
 }
 
 impl Held {
@@ -746,6 +753,10 @@ impl Recorder {
         self.stats.peak_held_ctas = self.stats.peak_held_ctas.max(held.ctas);
         self.stats.peak_held_bytes = self.stats.peak_held_bytes.max(held.bytes);
         self.stats.peak_warp_threads = self.stats.peak_warp_threads.max(held.threads);
+        #[cfg(test)]
+        {
+            self.stats.warp_thread_allocs += held.thread_allocs;
+        }
         let max_reg = state.kernel.max_reg as u32;
         self.mem = Some(state.mem);
         res?;
@@ -914,8 +925,10 @@ fn warp_worker(
     spec: &LaunchSpec,
     threads: u32,
     kernel: &(dyn Fn(&mut Warp) + Sync),
+    allocs: &AtomicU64,
 ) {
     while let Some(Resume::Start(first, job)) = rx.recv() {
+        let allocs_before = thread_allocs();
         let WarpJob {
             slot,
             id,
@@ -932,6 +945,7 @@ fn warp_worker(
                     return;
                 };
                 let rec = std::mem::take(&mut warp.rec);
+                allocs.fetch_add(thread_allocs() - allocs_before, Ordering::Relaxed);
                 if events.send(WarpEvent::Done(stv, slot, rec)).is_err() {
                     return;
                 }
@@ -982,6 +996,8 @@ fn run_grid(
     let resident = spec.resident_ctas.max(1);
     let max_live_warps = resident as usize * warps_per_cta as usize;
     let mut st: Option<Box<ExecState>> = Some(state);
+    let worker_allocs = AtomicU64::new(0);
+    let allocs = &worker_allocs;
     let res = std::thread::scope(|s| -> Result<(), RecordError> {
         let events = Mailbox::<WarpEvent>::new();
         let mut pool = Pool(Vec::new());
@@ -1025,7 +1041,7 @@ fn run_grid(
                         None => {
                             let rx = Mailbox::<Resume>::new();
                             let (rx2, ev) = (rx.clone(), events.clone());
-                            s.spawn(move || warp_worker(rx2, ev, spec, threads, kernel));
+                            s.spawn(move || warp_worker(rx2, ev, spec, threads, kernel, allocs));
                             pool.0.push(rx);
                             held.threads = held.threads.max(pool.0.len() as u64);
                             pool.0.len() - 1
@@ -1194,7 +1210,73 @@ fn run_grid(
             }
         }
     });
+    held.thread_allocs = worker_allocs.into_inner();
     (res, st.unwrap_or_else(fallback_state))
+}
+
+/// Allocations the current thread has made: counted in test builds (a counting global
+/// allocator, in `alloc_count`), so that tests can check that warp threads allocate
+/// nothing; 0 otherwise.
+fn thread_allocs() -> u64 {
+    #[cfg(test)]
+    {
+        alloc_count::this_thread()
+    }
+    #[cfg(not(test))]
+    {
+        0
+    }
+}
+
+/// The system allocator, counting each thread's allocations (test builds).
+#[cfg(test)]
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        // Const-initialized, no destructor: reading it never allocates.
+        static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    fn count() {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    }
+
+    // SAFETY: every call goes to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            count();
+            // SAFETY: as for `alloc`.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            count();
+            // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    pub(super) fn this_thread() -> u64 {
+        ALLOCS.try_with(Cell::get).unwrap_or(0)
+    }
 }
 
 /// Tracer-style address compression (the NVBit tracer's `base_stride_compress`): a run of
@@ -1353,6 +1435,11 @@ mod tests {
             big.peak_held_bytes <= small.peak_held_bytes,
             "{big:?} {small:?}"
         );
+        // Warp threads allocate nothing: buffers and tables grow on the scheduler's
+        // thread (with mimalloc and transparent huge pages, each allocating thread kept
+        // megabytes resident).
+        assert_eq!(small.warp_thread_allocs, 0, "{small:?}");
+        assert_eq!(big.warp_thread_allocs, 0, "{big:?}");
     }
 
     /// A launch run inline holds one CTA at a time and starts no thread.
@@ -1403,6 +1490,8 @@ mod tests {
                 w.store(&x, &i, &acc);
             })
             .unwrap();
+            // Every buffer grew many times, on the scheduler's thread.
+            assert_eq!(rec.stats.warp_thread_allocs, 0, "{:?}", rec.stats);
             rec.finish().unwrap();
             std::fs::read(&path).unwrap()
         };
@@ -1411,6 +1500,63 @@ mod tests {
             threaded == record(false),
             "threaded and inline traces differ"
         );
+    }
+
+    /// A failing warp ends a threaded launch with an error that names its CTA and warp
+    /// (a panic, an access outside every allocation, a spin loop that never ends), and
+    /// every thread of the pool ends (the test returns).
+    #[test]
+    fn threaded_launch_failures_end_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = LaunchSpec::new("f", [6, 1, 1], [64, 1, 1]);
+        spec.resident_ctas = 2;
+        let fail = |how: u32| -> (RecordError, String) {
+            let path = dir.path().join(format!("f{how}.tst"));
+            let mut rec = Recorder::create(&path, 80, "test").unwrap();
+            let x = rec.alloc::<u32>("x", 64).unwrap();
+            let e = rec
+                .launch(&spec, &|w| {
+                    let i = w.global_id_x();
+                    w.barrier();
+                    if w.cta[0] == 3 && w.warp == 1 {
+                        match how {
+                            0 => panic!("boom"),
+                            1 => {
+                                let far = w.iadd_imm(&i, 1 << 20);
+                                w.load(&x, &far);
+                            }
+                            _ => loop {
+                                w.spin_yield();
+                            },
+                        }
+                    }
+                    w.barrier();
+                    let j = w.and_imm(&i, 63);
+                    w.store(&x, &j, &i);
+                })
+                .unwrap_err();
+            let msg = e.to_string();
+            (e, msg)
+        };
+        for (how, want) in [
+            (0, "boom"),
+            (1, "outside every allocation"),
+            (2, "spin loop still waiting"),
+        ] {
+            let (e, msg) = fail(how);
+            assert!(
+                matches!(
+                    e,
+                    RecordError::Kernel {
+                        cta: [3, 0, 0],
+                        warp: 1,
+                        ..
+                    }
+                ),
+                "{msg}"
+            );
+            assert!(msg.contains(want), "{msg}");
+        }
     }
 
     #[test]
