@@ -95,6 +95,7 @@ fn input_hashes(s: &crate::run_cmd::Setup) -> [u64; 3] {
 pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
     use mpi::collective::CommunicatorCollectives;
     use mpi::topology::Communicator;
+    use mpi::traits::Root;
     use std::time::Instant;
 
     // Worker threads of a rank never call MPI: only the thread that initialized it does
@@ -192,13 +193,13 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         a.placement,
         a.threads as usize,
     );
-    match run {
+    let mut status: i32 = match run {
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);
             drop(setup);
             tessera_cluster::mpi::abort_job(&world, 1)
         }
-        Ok(None) => Ok(()),
+        Ok(None) => 0,
         Ok(Some((stats, windows))) => {
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
@@ -206,12 +207,22 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
                 ranks: ranks as usize,
                 mpi_exchange: Some(&exchange),
             };
-            if let Err(e) = crate::run_cmd::report_run(&a, &setup, &stats, &windows, t0, &how) {
-                eprintln!("error: rank 0 of {ranks}: {e:#}");
-                drop(setup);
-                tessera_cluster::mpi::abort_job(&world, 1)
+            match crate::run_cmd::report_run(&a, &setup, &stats, &windows, t0, &how) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: rank 0 of {ranks}: {e:#}");
+                    1
+                }
             }
-            Ok(())
         }
+    };
+    // The ranks end together, after rank 0 has written the stats: rank 0's status reaches
+    // every rank, and all finalize MPI (no rank aborting after the others finalized).
+    world.process_at_rank(0).broadcast_into(&mut status);
+    drop(setup);
+    drop(universe);
+    if status != 0 {
+        std::process::exit(1);
     }
+    Ok(())
 }
