@@ -185,7 +185,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         panic!("injected by TESSERA_TEST_PANIC_RANK");
     }
     let t0 = Instant::now();
-    let run = tessera_cluster::run_gpu_mpi(
+    let run = tessera_system::run_gpu_mpi(
         &setup.cfg,
         &setup.trace,
         &world,

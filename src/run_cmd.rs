@@ -8,10 +8,10 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tessera_cluster::{run_gpu_placed, GpuProgress};
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
+use tessera_system::{run_gpu_placed, GpuProgress};
 use tessera_traces::TraceFile;
 
 #[derive(Args)]

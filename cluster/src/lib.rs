@@ -113,10 +113,10 @@
 //! above the partition count, and runs one thread as [`Sequential`]; [`run_threads_with`]
 //! takes the lookahead, routing table and [`WorkerMap`] explicitly. When partitions fail,
 //! the error returned is the lowest-numbered failing partition's, as a sequential run
-//! would report it. [`run_gpu`] and [`run_gpu_threads`] do the same for a GPU built by
-//! `tessera-partitions` and collect its stats; `run_gpu_mpi` runs one rank's share of it
-//! and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0, which
-//! merges them into the bytes a sequential run writes.
+//! would report it. [`run_sequential_paused`] pauses every given stretch of simulated
+//! time (a progress display), and `run_rank_threads` runs one MPI rank's partitions on
+//! several threads. This crate knows nothing of what a partition simulates: the GPU
+//! runners are in `tessera-system`.
 
 mod engine;
 mod error;
@@ -132,12 +132,11 @@ pub use error::EngineError;
 #[cfg(feature = "mpi")]
 pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
 pub use routing::Routing;
-pub use system::{
-    run_gpu, run_gpu_placed, run_gpu_progress, run_gpu_threads, run_sequential, run_threads,
-    run_threads_placed, run_threads_with, GpuProgress,
-};
 #[cfg(feature = "mpi")]
-pub use system::{run_gpu_mpi, MpiRun};
+pub use system::run_rank_threads;
+pub use system::{
+    run_sequential, run_sequential_paused, run_threads, run_threads_placed, run_threads_with,
+};
 pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 

@@ -2,8 +2,8 @@
 //! exactly those of an uninterrupted run, and the reports must move forward.
 
 use std::path::Path;
-use tessera_cluster::{run_gpu, run_gpu_progress, GpuProgress};
 use tessera_partitions::config::GpuConfig;
+use tessera_system::{run_gpu, run_gpu_progress, GpuProgress};
 use tessera_traces::TraceFile;
 
 #[test]

@@ -20,8 +20,8 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tessera_cluster::run_gpu_threads;
 use tessera_partitions::config::GpuConfig;
+use tessera_system::run_gpu_threads;
 use tessera_traces::TraceFile;
 
 fn config(name: &str, set: &[(&str, &str)]) -> GpuConfig {

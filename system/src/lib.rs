@@ -1,0 +1,224 @@
+//! The simulated system on the parallel engine: a GPU system of `tessera-partitions`
+//! (built from a configuration and a trace) run on a transport of `tessera-cluster`
+//! (sequential, threads, MPI ranks), its stats collected. `tessera-cluster` knows
+//! partitions, transports and windows only; what a partition simulates is decided here
+//! and in `tessera-partitions`.
+//!
+//! [`run_gpu`] and [`run_gpu_threads`] run a GPU to completion and collect its stats (the
+//! same bytes on any thread count or placement, [`run_gpu_placed`]); [`run_gpu_progress`]
+//! reports progress while it runs; `run_gpu_mpi` (feature `mpi`) runs one rank's share of
+//! it and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0,
+//! which merges them into the bytes a sequential run writes.
+
+use tessera_cluster::{
+    run_sequential_paused, run_threads_placed, EngineError, Link, Picos, Placement, PortId,
+    WindowStats,
+};
+#[cfg(feature = "mpi")]
+use tessera_cluster::{Engine, Routing};
+use tessera_partitions::config::GpuConfig;
+use tessera_partitions::gpu::{build, collect_stats, GpuError, GpuPartition};
+use tessera_partitions::stats::RunStats;
+use tessera_traces::TraceFile;
+
+/// The GPU of `cfg` running `trace`: built by `tessera-partitions`, run here, stats
+/// collected by `tessera-partitions`. A model error comes back as the model's own error.
+pub fn run_gpu(cfg: &GpuConfig, trace: &TraceFile) -> Result<(RunStats, WindowStats), GpuError> {
+    run_gpu_threads(cfg, trace, 1)
+}
+
+/// [`run_gpu`] on `threads` worker threads ([`run_threads`]: contiguous blocks of the
+/// `cfg.partition_count()` partitions; more threads than partitions are clamped, so a GPU
+/// of one partition runs on one thread). The stats are the same bytes for any `threads`.
+pub fn run_gpu_threads(
+    cfg: &GpuConfig,
+    trace: &TraceFile,
+    threads: usize,
+) -> Result<(RunStats, WindowStats), GpuError> {
+    run_gpu_progress(cfg, trace, threads, None)
+}
+
+/// Where a GPU run is, for a progress display: simulated time, warp instructions retired,
+/// kernels done of all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuProgress {
+    pub sim_ps: Picos,
+    pub warp_insts: u64,
+    pub kernels_done: usize,
+    pub kernels: usize,
+}
+
+/// Simulated time between two progress reports.
+const PROGRESS_STEP_PS: Picos = 10_000_000;
+
+/// [`run_gpu_threads`], calling `on_progress` every 10 simulated microseconds when given
+/// and the run is on one thread (the engine pauses at those times, which never changes
+/// results; on several threads no report is made).
+pub fn run_gpu_progress(
+    cfg: &GpuConfig,
+    trace: &TraceFile,
+    threads: usize,
+    on_progress: Option<&mut dyn FnMut(GpuProgress)>,
+) -> Result<(RunStats, WindowStats), GpuError> {
+    run_gpu_placed(cfg, trace, threads, Placement::Contiguous, on_progress)
+}
+
+/// [`run_gpu_progress`] with the partitions dealt to the threads as `placement` says
+/// (the stats are the same bytes for any placement).
+pub fn run_gpu_placed(
+    cfg: &GpuConfig,
+    trace: &TraceFile,
+    threads: usize,
+    placement: Placement,
+    on_progress: Option<&mut dyn FnMut(GpuProgress)>,
+) -> Result<(RunStats, WindowStats), GpuError> {
+    let sys = build(cfg, trace)?;
+    let run = match on_progress {
+        Some(report) if threads <= 1 => run_reporting(sys.partitions, sys.ports, sys.links, report),
+        _ => run_threads_placed(sys.partitions, sys.ports, sys.links, threads, placement),
+    };
+    let (parts, w) = run.map_err(gpu_error)?;
+    Ok((collect_stats(cfg, parts), w))
+}
+
+/// An engine error as the GPU model's: a model error is the model's own
+/// ([`GpuError`]), anything else the engine's, as text.
+fn gpu_error(e: EngineError) -> GpuError {
+    match e {
+        EngineError::Model { source, .. } => match source.downcast::<GpuError>() {
+            Ok(g) => *g,
+            Err(other) => GpuError::Engine(other.to_string()),
+        },
+        e => GpuError::Engine(e.to_string()),
+    }
+}
+
+/// The sequential run of a GPU, paused every [`PROGRESS_STEP_PS`] to report progress.
+fn run_reporting<'t>(
+    partitions: Vec<GpuPartition<'t>>,
+    ports: Vec<(PortId, usize)>,
+    links: Vec<Link>,
+    report: &mut dyn FnMut(GpuProgress),
+) -> Result<(Vec<GpuPartition<'t>>, WindowStats), EngineError> {
+    let mut on_pause = |parts: &[GpuPartition<'t>], at: Picos| {
+        let mut p = GpuProgress {
+            sim_ps: at,
+            warp_insts: 0,
+            kernels_done: 0,
+            kernels: 0,
+        };
+        for part in parts {
+            let (w, k) = part.progress();
+            p.warp_insts += w;
+            if let Some((d, n)) = k {
+                (p.kernels_done, p.kernels) = (d, n);
+            }
+        }
+        report(p);
+    };
+    run_sequential_paused(partitions, ports, links, PROGRESS_STEP_PS, &mut on_pause)
+}
+
+/// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
+#[cfg(feature = "mpi")]
+pub type MpiRun = Option<(RunStats, WindowStats)>;
+
+/// The GPU of `cfg` running `trace` on the ranks of `world` ([`tessera_cluster::MpiTransport`]): the
+/// partitions are dealt to ranks as `placement` says ([`tessera_cluster::rank_owners`]; more ranks
+/// than partitions is an error), each rank builds and simulates only its own, and at the
+/// end every rank summarizes its partitions ([`tessera_partitions::gpu::stats_part`], after
+/// agreeing on the run's end) and rank 0 gathers and merges the parts: the same bytes as
+/// [`run_gpu`]. Every rank must call this with the same configuration and trace.
+///
+/// `threads` above 1 deals each rank's partitions to that many worker threads
+/// ([`tessera_cluster::mpi::RankThreads`]; the calling thread, which must be the one that initialized
+/// MPI, is the rank's worker 0 and the only one calling MPI): ranks × threads, with the
+/// same bytes again.
+///
+/// An error comes back on the rank that met it only: the others are still waiting in a
+/// collective, so the caller must report it and end the job ([`tessera_cluster::mpi::abort_job`]).
+#[cfg(feature = "mpi")]
+pub fn run_gpu_mpi(
+    cfg: &GpuConfig,
+    trace: &TraceFile,
+    world: &mpi::topology::SimpleCommunicator,
+    exchange: tessera_cluster::mpi::Exchange,
+    placement: Placement,
+    threads: usize,
+) -> Result<MpiRun, GpuError> {
+    use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+    use mpi::topology::Communicator;
+    use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part};
+
+    let parts = cfg.partition_count() as usize;
+    let rank = world.rank() as usize;
+    let owners = tessera_cluster::mpi::rank_owners(parts, world.size() as usize, placement)
+        .map_err(gpu_error)?;
+    let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
+    let sys = build_hosted(cfg, trace, &hosted)?;
+    let routing = Routing::new(parts, sys.ports).map_err(gpu_error)?;
+    let lookahead = routing
+        .lookahead(sys.links.iter().cloned())
+        .map_err(gpu_error)?
+        .unwrap_or(Picos::MAX);
+    let transport = tessera_cluster::mpi::MpiTransport::new(
+        world.duplicate(),
+        owners,
+        exchange,
+        &routing,
+        &sys.links,
+    )
+    .map_err(gpu_error)?;
+    let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
+        let mut engine =
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
+        let windows = engine.run().map_err(gpu_error)?;
+        (engine.into_partitions(), windows)
+    } else {
+        tessera_cluster::run_rank_threads(
+            lookahead,
+            routing,
+            sys.partitions,
+            parts,
+            &hosted,
+            threads,
+            transport,
+        )
+        .map_err(gpu_error)?
+    };
+    let local_end = run_end_ps(&partitions);
+    let mut end = 0u64;
+    world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+    let part = stats_part(cfg, partitions, end);
+    let bytes = serde_json::to_vec(&part)
+        .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
+    let root = world.process_at_rank(0);
+    let len = bytes.len() as i32;
+    if rank != 0 {
+        root.gather_into(&len);
+        root.gather_varcount_into(&bytes[..]);
+        return Ok(None);
+    }
+    let ranks = world.size() as usize;
+    let mut lens = vec![0i32; ranks];
+    root.gather_into_root(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(ranks);
+    let mut total = 0i32;
+    for &l in &lens {
+        displs.push(total);
+        total += l;
+    }
+    let mut all = vec![0u8; total as usize];
+    {
+        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(&bytes[..], &mut buf);
+    }
+    let mut parts_in = Vec::with_capacity(ranks);
+    for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
+        let chunk = &all[d as usize..(d + l) as usize];
+        let p = serde_json::from_slice(chunk)
+            .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
+        parts_in.push(p);
+    }
+    Ok(Some((merge_stats(cfg, parts_in), windows)))
+}
