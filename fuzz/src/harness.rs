@@ -23,7 +23,8 @@
 //!   `TESSERA_FUZZ_STRICT_SEMANTIC=1`.
 
 use std::path::{Path, PathBuf};
-use tessera_cluster::{run_gpu_placed, Placement};
+use tessera_cluster::Placement;
+use tessera_system::run_gpu_placed;
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::{parse_set, GpuConfig};
 use tessera_traces::codec::list_len;
