@@ -18,7 +18,7 @@ use tessera_traces::{CtaStream, OpClass, WarpCursor};
 pub(super) struct Resident {
     /// Kept encoded: its warps are decoded as they run (`Sm::cursors`).
     pub(super) cta: CtaStream,
-    /// The caller's name for it (listing index for the GPU, batch index for the batch).
+    /// The caller's name for it (listing index for the GPU, batch index for a test driver).
     pub(super) tag: u64,
     /// Its warp slots.
     pub(super) slots: Vec<u32>,

@@ -23,7 +23,7 @@ use crate::config::SchedulerPolicy;
 use std::sync::Arc;
 use tessera_traces::{OpClass, WarpCursor};
 
-/// Why a batch could not run.
+/// Why the SM refused a call or cannot go on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SmError {
     /// More warps than the SM has warp slots.

@@ -15,7 +15,8 @@
 use super::warp::WarpState;
 use tessera_traces::OpClass;
 
-/// A register whose write is a pending memory reply: not ready at any cycle.
+/// A register whose write is a pending memory reply: not ready at any cycle (also the
+/// time of anything that waits for a reply or a barrier release).
 pub(super) const NEVER: u64 = u64::MAX;
 
 /// Whether a result of `class` is a long-latency one for `two_level` (GPGPU-Sim's

@@ -27,8 +27,8 @@ pub(super) struct WarpState {
     pub(super) reg_at: u64,
     pub(super) class: OpClass,
     /// Like `reg_at`, over the registers whose pending write is long-latency
-    /// ([`is_long`]) only: the cycle until which `two_level` counts the warp as waiting
-    /// on memory (0 under the other policies, which do not read it).
+    /// ([`super::scoreboard::is_long`]) only: the cycle until which `two_level` counts
+    /// the warp as waiting on memory (0 under the other policies, which do not read it).
     pub(super) long_at: u64,
     /// Cycle from which its next instruction is fetched (0 without the I-cache).
     pub(super) fetch_at: u64,
