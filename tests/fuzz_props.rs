@@ -62,9 +62,22 @@ fn bounded<R: Send + 'static>(
     }
 }
 
+/// `cases` cases (times `TESSERA_FUZZ_SCALE`, default 1), from a fixed seed so that CI
+/// sees the same cases every time (`TESSERA_FUZZ_SEED=<u64>` for others, `random` for a
+/// new one each run: the long runs are cargo-fuzz's, scripts/fuzz.sh).
 fn cfg(cases: u32) -> ProptestConfig {
+    let scale = std::env::var("TESSERA_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(1);
+    let rng_seed = match std::env::var("TESSERA_FUZZ_SEED").as_deref() {
+        Ok("random") => proptest::test_runner::RngSeed::Random,
+        Ok(s) => proptest::test_runner::RngSeed::Fixed(s.parse().unwrap_or(21)),
+        Err(_) => proptest::test_runner::RngSeed::Fixed(21),
+    };
     ProptestConfig {
-        cases,
+        cases: cases.saturating_mul(scale),
+        rng_seed,
         // Shrinking a failure in a harness that runs a simulation can take long; the
         // failing input is what matters (it becomes a file under tests/data/fuzz).
         max_shrink_iters: 256,

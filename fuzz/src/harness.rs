@@ -11,7 +11,8 @@
 //!   import that succeeds gives a file that opens, passes `verify_structure`, exports and
 //!   imports again to the same counts.
 //! - [`config`]: the bytes as a YAML config (and, after a 0xFF byte, `--set` lines), loaded
-//!   alone and over `base: <repo>/configs/a100.yaml`. No panic; a loaded config validates.
+//!   alone and over `base: <repo>/configs/a100.yaml`. No panic; a loaded config validates
+//!   and runs the seed trace (or refuses it) without a panic.
 //! - [`run`]: the bytes as edits of a small valid trace (vectorAdd, 64 elements): raw byte
 //!   flips, index edits with the index checksum fixed, or edits of the decoded instruction
 //!   streams written back with the writer; then open, `verify`, and the run `tessera run`
@@ -20,12 +21,16 @@
 //!   What `verify` refuses only for its semantic rules (threads not exited, barriers, CTAs
 //!   outside the grid or twice, accesses outside every allocation) while the run succeeds
 //!   is counted ([`RunOutcome::SemanticOnly`]) and is an error only with
-//!   `TESSERA_FUZZ_STRICT_SEMANTIC=1`.
+//!   `TESSERA_FUZZ_STRICT_SEMANTIC=1` ([`Env::strict_semantic`]).
+//!
+//! Hangs are the drivers' business: libFuzzer's `-timeout`, and a time bound per case in
+//! tests/fuzz_props.rs.
 
 use std::path::{Path, PathBuf};
-use tessera_cluster::{run_gpu_placed, Placement};
+use tessera_cluster::Placement;
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::{parse_set, GpuConfig};
+use tessera_system::run_gpu_placed;
 use tessera_traces::codec::list_len;
 use tessera_traces::{
     verify, verify_structure, AddrRecord, Addrs, ClusterInfo, DecodedCta, RawInst, TraceFile,
