@@ -244,6 +244,23 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(cfg(512))]
+
+    /// (a) The seed trace's CTA records with bytes changed, inserted or removed: decoded
+    /// whole and as the run's stream, the two agree.
+    #[test]
+    fn tst_cta_records(which in any::<usize>(), edits in proptest::collection::vec((any::<u16>(), 0u8..4, any::<u8>()), 1..6)) {
+        static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+        static RECS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+        let env = ENV.get_or_init(new_env);
+        let recs = RECS.get_or_init(|| harness::seed_records(env));
+        let mut d = vec![2u8];
+        d.extend(edit(&recs[which % recs.len()], &edits));
+        bounded("tst", env, d, harness::tst);
+    }
+}
+
+proptest! {
     #![proptest_config(cfg(192))]
 
     /// (b) The Accel-Sim fixtures, edited byte by byte and line by line, imported.
@@ -415,6 +432,9 @@ fn seeds_pass() {
     let mut d = vec![0u8];
     d.extend(&env.seed_tst);
     assert_eq!(harness::tst(&env, &d), harness::TstOutcome::Verified);
+    for r in harness::seed_records(&env) {
+        assert!(harness::record(&env, &r), "a seed CTA record is refused");
+    }
     for s in accelsim_seeds() {
         assert_ne!(harness::accelsim(&env, s), harness::ImportOutcome::Refused);
     }
