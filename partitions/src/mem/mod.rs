@@ -131,25 +131,28 @@
 pub mod coalesce;
 
 mod cache;
-mod channel;
 mod dram;
+mod dram_channel;
 mod dram_map;
 mod fastdiv;
 mod harness;
 mod home;
+mod l2_slice;
 mod ldst;
 mod link;
+mod llc_slice;
 mod mshrs;
 mod net;
 mod packet;
 mod popcount;
 mod port;
+mod private_l2;
 mod request;
 mod spec;
 mod stats;
 mod unit_ids;
 
-pub use channel::MemChannel;
+pub use dram_channel::MemChannel;
 pub use harness::MemSystem;
 pub use ldst::{Issued, LdStUnit};
 pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
