@@ -10,8 +10,7 @@ pub(crate) struct Divisor {
     /// `log2(d)` when `d` is a power of two.
     pub(crate) shift: Option<u32>,
     /// Otherwise a multiply-and-shift by a precomputed reciprocal: a 64-bit `div` is tens
-    /// of cycles, and A100-sized presets have non-power-of-two channel counts (the
-    /// division was half of `MemSpec::l2_home`'s time on dgx-8gpu, `perf annotate`).
+    /// of cycles, and A100-sized presets have non-power-of-two channel counts.
     reduced: strength_reduce::StrengthReducedU64,
 }
 

@@ -48,14 +48,7 @@ impl MemChannel {
         };
         self.llc_store_effect(now, set, start, line, sectors);
         let at = start + self.spec.l2_atomic_ps;
-        self.stats.noc_reply_bytes += data + HEADER_BYTES;
-        let pkt = Packet::Reply {
-            line,
-            sectors,
-            tag,
-            sm,
-        };
-        self.send_data(now, From::Llc, at, data, sm, pkt, net);
+        self.reply(now, From::Llc, sm, at, line, sectors, tag, net);
     }
 
     /// A private L2 slice's read of `sectors` of `line` (the reply goes to slice `tag` of

@@ -141,6 +141,7 @@ mod l2_slice;
 mod ldst;
 mod link;
 mod llc_slice;
+mod mshr_index;
 mod mshrs;
 mod net;
 mod packet;
@@ -150,6 +151,7 @@ mod private_l2;
 mod request;
 mod spec;
 mod stats;
+mod tag_hash;
 mod unit_ids;
 
 pub use dram_channel::MemChannel;

@@ -3,8 +3,8 @@
 /// Set bits of `m` (sectors of a mask, mostly). Masks below 16 (four sectors, a 128-byte
 /// line of 32-byte sectors, as every preset has) by a table of 4-bit counts packed in one
 /// word: the portable x86-64 target has no `popcnt` instruction, and `count_ones` there is
-/// a dozen instructions, run several times per simulated line (triad n=524,288 on
-/// titanv: 2.7% of all host instructions; `-C target-feature=+popcnt` is not assumed).
+/// a dozen instructions, run several times per simulated line (`-C
+/// target-feature=+popcnt` is not assumed).
 #[inline(always)]
 pub(crate) fn popcount(m: u64) -> u64 {
     if m < 16 {

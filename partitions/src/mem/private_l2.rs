@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::cache::Evicted;
-use super::dram_channel::{ChannelError, MemChannel};
+use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
 use crate::Picos;
 
@@ -102,7 +102,7 @@ impl MemChannel {
             }
         }
         if missing == 0 {
-            self.reply(now, slice, sm, resp, line, sectors, tag, net);
+            self.reply(now, From::L2(slice), sm, resp, line, sectors, tag, net);
             return;
         }
         self.stats.l2_misses += popcount(missing);
@@ -204,7 +204,16 @@ impl MemChannel {
             w.need &= !sectors;
             w.ready = w.ready.max(ready);
             if w.need == 0 {
-                self.reply(now, slice, w.sm, w.ready, line, w.sectors, w.tag, net);
+                self.reply(
+                    now,
+                    From::L2(slice),
+                    w.sm,
+                    w.ready,
+                    line,
+                    w.sectors,
+                    w.tag,
+                    net,
+                );
             } else {
                 keep.push(w);
             }
@@ -234,7 +243,7 @@ impl MemChannel {
             if w.need == 0 {
                 self.reply(
                     now,
-                    slice,
+                    From::L2(slice),
                     w.sm,
                     w.ready.max(tf),
                     q.line,
