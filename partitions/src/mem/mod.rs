@@ -15,6 +15,30 @@
 //! it is sent, and where the units are simulated (one partition or several) never changes
 //! what they compute.
 //!
+//! # Code map
+//!
+//! Hardware, one unit per file:
+//! - `ldst.rs`: the LD/ST unit and L1D of an SM ([`LdStUnit`]); `coalesce.rs` its
+//!   coalescer and shared-memory banks.
+//! - `dram_channel.rs`: the DRAM channel unit's front end ([`MemChannel`]): packets in,
+//!   replies out, host-to-device copies; `dram.rs` the DRAM timing model behind it.
+//! - `l2_slice.rs`: the memory-side L2 slice, and the slice hardware (with its one lookup)
+//!   that the private L2 and LLC slices share; `mshrs.rs` a slice's MSHRs.
+//! - `private_l2.rs`: the private L2 slice (`package.l2: private`) and its kernel-boundary
+//!   flush.
+//! - `llc_slice.rs`: the LLC slice (`package.l2: private`).
+//! - `link.rs`: a chiplet's link interface; `cache.rs` the sectored cache the L1D and the
+//!   slices are built on; `port.rs` bandwidth-limited ports.
+//!
+//! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
+//! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
+//! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
+//! `spec.rs` (the parameters), `stats.rs` (the counters), `harness.rs` (a test harness).
+//!
+//! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
+//! config constant), `popcount.rs` (sectors of a mask), `tag_hash.rs` (the caches' tag
+//! hashes), `mshr_index.rs` (the L1D MSHRs by line).
+//!
 //! # The model (every number comes from the config)
 //!
 //! Time is integer picoseconds; each `_cycles` key is converted with its own clock's period
