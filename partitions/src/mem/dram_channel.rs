@@ -277,6 +277,15 @@ impl MemChannel {
         self.send_data(now, from, ready, data, sm, pkt, net);
     }
 
+    /// The slice `from` names (`None` for the LLC slice without a private L2).
+    #[inline(always)]
+    pub(super) fn slice_mut(&mut self, from: From) -> Option<&mut Slice> {
+        match from {
+            From::L2(i) => Some(&mut self.slices[i]),
+            From::Llc => self.llc.as_mut(),
+        }
+    }
+
     /// Sends `pkt`, carrying `data` bytes that are ready at `ready`, through the data port
     /// and NoC egress of `from` to unit `dst` (through this chiplet's link interface when
     /// `dst` is on another chiplet).
@@ -292,12 +301,8 @@ impl MemChannel {
         pkt: Packet,
         net: &mut dyn Net,
     ) {
-        let s = match from {
-            From::L2(i) => &mut self.slices[i],
-            From::Llc => match self.llc.as_mut() {
-                Some(l) => l,
-                None => return,
-            },
+        let Some(s) = self.slice_mut(from) else {
+            return;
         };
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);

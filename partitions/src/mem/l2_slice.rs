@@ -4,7 +4,7 @@
 
 use super::cache::{Evicted, SectorCache};
 use super::dram::DramOp;
-use super::dram_channel::MemChannel;
+use super::dram_channel::{From, MemChannel};
 use super::port::BwPort;
 use super::{popcount, MemSpec, Mshrs};
 use crate::Picos;
@@ -131,23 +131,52 @@ impl MemChannel {
         let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
             self.stats.l2_misses += popcount(missing);
-            let (tm, waited) = self.slices[slice].mshrs.acquire(ta);
+            let from = From::L2(slice);
+            let (filled, waited) =
+                self.slice_miss(now, from, set, ta, line_addr, missing, found, l2_hit_ps);
             if waited {
                 self.stats.l2_mshr_waits += 1;
             }
-            // No tag has changed since the lookup: its way is what a search would find.
-            let (i, ev) = self.slices[slice]
-                .cache
-                .touch_or_allocate(set, line_addr, found);
-            if let Some(ev) = ev {
-                self.l2_writeback(now, tm, ev);
-            }
-            let td = self.dram_access(now, tm, line_addr, missing, DramOp::Read);
-            self.slices[slice].cache.fill(i, missing, td + l2_hit_ps);
-            self.slices[slice].mshrs.release(td);
-            resp = resp.max(td + l2_hit_ps);
+            resp = resp.max(filled);
         }
         resp
+    }
+
+    /// Reads the `missing` sectors of `line` from DRAM into slice `from` (a read miss asked
+    /// at `ta`; `found`: the line's way, from the lookup, when present): an MSHR, a way (a
+    /// dirty victim is written back), the DRAM burst, the fill. Returns when the sectors can
+    /// leave (`hit_ps` after they are there) and whether the miss waited for an MSHR.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn slice_miss(
+        &mut self,
+        now: Picos,
+        from: From,
+        set: u64,
+        ta: Picos,
+        line: u64,
+        missing: u64,
+        found: Option<usize>,
+        hit_ps: Picos,
+    ) -> (Picos, bool) {
+        let Some(s) = self.slice_mut(from) else {
+            return (ta, false);
+        };
+        let (tm, waited) = s.mshrs.acquire(ta);
+        // No tag has changed since the lookup: its way is what a search would find.
+        let (i, ev) = s.cache.touch_or_allocate(set, line, found);
+        if let Some(ev) = ev {
+            match from {
+                From::L2(_) => self.l2_writeback(now, tm, ev),
+                From::Llc => self.llc_writeback(now, tm, ev),
+            }
+        }
+        let td = self.dram_access(now, tm, line, missing, DramOp::Read);
+        if let Some(s) = self.slice_mut(from) {
+            s.cache.fill(i, missing, td + hit_ps);
+            s.mshrs.release(td);
+        }
+        (td + hit_ps, waited)
     }
 
     /// What a write of `sectors` does to the slice's contents at `t` (allocate dirty, or

@@ -115,17 +115,9 @@ impl MemChannel {
         let (mut resp, missing) = (lk.ready, lk.missing);
         if missing != 0 {
             self.stats.llc_misses += popcount(missing);
-            let (tm, _) = l.mshrs.acquire(ta);
-            let (i, ev) = l.cache.find_or_allocate(set, line);
-            if let Some(ev) = ev {
-                self.llc_writeback(now, tm, ev);
-            }
-            let td = self.dram_access(now, tm, line, missing, DramOp::Read);
-            if let Some(l) = self.llc.as_mut() {
-                l.cache.fill(i, missing, td + hit_ps);
-                l.mshrs.release(td);
-            }
-            resp = resp.max(td + hit_ps);
+            let (filled, _) =
+                self.slice_miss(now, From::Llc, set, ta, line, missing, lk.found, hit_ps);
+            resp = resp.max(filled);
         }
         resp
     }
@@ -142,7 +134,7 @@ impl MemChannel {
         }
     }
 
-    fn llc_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
+    pub(super) fn llc_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
         self.stats.llc_writeback_sectors += popcount(ev.dirty);
         self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
     }
