@@ -291,6 +291,15 @@ impl SectorCache {
         m
     }
 
+    /// Writes the sectors of `mask` at `t`: those not valid become valid with data at `t`
+    /// (those valid keep their time), and all become dirty.
+    #[inline(always)]
+    pub(crate) fn write(&mut self, i: usize, mask: u64, t: Picos) {
+        let new = mask & !self.valid(i);
+        self.fill(i, new, t);
+        self.mark_dirty(i, mask);
+    }
+
     pub(crate) fn mark_dirty(&mut self, i: usize, mask: u64) {
         self.meta[i].dirty |= mask & self.meta[i].valid;
     }

@@ -166,10 +166,7 @@ impl MemChannel {
         // No tag has changed since the lookup: its way is what a search would find.
         let (i, ev) = s.cache.touch_or_allocate(set, line, found);
         if let Some(ev) = ev {
-            match from {
-                From::L2(_) => self.l2_writeback(now, tm, ev),
-                From::Llc => self.llc_writeback(now, tm, ev),
-            }
+            self.slice_writeback(now, from, tm, ev);
         }
         let td = self.dram_access(now, tm, line, missing, DramOp::Read);
         if let Some(s) = self.slice_mut(from) {
@@ -200,10 +197,7 @@ impl MemChannel {
             if let Some(ev) = ev {
                 self.l2_writeback(now, t, ev);
             }
-            let c = &mut self.slices[slice].cache;
-            let new = sectors & !c.valid(i);
-            c.fill(i, new, t);
-            c.mark_dirty(i, sectors);
+            self.slices[slice].cache.write(i, sectors, t);
         } else {
             self.dram_access(now, t, line_addr, sectors, DramOp::Write);
         }
@@ -244,13 +238,38 @@ impl MemChannel {
         line: u64,
         sectors: u64,
     ) {
-        let (i, ev) = self.slices[slice].cache.find_or_allocate(set, line);
-        if let Some(ev) = ev {
-            self.l2_writeback(now, now, ev);
-        }
-        let c = &mut self.slices[slice].cache;
-        c.invalidate_sectors(i, sectors);
-        c.fill(i, sectors, now);
+        self.slice_install(now, From::L2(slice), set, line, sectors);
         self.stats.memcpy_l2_sectors += popcount(sectors);
+    }
+
+    /// Installs `sectors` of `line` in slice `from` clean, data there at `now` (a
+    /// host-to-device copy).
+    #[inline(always)]
+    pub(super) fn slice_install(
+        &mut self,
+        now: Picos,
+        from: From,
+        set: u64,
+        line: u64,
+        sectors: u64,
+    ) {
+        let Some(s) = self.slice_mut(from) else {
+            return;
+        };
+        let (i, ev) = s.cache.find_or_allocate(set, line);
+        s.cache.invalidate_sectors(i, sectors);
+        s.cache.fill(i, sectors, now);
+        if let Some(ev) = ev {
+            self.slice_writeback(now, from, now, ev);
+        }
+    }
+
+    /// Writes the dirty sectors of `ev`, evicted from slice `from`, to DRAM from `t`.
+    #[inline(always)]
+    fn slice_writeback(&mut self, now: Picos, from: From, t: Picos, ev: Evicted) {
+        match from {
+            From::L2(_) => self.l2_writeback(now, t, ev),
+            From::Llc => self.llc_writeback(now, t, ev),
+        }
     }
 }

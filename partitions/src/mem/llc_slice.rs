@@ -126,9 +126,7 @@ impl MemChannel {
     fn llc_store_effect(&mut self, now: Picos, set: u64, t: Picos, line: u64, sectors: u64) {
         let Some(l) = self.llc.as_mut() else { return };
         let (i, ev) = l.cache.find_or_allocate(set, line);
-        let new = sectors & !l.cache.valid(i);
-        l.cache.fill(i, new, t);
-        l.cache.mark_dirty(i, sectors);
+        l.cache.write(i, sectors, t);
         if let Some(ev) = ev {
             self.llc_writeback(now, t, ev);
         }
@@ -155,13 +153,10 @@ impl MemChannel {
         let hi = line.saturating_add(geom.line_bytes).min(end);
         add_range(&geom, lo, hi - lo, &mut one);
         let Some(g) = one.first() else { return };
-        let Some(l) = self.llc.as_mut() else { return };
-        let (i, ev) = l.cache.find_or_allocate(set, line);
-        l.cache.invalidate_sectors(i, g.sectors);
-        l.cache.fill(i, g.sectors, now);
-        self.stats.memcpy_llc_sectors += popcount(g.sectors);
-        if let Some(ev) = ev {
-            self.llc_writeback(now, now, ev);
+        if self.llc.is_none() {
+            return;
         }
+        self.slice_install(now, From::Llc, set, line, g.sectors);
+        self.stats.memcpy_llc_sectors += popcount(g.sectors);
     }
 }

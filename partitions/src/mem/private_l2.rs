@@ -303,10 +303,7 @@ impl MemChannel {
             if let Some(ev) = ev {
                 self.private_writeback(now, slice, t, ev, net);
             }
-            let c = &mut self.slices[slice].cache;
-            let new = sectors & !c.valid(i);
-            c.fill(i, new, t);
-            c.mark_dirty(i, sectors);
+            self.slices[slice].cache.write(i, sectors, t);
             self.private[slice].flushed[i] &= !sectors;
         } else {
             if let Some(i) = found {
