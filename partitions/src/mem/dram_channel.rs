@@ -430,7 +430,8 @@ impl MemChannel {
                 // The part of the copy in this line (what `add_range` would give, without
                 // a vector per chunk: this runs for every copied line).
                 let sectors = geom.range_sectors(lo - line, hi - line);
-                self.memcpy_l2_line(now, slice, set, line, sectors);
+                self.slice_install(now, From::L2(slice), set, line, sectors);
+                self.stats.memcpy_l2_sectors += popcount(sectors);
             }
             match line.checked_add(lb) {
                 Some(n) => line = n,

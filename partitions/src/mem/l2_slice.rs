@@ -227,21 +227,6 @@ impl MemChannel {
         self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
     }
 
-    /// Installs `sectors` of line `line` (homed here, at slice `slice`, set `set`) clean,
-    /// data there at `now` (a host-to-device copy).
-    #[inline(always)]
-    pub(super) fn memcpy_l2_line(
-        &mut self,
-        now: Picos,
-        slice: usize,
-        set: u64,
-        line: u64,
-        sectors: u64,
-    ) {
-        self.slice_install(now, From::L2(slice), set, line, sectors);
-        self.stats.memcpy_l2_sectors += popcount(sectors);
-    }
-
     /// Installs `sectors` of `line` in slice `from` clean, data there at `now` (a
     /// host-to-device copy).
     #[inline(always)]
