@@ -13,7 +13,10 @@
 # RUSTC_BOOTSTRAP=1. Without cargo-fuzz (`cargo install cargo-fuzz`) the pass is skipped
 # with a note (the same harnesses run on stable in tests/fuzz_props.rs). FUZZ_TARGETS
 # picks targets (default: all four); FUZZ_JOBS runs that many libFuzzer workers a target
-# (default 1).
+# (default 1). TESSERA_FUZZ_KNOWN passes over findings already saved (`|`-separated parts
+# of their messages, see fuzz/src/harness.rs) so that a pass looks for new ones;
+# TESSERA_FUZZ_STRICT_SEMANTIC=1 makes the run target refuse what `verify` refuses for its
+# semantic rules too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -38,15 +41,19 @@ for t in $targets; do
     log="artifacts/$t/fuzz.log"
     start=$(date +%s)
     set +e
+    par=()
+    if [ "$jobs" -gt 1 ]; then
+        par=(-jobs="$jobs" -workers="$jobs")
+    fi
+    rm -f fuzz-*.log
     TESSERA_FUZZ_SEEDS="corpus/$t" cargo fuzz run "$t" "corpus/$t" -- \
         -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
-        -jobs="$jobs" -workers="$jobs" -print_final_stats=1 </dev/null >"$log" 2>&1
+        -print_final_stats=1 "${par[@]}" </dev/null >"$log" 2>&1
     rc=$?
     set -e
-    if [ "$jobs" -gt 1 ]; then
-        cat fuzz-*.log >>"$log" 2>/dev/null || true
-        rm -f fuzz-*.log
-    fi
+    # Parallel workers log to fuzz-<n>.log.
+    cat fuzz-*.log >>"$log" 2>/dev/null || true
+    rm -f fuzz-*.log
     took=$(($(date +%s) - start))
     # stat::number_of_executed_units (one per worker), else the last status line's #N.
     execs=$(awk '/stat::number_of_executed_units:/ {s += $2; n++} END {if (n) print s}' "$log")

@@ -62,9 +62,22 @@ fn bounded<R: Send + 'static>(
     }
 }
 
+/// `cases` cases (times `TESSERA_FUZZ_SCALE`, default 1), from a fixed seed so that CI
+/// sees the same cases every time (`TESSERA_FUZZ_SEED=<u64>` for others, `random` for a
+/// new one each run: the long runs are cargo-fuzz's, scripts/fuzz.sh).
 fn cfg(cases: u32) -> ProptestConfig {
+    let scale = std::env::var("TESSERA_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(1);
+    let rng_seed = match std::env::var("TESSERA_FUZZ_SEED").as_deref() {
+        Ok("random") => proptest::test_runner::RngSeed::Random,
+        Ok(s) => proptest::test_runner::RngSeed::Fixed(s.parse().unwrap_or(21)),
+        Err(_) => proptest::test_runner::RngSeed::Fixed(21),
+    };
     ProptestConfig {
-        cases,
+        cases: cases.saturating_mul(scale),
+        rng_seed,
         // Shrinking a failure in a harness that runs a simulation can take long; the
         // failing input is what matters (it becomes a file under tests/data/fuzz).
         max_shrink_iters: 256,
@@ -226,6 +239,23 @@ proptest! {
             b[i] ^= x;
         }
         d.extend(b);
+        bounded("tst", env, d, harness::tst);
+    }
+}
+
+proptest! {
+    #![proptest_config(cfg(512))]
+
+    /// (a) The seed trace's CTA records with bytes changed, inserted or removed: decoded
+    /// whole and as the run's stream, the two agree.
+    #[test]
+    fn tst_cta_records(which in any::<usize>(), edits in proptest::collection::vec((any::<u16>(), 0u8..4, any::<u8>()), 1..6)) {
+        static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+        static RECS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+        let env = ENV.get_or_init(new_env);
+        let recs = RECS.get_or_init(|| harness::seed_records(env));
+        let mut d = vec![2u8];
+        d.extend(edit(&recs[which % recs.len()], &edits));
         bounded("tst", env, d, harness::tst);
     }
 }
@@ -402,6 +432,9 @@ fn seeds_pass() {
     let mut d = vec![0u8];
     d.extend(&env.seed_tst);
     assert_eq!(harness::tst(&env, &d), harness::TstOutcome::Verified);
+    for r in harness::seed_records(&env) {
+        assert!(harness::record(&env, &r), "a seed CTA record is refused");
+    }
     for s in accelsim_seeds() {
         assert_ne!(harness::accelsim(&env, s), harness::ImportOutcome::Refused);
     }

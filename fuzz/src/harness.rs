@@ -5,13 +5,16 @@
 //!
 //! - [`tst`]: the bytes (after one flag byte) as a `.tst` file: open, decode every chunk
 //!   (whole CTAs and the run's incremental stream path), `verify`. No panic; whatever
-//!   decoding refuses `verify` refuses; what `verify` accepts decodes both ways alike.
+//!   decoding refuses `verify` refuses; what `verify` accepts decodes both ways alike. Or
+//!   (flag bit 1) as one CTA record ([`record`]): decoded whole and as a stream, the two
+//!   agree on accepting it and on every instruction.
 //! - [`accelsim`]: the bytes as an Accel-Sim directory (`kernelslist.g`, a NUL, then
 //!   `kernel-1.traceg`), imported; every line also through `parse_inst_line`. No panic; an
 //!   import that succeeds gives a file that opens, passes `verify_structure`, exports and
 //!   imports again to the same counts.
 //! - [`config`]: the bytes as a YAML config (and, after a 0xFF byte, `--set` lines), loaded
-//!   alone and over `base: <repo>/configs/a100.yaml`. No panic; a loaded config validates.
+//!   alone and over `base: <repo>/configs/a100.yaml`. No panic; a loaded config validates
+//!   and runs the seed trace (or refuses it) without a panic.
 //! - [`run`]: the bytes as edits of a small valid trace (vectorAdd, 64 elements): raw byte
 //!   flips, index edits with the index checksum fixed, or edits of the decoded instruction
 //!   streams written back with the writer; then open, `verify`, and the run `tessera run`
@@ -20,17 +23,20 @@
 //!   What `verify` refuses only for its semantic rules (threads not exited, barriers, CTAs
 //!   outside the grid or twice, accesses outside every allocation) while the run succeeds
 //!   is counted ([`RunOutcome::SemanticOnly`]) and is an error only with
-//!   `TESSERA_FUZZ_STRICT_SEMANTIC=1`.
+//!   `TESSERA_FUZZ_STRICT_SEMANTIC=1` ([`Env::strict_semantic`]).
+//!
+//! Hangs are the drivers' business: libFuzzer's `-timeout`, and a time bound per case in
+//! tests/fuzz_props.rs.
 
 use std::path::{Path, PathBuf};
 use tessera_cluster::Placement;
-use tessera_system::run_gpu_placed;
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::{parse_set, GpuConfig};
-use tessera_traces::codec::list_len;
+use tessera_system::run_gpu_placed;
+use tessera_traces::codec::{decode_cta, list_len};
 use tessera_traces::{
-    verify, verify_structure, AddrRecord, Addrs, ClusterInfo, DecodedCta, RawInst, TraceFile,
-    TraceWriter, WarpCursor, WriterOptions,
+    verify, verify_structure, AddrRecord, Addrs, ClusterInfo, CtaStream, DecodedCta, RawInst,
+    TraceFile, TraceWriter, WarpCursor, WriterOptions,
 };
 
 /// Whether a finding already reported is to be passed over: `TESSERA_FUZZ_KNOWN` holds
@@ -211,11 +217,19 @@ pub enum TstOutcome {
 }
 
 /// `data[0]` bit 0: fix the index checksum of the rest before opening it (to get past the
-/// checksum into the index's validation). The rest: the file.
+/// checksum into the index's validation). The rest: the file. With bit 1 instead, the rest
+/// is one CTA record of the seed trace's kernel ([`record`]).
 pub fn tst(env: &Env, data: &[u8]) -> TstOutcome {
     let Some((&flags, body)) = data.split_first() else {
         return TstOutcome::OpenRefused;
     };
+    if flags & 2 != 0 {
+        return if record(env, body) {
+            TstOutcome::Verified
+        } else {
+            TstOutcome::VerifyRefused
+        };
+    }
     if body.len() < 8 && known("open-short") {
         return TstOutcome::OpenRefused;
     }
@@ -272,6 +286,128 @@ pub fn tst_file(p: &Path) -> TstOutcome {
     } else {
         TstOutcome::VerifyRefused
     }
+}
+
+/// `rec` as one CTA record of the seed trace's kernel, decoded whole (`decode_cta`, what
+/// `verify` and export read) and as a run reads it (`CtaStream`, walked by a `WarpCursor`):
+/// both refuse it or both accept it and yield the same warps, instructions and lane
+/// addresses. Returns whether it was accepted.
+pub fn record(env: &Env, rec: &[u8]) -> bool {
+    let t = &env.seed_file;
+    let slots = t.slot_table(0);
+    let version = t.version();
+    let mut d = DecodedCta::default();
+    let whole = decode_cta(rec, &slots, version, &mut d);
+    let stream = CtaStream::new(rec, slots, version);
+    let s = match (whole, stream) {
+        (Err(_), Err(_)) => return false,
+        (Ok(()), Err(e)) => {
+            finding(format!(
+                "decode_cta accepts a CTA record that CtaStream refuses ({})",
+                e.0
+            ));
+            return false;
+        }
+        (Err(e), Ok(_)) => {
+            finding(format!(
+                "CtaStream accepts a CTA record that decode_cta refuses ({})",
+                e.0
+            ));
+            return false;
+        }
+        (Ok(()), Ok(s)) => s,
+    };
+    if s.id() != d.id || s.n_warps() != d.warps.len() || s.insts() != d.insts.len() as u64 {
+        finding(format!(
+            "CtaStream and decode_cta disagree on a CTA: id {:?} / {:?}, {} / {} warps, {} / {} instructions",
+            s.id(),
+            d.id,
+            s.n_warps(),
+            d.warps.len(),
+            s.insts(),
+            d.insts.len()
+        ));
+        return true;
+    }
+    let mut cur = WarpCursor::new(false);
+    for (w, dw) in d.warps.iter().enumerate() {
+        if s.warp_id(w) != Some(dw.warp_id) {
+            finding(format!(
+                "warp {w}: CtaStream and decode_cta disagree on its id"
+            ));
+        }
+        if let Err(e) = cur.start(&s, w) {
+            finding(format!(
+                "a checked CTA stream fails to start warp {w}: {}",
+                e.0
+            ));
+            return true;
+        }
+        for (i, want) in d.insts[dw.insts.clone()].iter().enumerate() {
+            let Some(got) = cur.peek().copied() else {
+                finding(format!(
+                    "warp {w}: the cursor ends after {i} instructions, decode_cta has {}",
+                    dw.insts.len()
+                ));
+                return true;
+            };
+            let same = got.pc == want.pc
+                && got.mask == want.mask
+                && got.slot == want.slot
+                && got.class == want.class;
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            cur.lane_source()
+                .for_each_lane_addr(&got, |l, x| a.push((l, x)));
+            d.for_each_lane_addr(want, |l, x| b.push((l, x)));
+            if !same || a != b {
+                finding(format!(
+                    "warp {w} instruction {i}: the cursor gives {got:?} {a:x?}, decode_cta {want:?} {b:x?}"
+                ));
+                return true;
+            }
+            if let Err(e) = cur.advance(&s) {
+                finding(format!(
+                    "warp {w} instruction {i}: a checked CTA stream fails to advance: {}",
+                    e.0
+                ));
+                return true;
+            }
+        }
+        if cur.peek().is_some() {
+            finding(format!(
+                "warp {w}: the cursor yields more than decode_cta's {} instructions",
+                dw.insts.len()
+            ));
+        }
+    }
+    true
+}
+
+/// The seed trace's CTAs as records (the inputs [`record`] starts from).
+pub fn seed_records(env: &Env) -> Vec<Vec<u8>> {
+    let mut enc = tessera_traces::codec::CtaEncoder::new();
+    env.seed_ctas
+        .iter()
+        .map(|c| {
+            enc.begin_cta(c.id, c.cluster);
+            for w in &c.warps {
+                enc.begin_warp(w.warp_id);
+                for i in &c.insts[w.insts.clone()] {
+                    let addrs = match i.addrs {
+                        Addrs::None => AddrRecord::None,
+                        Addrs::Stride { base, stride } => AddrRecord::Stride { base, stride },
+                        Addrs::List { start, len } => AddrRecord::List {
+                            mode: i.addr_mode,
+                            addrs: &c.addrs[start as usize..(start + len) as usize],
+                        },
+                    };
+                    enc.push(i.slot, i.mask, addrs);
+                }
+                enc.end_warp();
+            }
+            enc.finish_cta().to_vec()
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             if let Ok(b) = std::fs::read(repo().join("tests/data/v4-imm-format1.tst")) {
                 v.push(with(0, &b));
             }
+            v.extend(harness::seed_records(env).iter().map(|r| with(2, r)));
             v
         }
         "accelsim" => ["v3", "v4-imm", "v4-noimm", "lineinfo", "unknown-opcode"]

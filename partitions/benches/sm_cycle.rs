@@ -20,8 +20,12 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use std::sync::Arc;
 use std::time::Duration;
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::sm::{run_cta_batch, KernelPrep, PlaceholderMem, Sm, SmSpec};
+use tessera_partitions::sm::{KernelPrep, Sm, SmSpec};
 use tessera_traces::{CtaStream, DecodedCta, KernelMeta, SlotInfo, TraceFile};
+
+#[path = "../tests/common/sm_batch.rs"]
+mod sm_batch;
+use sm_batch::{run_cta_batch, PlaceholderMem};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 

@@ -5,13 +5,16 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use tessera_partitions::config::{GpuConfig, SchedulerPolicy};
 use tessera_partitions::sm::{
-    run_cta_batch, run_cta_batch_with, KernelPrep, MemIssue, MemPort, MemToken, PlaceholderMem, Sm,
-    SmError, SmOptions, SmSpec, SmStats,
+    KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec, SmStats,
 };
 use tessera_traces::{
     Addrs, CtaStream, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, LaneAddrSource, OpClass,
     OpcodeInfo, SlotInfo, StaticInst, TraceFile, WarpInst,
 };
+
+#[path = "common/sm_batch.rs"]
+mod sm_batch;
+use sm_batch::{run_cta_batch, run_cta_batch_with, PlaceholderMem, SmOptions};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 

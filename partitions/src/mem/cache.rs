@@ -1,14 +1,14 @@
 //! A sectored, set-associative cache with true LRU (used for the L1Ds and the L2 slices).
 //! LRU order is a doubly linked list per set and ways fill in index order, so finding a
 //! victim costs the same for 4 ways or 56 (Accel-Sim's A100 and RTX 3070 L1s). A lookup
-//! compares an 8-bit hash of the tag with eight ways' hashes at a time and reads only the
-//! tags whose hash matches, so a 56-way set costs seven word compares, not 56 tag reads.
+//! reads only the tags whose 8-bit hash matches ([`super::tag_hash`]).
 //!
 //! Each line holds a tag (its full line address), a valid and a dirty mask of sectors, and
 //! per sector the time its data is (or will be) there: a sector allocated for a miss is valid
 //! at once with the fill's time, so a later access to it merges with the fill in flight (an
 //! MSHR merge) instead of sending a second request.
 
+use super::tag_hash::TagHashes;
 use crate::Picos;
 
 const INVALID: u64 = u64::MAX;
@@ -32,15 +32,8 @@ pub(crate) struct SectorCache {
     spl: usize,
     /// By way: the line it holds (searched a set at a time, so kept apart).
     tags: Vec<u64>,
-    /// By set, [`HASH_LANES`] ways to a word: an 8-bit hash of each way's tag, compared
-    /// eight at a time before any tag is read. A set of 24 ways is three host cache lines
-    /// of tags, which a streaming access (a miss) used to read whole. The 56- and 64-way
-    /// L1Ds had a tag index instead (a hash table as large as the tag store, probed at
-    /// random, and updated on every eviction); the hashes took its place: triad n=524,288
-    /// on titanv, 13.5% fewer last-level misses and 1.3% fewer instructions.
-    hashes: Vec<u64>,
-    /// Words of `hashes` per set.
-    hash_words: usize,
+    /// By set: the hashes of its ways' tags, read before any tag.
+    hashes: TagHashes,
     /// By way: everything else an access touches, together (one cache line, not five).
     meta: Vec<WayMeta>,
     ready: Vec<Picos>,
@@ -53,19 +46,6 @@ pub(crate) struct SectorCache {
 }
 
 const NIL: u32 = u32::MAX;
-
-/// Ways per word of [`SectorCache::hashes`] (8 bits each).
-const HASH_LANES: usize = 8;
-/// Bit 0 and bit 7 of every lane.
-const LANE_LOW: u64 = 0x0101_0101_0101_0101;
-const LANE_HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The 8-bit hash of a tag kept in [`SectorCache::hashes`]: the lines of one set share
-/// their low bits, so the top bits of a multiplicative hash.
-#[inline(always)]
-fn tag_hash(tag: u64) -> u64 {
-    tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56
-}
 
 /// A way's sector masks and its place in its set's LRU list.
 #[derive(Clone, Copy, Debug)]
@@ -91,15 +71,13 @@ impl SectorCache {
         let assoc = (assoc as usize).max(1);
         let spl = (spl as usize).clamp(1, 64);
         let n = sets as usize * assoc;
-        let hash_words = assoc.div_ceil(HASH_LANES);
         SectorCache {
             sets,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             assoc,
             spl,
             tags: vec![INVALID; n],
-            hashes: vec![0; sets as usize * hash_words],
-            hash_words,
+            hashes: TagHashes::new(sets as usize, assoc),
             meta: vec![EMPTY; n],
             ready: vec![0; n * spl],
             mru: vec![NIL; sets as usize],
@@ -127,9 +105,8 @@ impl SectorCache {
         }
     }
 
-    /// The way holding `tag` in set `set % sets`. Forced inline, as is `allocate`: a few
-    /// times per simulated line, from the L1 and L2 paths (triad n=524,288 on titanv: 1%
-    /// fewer host instructions).
+    /// The way holding `tag` in set `set % sets`. Forced inline, as is `allocate`: it runs
+    /// a few times per simulated line, and the call costs more than its common case.
     #[inline(always)]
     pub(crate) fn find(&self, set: u64, tag: u64) -> Option<usize> {
         let s = self.set_of(set);
@@ -139,30 +116,11 @@ impl SectorCache {
             let ways = &self.tags[base..base + self.assoc];
             return ways.iter().position(|&t| t == tag).map(|j| base + j);
         }
-        // Only the ways in use can hold a line. Their hashes, eight to a word: a lane equal
-        // to the tag's hash is found by the zero-lane test on `word ^ pattern` (exact for
-        // the lowest such lane; a lane above one may be flagged falsely, and every flagged
-        // lane is checked against the tag), so the first way holding `tag` is found, as a
-        // scan of the tags finds it.
+        // Only the ways in use can hold a line.
         let n = self.filled[s] as usize;
-        let hw = s * self.hash_words;
-        let words = &self.hashes[hw..hw + n.div_ceil(HASH_LANES)];
-        let pattern = tag_hash(tag) * LANE_LOW;
-        for (g, &word) in words.iter().enumerate() {
-            let x = word ^ pattern;
-            let mut flagged = x.wrapping_sub(LANE_LOW) & !x & LANE_HIGH;
-            while flagged != 0 {
-                let j = g * HASH_LANES + flagged.trailing_zeros() as usize / 8;
-                if j >= n {
-                    break;
-                }
-                if self.tags[base + j] == tag {
-                    return Some(base + j);
-                }
-                flagged &= flagged - 1;
-            }
-        }
-        None
+        self.hashes
+            .find(s, n, tag, |j| self.tags[base + j] == tag)
+            .map(|j| base + j)
     }
 
     /// Starts loading, into the host's caches, what an access of `tag` in set `set % sets`
@@ -171,9 +129,7 @@ impl SectorCache {
     #[inline]
     pub(crate) fn prefetch(&self, set: u64) {
         let s = self.set_of(set);
-        if let Some(h) = self.hashes.get(s * self.hash_words) {
-            crate::prefetch(h);
-        }
+        self.hashes.prefetch(s);
         if let Some(&v) = self.lru.get(s) {
             let v = v as usize;
             if let (Some(m), Some(t)) = (self.meta.get(v), self.tags.get(v)) {
@@ -254,9 +210,7 @@ impl SectorCache {
             dirty,
         });
         let j = victim - s * self.assoc;
-        let word = &mut self.hashes[s * self.hash_words + j / HASH_LANES];
-        let shift = 8 * (j % HASH_LANES);
-        *word = (*word & !(0xFF << shift)) | tag_hash(tag) << shift;
+        self.hashes.set(s, j, tag);
         (victim, ev)
     }
 
@@ -335,6 +289,15 @@ impl SectorCache {
             v &= v - 1;
         }
         m
+    }
+
+    /// Writes the sectors of `mask` at `t`: those not valid become valid with data at `t`
+    /// (those valid keep their time), and all become dirty.
+    #[inline(always)]
+    pub(crate) fn write(&mut self, i: usize, mask: u64, t: Picos) {
+        let new = mask & !self.valid(i);
+        self.fill(i, new, t);
+        self.mark_dirty(i, mask);
     }
 
     pub(crate) fn mark_dirty(&mut self, i: usize, mask: u64) {

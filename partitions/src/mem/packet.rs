@@ -3,6 +3,9 @@
 
 use tessera_interconnect::Payload;
 
+/// Bytes of a packet header on the NoC (GPGPU-Sim's 8-byte control size).
+pub(crate) const HEADER_BYTES: u64 = 8;
+
 /// One packet between units of a GPU. Memory packets name the SM they serve (`sm`, its
 /// unit id), so they can travel through the chiplets' link interfaces and still be answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,7 +236,7 @@ impl Packet {
     /// atomic or reply carries (`sector_bytes` each).
     pub fn wire_bytes(&self, sector_bytes: u64) -> u64 {
         let data = |m: u64| m.count_ones() as u64 * sector_bytes;
-        super::HEADER_BYTES
+        HEADER_BYTES
             + match *self {
                 Packet::Write { sectors, .. }
                 | Packet::Atomic { sectors, .. }

@@ -1,7 +1,14 @@
-//! The instruction cache of one SM: set-associative, LRU, fills after a fixed miss
-//! latency (see the module documentation of `sm`).
+//! Instruction fetch through the SM's I-cache (`core.icache`, switchable): a warp's next
+//! instruction is fetched when it issues the previous one (its first when its CTA
+//! arrives), through an LRU set-associative I-cache addressed by a per-kernel code base
+//! (from the kernel's name, so relaunches share lines) plus the PC; it is available after
+//! `hit_latency_cycles`, or `miss_latency_cycles` when its line is not there (the line is
+//! filled then; a fetch of a line still being filled waits for it and counts as a hit).
+//! Waiting for an instruction counts as `stall_scoreboard`. Disabled: fetch is free.
 
 use super::spec::IcacheSpec;
+use super::stats::SmStats;
+use super::warp::WarpState;
 
 /// One line: its line address plus one (0 = invalid), when it was last used (a counter
 /// of accesses, so LRU order is exact and deterministic) and when its fill completes.
@@ -81,4 +88,22 @@ impl Icache {
         };
         (ready_at, false)
     }
+}
+
+/// Fetches warp `ws`'s next instruction, at `pc` of the kernel whose code is at
+/// `code_base`, at cycle `c` through the I-cache; a free function so that it borrows only
+/// what it touches.
+#[inline(always)]
+pub(super) fn fetch(
+    ic: &mut Icache,
+    code_base: u64,
+    stats: &mut SmStats,
+    ws: &mut WarpState,
+    pc: u32,
+    c: u64,
+) {
+    let (at, hit) = ic.fetch(code_base | pc as u64, c, &mut ws.line_hint);
+    ws.fetch_at = at;
+    stats.icache_accesses += 1;
+    stats.icache_misses += u64::from(!hit);
 }

@@ -43,7 +43,7 @@ pub struct SmSpec {
     /// Warp scheduling policy (`core.scheduler`).
     pub policy: SchedulerPolicy,
     /// Active pool size under `two_level` (`core.two_level_active_warps`, at least 1;
-    /// the rule is in the [`crate::sm`] module documentation).
+    /// the rule is in the module documentation of `sm/scheduler.rs`).
     pub two_level_active_warps: u32,
     /// Resident warp slots (`core.max_warps_per_sm`): a batch with more warps is refused.
     pub warp_slots: u32,

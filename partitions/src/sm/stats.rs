@@ -1,8 +1,10 @@
-//! Counters of one SM's issue model: integers only (DESIGN.md section 3).
+//! Counters of one SM's issue model (integers only, DESIGN.md section 3) and the stall
+//! accounting of the cycles in which a scheduler does not issue.
 
+use super::issue::Sm;
 use tessera_traces::OpClass;
 
-/// What one run of [`super::run_cta_batch`] counted.
+/// What one SM counted between two [`Sm::take_stats`].
 ///
 /// Every scheduler-cycle of the run is counted exactly once, in `issue_slots_used` or in one
 /// of the four stall counters, so
@@ -61,9 +63,9 @@ pub struct SmStats {
     /// `core.icache.enabled` is false), and those that missed (lines filled).
     pub icache_accesses: u64,
     pub icache_misses: u64,
-    /// Per-barrier log, filled only with [`super::SmOptions::record_log`].
+    /// Per-barrier log, filled only when the SM records ([`Sm::new`]'s `record`).
     pub barrier_log: Vec<BarrierEvent>,
-    /// Per-issue log, filled only with [`super::SmOptions::record_log`].
+    /// Per-issue log, filled only when the SM records ([`Sm::new`]'s `record`).
     pub issue_log: Vec<IssueEvent>,
 }
 
@@ -105,4 +107,50 @@ pub struct IssueEvent {
     pub inst: u32,
     /// Its class.
     pub class: OpClass,
+}
+
+impl Sm {
+    /// Counts the stall reason of scheduler `s` for every cycle of `[a, b)`, during which
+    /// no warp of it can issue and nothing changes.
+    ///
+    /// Why the cached minima suffice: an unfinished warp that cannot issue at `c` is, in
+    /// order, at a barrier (`c < e1`, or waiting at one: `e1 = NEVER`), on the scoreboard
+    /// (`e1 <= c < e2`), or held by its unit (`e2 <= c`, which in a stall interval means
+    /// `c < unit free`). Its reason only moves up the precedence unit > scoreboard >
+    /// barrier as `c` grows, so the scheduler's reason is `unit` from `min e2` on,
+    /// `scoreboard` from `min e1` on, `barrier` before, and `no_warp` without an
+    /// unfinished warp: exactly the per-warp classification, in O(1).
+    pub(super) fn count_stalls(&mut self, s: usize, a: u64, b: u64) {
+        if a >= b {
+            return;
+        }
+        let sc = &self.scheds[s];
+        let st = &mut self.stats;
+        if sc.unfinished == 0 {
+            st.stall_no_warp += b - a;
+            return;
+        }
+        let u = sc.min_e2.clamp(a, b);
+        let sb = sc.min_e1.clamp(a, b).min(u);
+        st.stall_unit_busy += b - u;
+        st.stall_scoreboard += u - sb;
+        st.stall_barrier += sb - a;
+    }
+
+    /// [`Sm::count_stalls`] for the one cycle `now` (the same classification, as
+    /// branches rather than clamps).
+    #[inline]
+    pub(super) fn count_stall(&mut self, s: usize, now: u64) {
+        let sc = &self.scheds[s];
+        let st = &mut self.stats;
+        if sc.unfinished == 0 {
+            st.stall_no_warp += 1;
+        } else if sc.min_e2 <= now {
+            st.stall_unit_busy += 1;
+        } else if sc.min_e1 <= now {
+            st.stall_scoreboard += 1;
+        } else {
+            st.stall_barrier += 1;
+        }
+    }
 }

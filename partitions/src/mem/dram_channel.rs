@@ -1,0 +1,442 @@
+//! The DRAM channel unit (one per DRAM channel, the model is in the module documentation
+//! of [`crate::mem`]): its front end takes the packets for the unit and routes them to the
+//! L2 slices homed at the channel ([`super::l2_slice`]), or with `package.l2: private` to
+//! the private L2 slices it holds ([`super::private_l2`]) and the LLC slice homed at the
+//! channel ([`super::llc_slice`]); the slices' misses and write-backs reach the channel's
+//! DRAM ([`super::dram`]) without crossing the NoC. A host-to-device copy arrives here too.
+//!
+//! With a private L2, an L2 slice reaches an LLC slice, even its own unit's, only by
+//! packets over the NoC (and the links).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::dram::{Dram, DramOp};
+use super::l2_slice::Slice;
+use super::private_l2::PrivSlice;
+use super::{popcount, MemSpec, MemStats, Net, Packet, HEADER_BYTES};
+use crate::config::GpuConfig;
+use crate::Picos;
+
+/// Which ports of the unit a packet leaves by.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum From {
+    L2(usize),
+    Llc,
+}
+
+/// A packet a channel cannot take.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("channel {channel}: line {line:#x} is homed at channel {home}")]
+    NotHome { channel: u32, line: u64, home: u32 },
+    #[error("channel {channel}: unexpected packet {pkt:?}")]
+    Unexpected { channel: u32, pkt: Packet },
+}
+
+/// DRAM channel `channel` (numbered across the package) and the slices it holds.
+pub struct MemChannel {
+    pub(super) spec: Arc<MemSpec>,
+    pub(super) channel: u32,
+    pub(super) unit: u32,
+    pub(super) slices: Vec<Slice>,
+    pub(super) dram: Dram,
+    pub(super) stats: MemStats,
+    /// With a private L2: the LLC slice homed at this channel, and by L2 slice its MSHRs.
+    pub(super) llc: Option<Slice>,
+    pub(super) private: Vec<PrivSlice>,
+    /// Host-side memo, not simulated state: the homes [`MemChannel::prefetch`] computed for
+    /// the packets about to be taken, in order, so that [`MemChannel::on_packet`] does not
+    /// compute them again (a home is a function of the line alone: the line is checked).
+    homes: VecDeque<(u64, (u32, usize, u64))>,
+}
+
+impl MemChannel {
+    pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, channel: u32) -> MemChannel {
+        let slices = (0..spec.slices_per_channel.d)
+            .map(|_| Slice::new(&spec, spec.l2_sets, spec.l2_assoc, spec.l2_mshrs))
+            .collect::<Vec<Slice>>();
+        let (llc, private) = if spec.private {
+            let llc = Slice::new(&spec, spec.llc_sets, spec.llc_assoc, spec.llc_mshrs);
+            let private = slices
+                .iter()
+                .map(|s| PrivSlice::new(s.cache.ways()))
+                .collect();
+            (Some(llc), private)
+        } else {
+            (None, Vec::new())
+        };
+        MemChannel {
+            unit: spec.ids.channel(channel),
+            channel,
+            slices,
+            dram: Dram::channel(cfg, channel % spec.ids.channels),
+            stats: MemStats::default(),
+            llc,
+            private,
+            spec,
+            homes: VecDeque::new(),
+        }
+    }
+
+    /// Its chiplet.
+    pub(super) fn chiplet(&self) -> u32 {
+        self.spec.ids.chiplet_of_channel(self.channel)
+    }
+
+    /// Its package-wide channel index.
+    pub fn index(&self) -> u32 {
+        self.channel
+    }
+
+    pub fn stats(&self) -> &MemStats {
+        &self.stats
+    }
+
+    /// A packet arrives at `now` (from an SM, or from this chiplet's link interface).
+    pub fn on_packet(
+        &mut self,
+        now: Picos,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) -> Result<(), ChannelError> {
+        if self.spec.private {
+            return self.on_packet_private(now, pkt, net);
+        }
+        let (line, sectors) = match pkt {
+            Packet::Read { line, sectors, .. }
+            | Packet::Write { line, sectors }
+            | Packet::Atomic { line, sectors, .. } => (line, sectors),
+            _ => {
+                return Err(ChannelError::Unexpected {
+                    channel: self.channel,
+                    pkt,
+                })
+            }
+        };
+        let (home, slice, set) = match self.homes.pop_front() {
+            Some((l, h)) if l == line => h,
+            _ => {
+                self.homes.clear();
+                self.spec.l2_home(line)
+            }
+        };
+        if home != self.channel {
+            return Err(ChannelError::NotHome {
+                channel: self.channel,
+                line,
+                home,
+            });
+        }
+        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        match pkt {
+            Packet::Read { tag, sm, .. } => {
+                let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
+                let ready = self.l2_read(now, slice, set, ta, line, sectors);
+                self.reply(now, From::L2(slice), sm, ready, line, sectors, tag, net);
+            }
+            Packet::Atomic { tag, ops, sm, .. } => {
+                let ta = self.slices[slice]
+                    .noc_in
+                    .reserve(now, now, HEADER_BYTES + data);
+                let ready = self.l2_read(now, slice, set, ta, line, sectors);
+                self.stats.l2_atomics += 1;
+                let start = self.slices[slice]
+                    .alu
+                    .reserve(now, ready, (ops as u64).max(1));
+                let found = self.slices[slice].cache.find(set, line);
+                self.l2_store_effect(now, slice, set, start, line, sectors, found);
+                let at = start + self.spec.l2_atomic_ps;
+                self.reply(now, From::L2(slice), sm, at, line, sectors, tag, net);
+            }
+            _ => {
+                let ta = self.slices[slice]
+                    .noc_in
+                    .reserve(now, now, HEADER_BYTES + data);
+                self.l2_write(now, slice, set, ta, line, sectors);
+            }
+        }
+        Ok(())
+    }
+
+    /// A packet arrives at `now` with `package.l2: private`.
+    fn on_packet_private(
+        &mut self,
+        now: Picos,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) -> Result<(), ChannelError> {
+        match pkt {
+            Packet::Read {
+                line,
+                sectors,
+                tag,
+                sm,
+            } => {
+                let (slice, set) = self.private_slot_here(line)?;
+                self.private_read(now, slice, set, line, sectors, sm, tag, net);
+            }
+            Packet::Write { line, sectors } => {
+                let (slice, set) = self.private_slot_here(line)?;
+                self.private_write(now, slice, set, line, sectors, net);
+            }
+            Packet::Atomic {
+                line,
+                sectors,
+                tag,
+                ops,
+                sm,
+            } => {
+                // Performed at the home LLC slice, bypassing the private L2s.
+                let set = self.llc_set_here(line)?;
+                self.llc_atomic(now, set, line, sectors, ops, sm, tag, net);
+            }
+            Packet::LlcRead {
+                line,
+                sectors,
+                tag,
+                unit,
+            } => {
+                let set = self.llc_set_here(line)?;
+                self.llc_read_request(now, set, line, sectors, tag, unit, net);
+            }
+            Packet::LlcWrite { line, sectors } => {
+                let set = self.llc_set_here(line)?;
+                self.llc_write(now, set, line, sectors);
+            }
+            Packet::LlcReply {
+                line,
+                sectors,
+                tag,
+                unit,
+            } if unit == self.unit && (tag as usize) < self.slices.len() => {
+                if !self.private_fill(now, tag as usize, line, sectors, net) {
+                    return Err(ChannelError::Unexpected {
+                        channel: self.channel,
+                        pkt,
+                    });
+                }
+            }
+            _ => {
+                return Err(ChannelError::Unexpected {
+                    channel: self.channel,
+                    pkt,
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts loading, into the host's caches, the L2 state that [`MemChannel::on_packet`]
+    /// will read first for `pkt`: the set and the victim way of its line's slice, and the
+    /// slice's MSHRs (called for the packets a visit is about to take, so the misses overlap;
+    /// results are unchanged).
+    pub fn prefetch(&mut self, pkt: &Packet) {
+        if self.spec.private {
+            return;
+        }
+        if let Packet::Read { line, .. }
+        | Packet::Write { line, .. }
+        | Packet::Atomic { line, .. } = *pkt
+        {
+            let h = self.spec.l2_home(line);
+            self.homes.push_back((line, h));
+            let (home, slice, set) = h;
+            if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
+                s.cache.prefetch(set);
+                s.mshrs.prefetch();
+            }
+        }
+    }
+
+    /// Sends the reply to SM unit `sm` of a request whose data can leave slice `from` at
+    /// `ready` (through this chiplet's link interface when the SM is on another chiplet).
+    /// Forced inline, as are `send_data` and `dram_access`: once per request, and left to
+    /// itself LLVM keeps the calls.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn reply(
+        &mut self,
+        now: Picos,
+        from: From,
+        sm: u32,
+        ready: Picos,
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        net: &mut dyn Net,
+    ) {
+        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        self.stats.noc_reply_bytes += data + HEADER_BYTES;
+        let pkt = Packet::Reply {
+            line,
+            sectors,
+            tag,
+            sm,
+        };
+        self.send_data(now, from, ready, data, sm, pkt, net);
+    }
+
+    /// The slice `from` names (`None` for the LLC slice without a private L2).
+    #[inline(always)]
+    pub(super) fn slice_mut(&mut self, from: From) -> Option<&mut Slice> {
+        match from {
+            From::L2(i) => Some(&mut self.slices[i]),
+            From::Llc => self.llc.as_mut(),
+        }
+    }
+
+    /// Sends `pkt`, carrying `data` bytes that are ready at `ready`, through the data port
+    /// and NoC egress of `from` to unit `dst` (through this chiplet's link interface when
+    /// `dst` is on another chiplet).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn send_data(
+        &mut self,
+        now: Picos,
+        from: From,
+        ready: Picos,
+        data: u64,
+        dst: u32,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) {
+        let Some(s) = self.slice_mut(from) else {
+            return;
+        };
+        let td = s.data_port.reserve(now, ready, data);
+        let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
+        let ids = &self.spec.ids;
+        let chiplet = ids.chiplet_of_channel(self.channel);
+        let dst = if ids.chiplet_of(dst) == chiplet {
+            dst
+        } else {
+            ids.link(chiplet)
+        };
+        net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
+    }
+
+    /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);
+    /// returns when the access is done.
+    #[inline(always)]
+    pub(super) fn dram_access(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        line: u64,
+        sectors: u64,
+        op: DramOp,
+    ) -> Picos {
+        let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let a = self.dram.map(self.spec.chiplet_local(line));
+        let done = self.dram.access(now, t, a, bytes, op);
+        match op {
+            DramOp::Read => {
+                self.stats.dram_reads += popcount(sectors);
+                self.stats.dram_read_bytes += bytes;
+            }
+            DramOp::Write => {
+                self.stats.dram_writes += popcount(sectors);
+                self.stats.dram_write_bytes += bytes;
+            }
+        }
+        self.stats.dram_bytes += bytes;
+        done
+    }
+
+    /// A host-to-device copy of `[addr, addr + bytes)` reached the GPU at `now`: with
+    /// `memcpy.fills_l2`, the copied lines homed here are left in L2 (only the last
+    /// `l2.size_bytes` of the copy, what LRU would leave), clean. With a private L2 they are
+    /// left in the LLC instead (the last `llc.size_bytes` per chiplet): the copy arrives
+    /// from the host at the lines' homes, so the private L2s start every run cold.
+    pub fn memcpy(&mut self, now: Picos, addr: u64, bytes: u64) {
+        if !self.spec.fills_l2 || bytes == 0 {
+            return;
+        }
+        let end = addr.saturating_add(bytes);
+        // Every chiplet's L2 together (each memory-side L2 holds only its chiplet's lines),
+        // or every chiplet's LLC.
+        let per_chiplet = if self.spec.private {
+            self.spec.llc_size_bytes
+        } else {
+            self.spec.l2_size_bytes
+        };
+        let l2_bytes = per_chiplet * self.spec.ids.gpu_chiplets as u64;
+        let start = if bytes > l2_bytes {
+            (end - l2_bytes).max(addr)
+        } else {
+            addr
+        };
+        let lb = self.spec.l2_geom.line_bytes;
+        let map = self.spec.dram_map;
+        let (n, il) = (map.channels.d, map.interleave.d);
+        if self.spec.ids.chiplets > 1 {
+            // Visit only the pages homed on this channel's chiplet.
+            let chiplet = self.chiplet();
+            let page = self.spec.home.page_bytes();
+            let mut p = start - start % page;
+            while p < end {
+                if self.spec.locate(p).0 == chiplet {
+                    let hi = p.saturating_add(page).min(end);
+                    self.memcpy_lines(now, p.max(start), hi);
+                }
+                match p.checked_add(page) {
+                    Some(q) => p = q,
+                    None => break,
+                }
+            }
+        } else if lb <= il && il.is_multiple_of(lb) {
+            // Whole interleave chunks live in one channel: visit only this channel's.
+            let first = start / il;
+            let c = self.channel as u64;
+            let mut chunk = first + (c + n - first % n) % n;
+            while let Some(lo) = chunk.checked_mul(il).filter(|&a| a < end) {
+                let hi = lo.saturating_add(il).min(end);
+                self.memcpy_lines(now, lo.max(start), hi);
+                match chunk.checked_add(n) {
+                    Some(k) => chunk = k,
+                    None => break,
+                }
+            }
+        } else {
+            self.memcpy_lines(now, start, end);
+        }
+    }
+
+    /// Installs the lines of `[start, end)` homed at this channel (clean, data there at
+    /// `now`).
+    fn memcpy_lines(&mut self, now: Picos, start: u64, end: u64) {
+        let geom = self.spec.l2_geom;
+        let lb = geom.line_bytes;
+        let mut line = start - start % lb;
+        while line < end {
+            if self.spec.private {
+                let (home, set) = self.spec.llc_home(line);
+                if home == self.channel {
+                    self.memcpy_llc_line(now, line, set, start, end);
+                }
+                match line.checked_add(lb) {
+                    Some(n) => line = n,
+                    None => break,
+                }
+                continue;
+            }
+            let (home, slice, set) = self.spec.l2_home(line);
+            let lo = line.max(start);
+            let hi = line.saturating_add(lb).min(end);
+            // (`hi == lo` only for a copy saturated at the top of the address space, which
+            // `add_range` found empty.)
+            if home == self.channel && hi > lo {
+                // The part of the copy in this line (what `add_range` would give, without
+                // a vector per chunk: this runs for every copied line).
+                let sectors = geom.range_sectors(lo - line, hi - line);
+                self.slice_install(now, From::L2(slice), set, line, sectors);
+                self.stats.memcpy_l2_sectors += popcount(sectors);
+            }
+            match line.checked_add(lb) {
+                Some(n) => line = n,
+                None => break,
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The memory-side L2 slice (the model is in the module documentation of [`crate::mem`]),
+//! and the slice hardware it shares with the LLC slice ([`super::llc_slice`]): tags,
+//! MSHRs, data port, atomic ALU and NoC ports, and one lookup.
+
+use super::cache::{Evicted, SectorCache};
+use super::dram::DramOp;
+use super::dram_channel::{From, MemChannel};
+use super::port::BwPort;
+use super::{popcount, MemSpec, Mshrs};
+use crate::Picos;
+
+/// One cache slice: a memory-side or private L2 slice, or an LLC slice.
+#[derive(Clone, Debug)]
+pub(super) struct Slice {
+    pub(super) cache: SectorCache,
+    pub(super) mshrs: Mshrs,
+    pub(super) data_port: BwPort,
+    pub(super) alu: BwPort,
+    pub(super) noc_in: BwPort,
+    pub(super) noc_out: BwPort,
+}
+
+/// What a slice's lookup of some sectors of a line found.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lookup {
+    /// When the present sectors can leave (the hit time, later for sectors still being
+    /// filled).
+    pub(super) ready: Picos,
+    /// The sectors not present.
+    pub(super) missing: u64,
+    /// The line's way when it is present.
+    pub(super) found: Option<usize>,
+    /// Present sectors there by the hit time.
+    pub(super) hits: u64,
+    /// Present sectors still being filled (pending hits).
+    pub(super) pending: u64,
+}
+
+impl Slice {
+    /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, on the L2 clock.
+    pub(super) fn new(spec: &MemSpec, sets: u64, assoc: u32, mshrs: u32) -> Slice {
+        let noc = || BwPort::new(spec.noc_bytes_per_cycle, spec.noc_clock_hz);
+        Slice {
+            cache: SectorCache::new(sets, assoc, spec.l2_geom.sectors_per_line()),
+            mshrs: Mshrs::new(mshrs),
+            data_port: BwPort::new(spec.l2_bytes_per_cycle, spec.l2_clock_hz),
+            alu: BwPort::new(1, spec.l2_clock_hz),
+            noc_in: noc(),
+            noc_out: noc(),
+        }
+    }
+
+    /// Looks up `sectors` of line `line` in set `set` for a read whose hits can leave at
+    /// `hit_at` (the line, when present, becomes the most recently used).
+    #[inline(always)]
+    pub(super) fn lookup(&mut self, set: u64, hit_at: Picos, line: u64, sectors: u64) -> Lookup {
+        let mut l = Lookup {
+            ready: hit_at,
+            missing: sectors,
+            found: None,
+            hits: 0,
+            pending: 0,
+        };
+        let c = &mut self.cache;
+        l.found = c.find(set, line);
+        if let Some(i) = l.found {
+            c.touch(set, i);
+            let present = sectors & c.valid(i);
+            l.missing &= !present;
+            let mut m = present;
+            while m != 0 {
+                let r = c.ready(i, m.trailing_zeros());
+                m &= m - 1;
+                if r > hit_at {
+                    l.pending += 1;
+                    l.ready = l.ready.max(r);
+                } else {
+                    l.hits += 1;
+                }
+            }
+        }
+        l
+    }
+
+    /// For a write of `sectors` of line `line` in set `set`: the line's way when present,
+    /// and which of the sectors are present.
+    #[inline(always)]
+    pub(super) fn probe(&self, set: u64, line: u64, sectors: u64) -> (Option<usize>, u64) {
+        let found = self.cache.find(set, line);
+        let present = found.map_or(0, |i| self.cache.valid(i) & sectors);
+        (found, present)
+    }
+}
+
+impl MemChannel {
+    /// Looks up `sectors` of an L2 line arriving at `ta` and counts the accesses: returns
+    /// when the present sectors can leave (`ta + l2.hit_latency`, later for sectors still
+    /// being filled, which count as pending hits), the missing sectors, and the way when the
+    /// line is present.
+    #[inline(always)]
+    pub(super) fn l2_lookup(
+        &mut self,
+        slice: usize,
+        set: u64,
+        ta: Picos,
+        line_addr: u64,
+        sectors: u64,
+    ) -> (Picos, u64, Option<usize>) {
+        self.stats.l2_accesses += popcount(sectors);
+        let l = self.slices[slice].lookup(set, ta + self.spec.l2_hit_ps, line_addr, sectors);
+        self.stats.l2_hits += l.hits;
+        self.stats.l2_misses += l.pending;
+        self.stats.l2_pending_hits += l.pending;
+        (l.ready, l.missing, l.found)
+    }
+
+    /// A read of `sectors` of an L2 line arriving at `ta`; returns when the reply can leave.
+    /// Forced inline into `on_packet`, as are `l2_lookup`, `l2_store_effect` and
+    /// `send_data` (see `LdStUnit::load_line`).
+    #[inline(always)]
+    pub(super) fn l2_read(
+        &mut self,
+        now: Picos,
+        slice: usize,
+        set: u64,
+        ta: Picos,
+        line_addr: u64,
+        sectors: u64,
+    ) -> Picos {
+        let l2_hit_ps = self.spec.l2_hit_ps;
+        let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
+        if missing != 0 {
+            self.stats.l2_misses += popcount(missing);
+            let from = From::L2(slice);
+            let (filled, waited) =
+                self.slice_miss(now, from, set, ta, line_addr, missing, found, l2_hit_ps);
+            if waited {
+                self.stats.l2_mshr_waits += 1;
+            }
+            resp = resp.max(filled);
+        }
+        resp
+    }
+
+    /// Reads the `missing` sectors of `line` from DRAM into slice `from` (a read miss asked
+    /// at `ta`; `found`: the line's way, from the lookup, when present): an MSHR, a way (a
+    /// dirty victim is written back), the DRAM burst, the fill. Returns when the sectors can
+    /// leave (`hit_ps` after they are there) and whether the miss waited for an MSHR.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn slice_miss(
+        &mut self,
+        now: Picos,
+        from: From,
+        set: u64,
+        ta: Picos,
+        line: u64,
+        missing: u64,
+        found: Option<usize>,
+        hit_ps: Picos,
+    ) -> (Picos, bool) {
+        let Some(s) = self.slice_mut(from) else {
+            return (ta, false);
+        };
+        let (tm, waited) = s.mshrs.acquire(ta);
+        // No tag has changed since the lookup: its way is what a search would find.
+        let (i, ev) = s.cache.touch_or_allocate(set, line, found);
+        if let Some(ev) = ev {
+            self.slice_writeback(now, from, tm, ev);
+        }
+        let td = self.dram_access(now, tm, line, missing, DramOp::Read);
+        if let Some(s) = self.slice_mut(from) {
+            s.cache.fill(i, missing, td + hit_ps);
+            s.mshrs.release(td);
+        }
+        (td + hit_ps, waited)
+    }
+
+    /// What a write of `sectors` does to the slice's contents at `t` (allocate dirty, or
+    /// write through to DRAM); `found` is what `find(set, line_addr)` gives now.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn l2_store_effect(
+        &mut self,
+        now: Picos,
+        slice: usize,
+        set: u64,
+        t: Picos,
+        line_addr: u64,
+        sectors: u64,
+        found: Option<usize>,
+    ) {
+        if self.spec.l2_write_back {
+            let (i, ev) = self.slices[slice]
+                .cache
+                .touch_or_allocate(set, line_addr, found);
+            if let Some(ev) = ev {
+                self.l2_writeback(now, t, ev);
+            }
+            self.slices[slice].cache.write(i, sectors, t);
+        } else {
+            self.dram_access(now, t, line_addr, sectors, DramOp::Write);
+        }
+    }
+
+    /// A store of `sectors` of an L2 line arriving at `ta`.
+    pub(super) fn l2_write(
+        &mut self,
+        now: Picos,
+        slice: usize,
+        set: u64,
+        ta: Picos,
+        line_addr: u64,
+        sectors: u64,
+    ) {
+        let n = popcount(sectors);
+        self.stats.l2_accesses += n;
+        let (found, present) = self.slices[slice].probe(set, line_addr, sectors);
+        self.stats.l2_hits += popcount(present);
+        self.stats.l2_misses += n - popcount(present);
+        let t = ta + self.spec.l2_hit_ps;
+        self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
+    }
+
+    fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
+        self.stats.l2_writeback_sectors += popcount(ev.dirty);
+        self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
+    }
+
+    /// Installs `sectors` of `line` in slice `from` clean, data there at `now` (a
+    /// host-to-device copy).
+    #[inline(always)]
+    pub(super) fn slice_install(
+        &mut self,
+        now: Picos,
+        from: From,
+        set: u64,
+        line: u64,
+        sectors: u64,
+    ) {
+        let Some(s) = self.slice_mut(from) else {
+            return;
+        };
+        let (i, ev) = s.cache.find_or_allocate(set, line);
+        s.cache.invalidate_sectors(i, sectors);
+        s.cache.fill(i, sectors, now);
+        if let Some(ev) = ev {
+            self.slice_writeback(now, from, now, ev);
+        }
+    }
+
+    /// Writes the dirty sectors of `ev`, evicted from slice `from`, to DRAM from `t`.
+    #[inline(always)]
+    fn slice_writeback(&mut self, now: Picos, from: From, t: Picos, ev: Evicted) {
+        match from {
+            From::L2(_) => self.l2_writeback(now, t, ev),
+            From::Llc => self.llc_writeback(now, t, ev),
+        }
+    }
+}

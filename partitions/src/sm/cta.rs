@@ -1,0 +1,287 @@
+//! CTA residency and CTA barriers.
+//!
+//! A CTA's warps take the lowest free warp slots when it arrives ([`Sm::add_cta`]); it
+//! completes ([`Sm::complete_ctas`]) when every warp has finished and every result is
+//! written, freeing its slots. `BAR.SYNC` (class `barrier`): the warp waits until every
+//! unfinished warp of its CTA has arrived; all leave together the next cycle. `EXIT`
+//! retires lanes; a warp whose stream ends is done.
+
+use super::icache::fetch;
+use super::issue::{Sm, SmError};
+use super::scheduler::Entry;
+use super::scoreboard::NEVER;
+use super::stats::BarrierEvent;
+use super::warp::WarpState;
+use tessera_traces::{CtaStream, OpClass, WarpCursor};
+
+/// One resident CTA.
+pub(super) struct Resident {
+    /// Kept encoded: its warps are decoded as they run (`Sm::cursors`).
+    pub(super) cta: CtaStream,
+    /// The caller's name for it (listing index for the GPU, batch index for a test driver).
+    pub(super) tag: u64,
+    /// Its warp slots.
+    pub(super) slots: Vec<u32>,
+    /// Unfinished warps.
+    pub(super) alive: u32,
+    pub(super) arrived: Vec<(u32, u64)>,
+    pub(super) seq: u32,
+    /// Last cycle at which one of its issued instructions' results is written.
+    pub(super) complete_at: u64,
+    /// Memory results not yet replied ([`Sm::mem_reply`]): it cannot complete before.
+    pub(super) pending: u32,
+}
+
+impl Resident {
+    /// Every warp finished and every reply received (it completes at `complete_at`).
+    pub(super) fn finished(&self) -> bool {
+        self.alive == 0 && self.pending == 0
+    }
+}
+
+impl Sm {
+    /// Makes `cta` resident from cycle [`Sm::now`]: its warps take the lowest free warp
+    /// slots (slot `i` belongs to scheduler `i % schedulers`). Returns its index.
+    pub fn add_cta(&mut self, mut cta: CtaStream, tag: u64) -> Result<u32, SmError> {
+        let prep = self.prep.as_ref().ok_or(SmError::NoKernel)?;
+        let ci = self
+            .ctas
+            .iter()
+            .position(|c| c.is_none())
+            .unwrap_or(self.ctas.len());
+        if let Some(slot) = cta.max_slot().filter(|&s| s as usize >= prep.slots.len()) {
+            return Err(SmError::BadSlot {
+                cta: ci as u32,
+                slot,
+                n: prep.slots.len(),
+            });
+        }
+        let code_base = prep.code_base;
+        let n_warps = cta.n_warps();
+        if n_warps as u64 > self.free_warp_slots() as u64 {
+            return Err(SmError::TooManyWarps {
+                warps: n_warps as u64 + self.n_used as u64,
+                slots: self.spec.warp_slots,
+            });
+        }
+        let n_sched = self.scheds.len() as u32;
+        let mut slots = Vec::with_capacity(n_warps);
+        let mut alive = 0;
+        let mut search = 0usize;
+        for w in 0..n_warps {
+            while search < self.used.len() && self.used[search] {
+                search += 1;
+            }
+            if search == self.used.len() {
+                self.used.push(false);
+                self.warps.push(WarpState::default());
+                self.cursors.push(WarpCursor::new(false));
+                self.reg_ready.resize(self.used.len() * self.stride, 0);
+                if self.two_level {
+                    self.reg_long.resize(self.used.len() * self.stride, false);
+                }
+            }
+            let slot = search as u32;
+            self.used[search] = true;
+            self.n_used += 1;
+            let sched = slot % n_sched;
+            let age = self.next_age;
+            self.next_age += 1;
+            let cur = &mut self.cursors[search];
+            // The stream was checked whole when made: starting cannot fail on it.
+            cur.start(&cta, w).map_err(|e| SmError::Trace {
+                cta: ci as u32,
+                detail: e.0,
+            })?;
+            let first = cur.peek().map(|i| (i.pc, i.class));
+            let done = first.is_none();
+            if !done {
+                alive += 1;
+            }
+            let sc = &mut self.scheds[sched as usize];
+            let ws = WarpState {
+                cta: ci as u32,
+                sched,
+                pos: sc.entries.len() as u32,
+                end: cta.warp_len(w).unwrap_or(0) as usize,
+                next: 0,
+                done,
+                at_barrier: false,
+                release_at: 0,
+                reg_at: 0,
+                long_at: 0,
+                fetch_at: 0,
+                line_hint: 0,
+                mem_pending: 0,
+                mem_done_at: 0,
+                class: first.map_or(OpClass::Nop, |(_, class)| class),
+            };
+            // Earlier writes to these registers were all before now (their CTA completed).
+            let base = search * self.stride;
+            self.reg_ready[base..base + self.stride].fill(0);
+            if self.two_level {
+                self.reg_long[base..base + self.stride].fill(false);
+            }
+            sc.entries.push(Entry {
+                age,
+                e1: NEVER,
+                e2: NEVER,
+                unblock: NEVER,
+                slot,
+                class: ws.class,
+                // Under two_level a warp starts in the pending pool.
+                active: sc.cap == 0,
+            });
+            if sc.cap > 0 && !done {
+                sc.waiting.push(slot);
+            }
+            sc.unfinished += u32::from(!done);
+            self.warps[search] = ws;
+            let ws = &mut self.warps[search];
+            if let (Some((pc, _)), Some(ic)) = (first, self.icache.as_mut()) {
+                // Its first instruction is fetched on arrival.
+                fetch(ic, code_base, &mut self.stats, ws, pc, self.now);
+            }
+            self.scheds[sched as usize].lower(ws);
+            slots.push(slot);
+        }
+        self.live += alive;
+        // Every warp started: only the record and small tables stay resident.
+        cta.release_heads();
+        let r = Resident {
+            cta,
+            tag,
+            slots,
+            alive,
+            arrived: Vec::new(),
+            seq: 0,
+            complete_at: self.now,
+            pending: 0,
+        };
+        if r.finished() {
+            self.n_finished += 1;
+            self.finished_at = self.finished_at.min(r.complete_at);
+        }
+        self.n_resident += 1;
+        if ci == self.ctas.len() {
+            self.ctas.push(Some(r));
+        } else {
+            self.ctas[ci] = Some(r);
+        }
+        Ok(ci as u32)
+    }
+
+    /// Releases CTA `cta`'s barrier when every unfinished warp has arrived: they all may
+    /// issue again from the next cycle.
+    pub(super) fn try_release(&mut self, cta: usize, now: u64) {
+        let Some(cs) = self.ctas[cta].as_mut() else {
+            return;
+        };
+        if cs.arrived.is_empty() || cs.arrived.len() as u32 != cs.alive {
+            return;
+        }
+        let arrivals = std::mem::take(&mut cs.arrived);
+        let seq = cs.seq;
+        cs.seq += 1;
+        for &(w, _) in &arrivals {
+            let ws = &mut self.warps[w as usize];
+            ws.at_barrier = false;
+            ws.release_at = now + 1;
+            // From waiting to `now + 1`: earlier (the issuing scheduler is rescanned
+            // anyway).
+            self.touch(w as usize);
+        }
+        self.stats.barriers += 1;
+        if self.record {
+            self.stats.barrier_log.push(BarrierEvent {
+                cta: cta as u32,
+                seq,
+                arrivals,
+                release_cycle: now + 1,
+            });
+        }
+    }
+
+    pub(super) fn deadlock(&self) -> SmError {
+        let waiting: Vec<String> = self
+            .used
+            .iter()
+            .enumerate()
+            .filter(|&(i, &u)| u && !self.warps[i].done)
+            .map(|(i, _)| {
+                let w = &self.warps[i];
+                format!("warp {i} (CTA {}) at instruction {}", w.cta, w.next)
+            })
+            .collect();
+        SmError::Deadlock {
+            cycle: self.now,
+            detail: format!("waiting at barriers: {}", waiting.join(", ")),
+        }
+    }
+
+    /// Removes the CTAs whose warps have all finished and whose results are all written
+    /// by cycle `t` (`complete_at <= t`, no memory reply pending), freeing their warp
+    /// slots; calls `f(tag, completion cycle)` for each, in CTA-index order.
+    pub fn complete_ctas(&mut self, t: u64, mut f: impl FnMut(u64, u64)) {
+        if !self.completes_by(t) {
+            return;
+        }
+        let mut freed = false;
+        let mut left = NEVER;
+        for ci in 0..self.ctas.len() {
+            let Some(c) = &self.ctas[ci] else {
+                continue;
+            };
+            if !c.finished() {
+                continue;
+            }
+            if c.complete_at > t {
+                left = left.min(c.complete_at);
+                continue;
+            }
+            let Some(r) = self.ctas[ci].take() else {
+                continue;
+            };
+            self.n_resident -= 1;
+            self.n_finished -= 1;
+            for &slot in &r.slots {
+                self.used[slot as usize] = false;
+                self.n_used -= 1;
+            }
+            freed = true;
+            f(r.tag, r.complete_at);
+        }
+        self.finished_at = left;
+        if !freed {
+            return;
+        }
+        // The freed warps leave their schedulers' lists (entries of warps in use stay, in
+        // order). They were done: the minima stand, but the positions of the warps
+        // attaining them moved.
+        let used = &self.used;
+        for sc in &mut self.scheds {
+            let n = sc.entries.len();
+            sc.entries.retain(|e| used[e.slot as usize]);
+            if sc.entries.len() == n {
+                continue;
+            }
+            for (i, e) in sc.entries.iter().enumerate() {
+                self.warps[e.slot as usize].pos = i as u32;
+            }
+            if let Some(age) = sc.last {
+                sc.rr_start = sc.entries.partition_point(|e| e.age <= age) as u32;
+                sc.last_at = sc
+                    .entries
+                    .binary_search_by_key(&age, |e| e.age)
+                    .ok()
+                    .map(|p| p as u32);
+            }
+            if sc.cap > 0 {
+                // A finished warp not yet dropped by a pool update frees its slot.
+                sc.active.retain(|&w| used[w as usize]);
+                sc.waiting.retain(|&w| used[w as usize]);
+            }
+            sc.rescan();
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! What the SM needs of one kernel's static instructions, decoded once per kernel and
+//! shared by its SMs ([`KernelPrep`]): the registers each instruction waits on, reads and
+//! writes (for the scoreboard and the operand collectors), and the kernel's code address
+//! (for the I-cache).
+
+use tessera_traces::KernelMeta;
+
+/// Per static instruction: the registers its issue waits on (sources and destinations,
+/// RZ excluded, deduplicated), the registers it reads (RZ excluded, deduplicated, in
+/// register order: the order of its operand reads) and the registers it writes.
+pub(super) struct SlotRegs {
+    pub(super) wait: Box<[u16]>,
+    pub(super) srcs: Box<[u16]>,
+    pub(super) dsts: Box<[u16]>,
+}
+
+/// What the issue stage needs of one kernel, prepared once per kernel and shared by its
+/// SMs.
+pub struct KernelPrep {
+    pub(super) slots: Vec<SlotRegs>,
+    /// One past the highest register any instruction names: the scoreboard's size per
+    /// warp (so a warp's reset and its cache footprint follow the kernel, not R0..R255).
+    pub(super) regs: usize,
+    /// Address of the kernel's code for the I-cache: a hash of its name in the high
+    /// half (PCs are offsets in the kernel's code), so that every launch of one kernel
+    /// shares lines and different kernels do not.
+    pub(super) code_base: u64,
+}
+
+impl KernelPrep {
+    pub fn new(kernel: &KernelMeta) -> KernelPrep {
+        let slots: Vec<SlotRegs> = kernel
+            .statics
+            .iter()
+            .map(|st| {
+                let op = &kernel.opcodes[st.opcode as usize];
+                let dsts: Vec<u16> = st.dst_regs(op).collect();
+                let mut wait: Vec<u16> = st.src_regs().chain(dsts.iter().copied()).collect();
+                wait.sort_unstable();
+                wait.dedup();
+                let mut srcs: Vec<u16> = st.src_regs().collect();
+                srcs.sort_unstable();
+                srcs.dedup();
+                SlotRegs {
+                    wait: wait.into(),
+                    srcs: srcs.into(),
+                    dsts: dsts.into(),
+                }
+            })
+            .collect();
+        let regs = slots
+            .iter()
+            .flat_map(|s| s.wait.iter())
+            .map(|&r| r as usize + 1)
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        // FNV-1a: stable across runs and platforms, unlike the std hasher.
+        let hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        KernelPrep {
+            slots,
+            regs,
+            code_base: (hash & 0xffff_ffff) << 32,
+        }
+    }
+}
