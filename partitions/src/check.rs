@@ -68,6 +68,17 @@ pub enum CheckError {
         /// Its class name.
         class: &'static str,
     },
+    /// Fewer (or more) CTAs in the trace than the kernel's grid has.
+    #[error(
+        "kernel {index} ({kernel}): {ctas} CTA(s) in the trace for a grid of {grid}: every CTA \
+         of the grid must be present once (`tessera trace verify` names the missing ones)"
+    )]
+    Grid {
+        index: usize,
+        kernel: String,
+        ctas: u64,
+        grid: u64,
+    },
     /// More warps per CTA than the core model's warps give.
     #[error(
         "kernel {index} ({kernel}): {warps} warps in {ctas} CTA(s) of {threads} threads, more \
@@ -136,6 +147,14 @@ fn check_kernel(cfg: &GpuConfig, index: usize, k: &KernelMeta) -> Result<(), Che
             kernel: k.name.clone(),
             opcode: o.name.clone(),
             class: o.class.name(),
+        });
+    }
+    if k.counts.ctas != k.grid_ctas() {
+        return Err(CheckError::Grid {
+            index,
+            kernel: k.name.clone(),
+            ctas: k.counts.ctas,
+            grid: k.grid_ctas(),
         });
     }
     let lanes = cfg.core.warp_size.max(1);

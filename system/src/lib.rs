@@ -78,7 +78,60 @@ pub fn run_gpu_placed(
         _ => run_threads_placed(sys.partitions, sys.ports, sys.links, threads, placement),
     };
     let (parts, w) = run.map_err(gpu_error)?;
-    Ok((collect_stats(cfg, parts), w))
+    let stats = collect_stats(cfg, parts);
+    check_retired(trace, &stats)?;
+    Ok((stats, w))
+}
+
+/// The run retired, class by class, the instructions the trace's index counts. They differ
+/// when a kernel's opcode table was edited (a class flipped, the class mix left alone):
+/// `open` cannot see that without decoding every chunk, and the run would time the
+/// instructions as another class. An error rather than results of another program.
+fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
+    use tessera_traces::OpClass;
+    let mut want = [0u64; OpClass::COUNT];
+    for k in trace.kernels() {
+        for (w, n) in want.iter_mut().zip(&k.counts.class_warp_insts) {
+            *w += n;
+        }
+    }
+    let mut got = [0u64; OpClass::COUNT];
+    for c in &stats.chiplets {
+        for (g, n) in got.iter_mut().zip(c.class_warp_insts.0.iter()) {
+            *g += n;
+        }
+    }
+    // Every thread of every CTA exits once: a warp whose EXITs leave lanes running (an
+    // edited mask) would otherwise end as if they had.
+    let threads: u64 = trace
+        .kernels()
+        .iter()
+        .map(|k| k.counts.ctas.saturating_mul(k.threads_per_cta()))
+        .sum();
+    let exited: u64 = stats.chiplets.iter().map(|c| c.exited_lanes).sum();
+    if exited != threads {
+        return Err(GpuError::Trace(tessera_traces::TraceError::Corrupt {
+            path: trace.path().to_path_buf(),
+            detail: format!(
+                "the kernels' CTAs hold {threads} threads, their EXITs ended {exited}: a \
+                 warp's EXIT masks leave lanes running or exit one twice (`tessera trace \
+                 verify` names the warp)"
+            ),
+        }));
+    }
+    match (0..OpClass::COUNT).find(|&c| want[c] != got[c]) {
+        None => Ok(()),
+        Some(c) => Err(GpuError::Trace(tessera_traces::TraceError::Corrupt {
+            path: trace.path().to_path_buf(),
+            detail: format!(
+                "the index counts {} `{}` instructions, the run retired {}: a kernel's opcode \
+                 table and its class mix disagree (`tessera trace verify` names the kernel)",
+                want[c],
+                OpClass::ALL[c].name(),
+                got[c]
+            ),
+        })),
+    }
 }
 
 /// An engine error as the GPU model's: a model error is the model's own
@@ -220,5 +273,7 @@ pub fn run_gpu_mpi(
             .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
         parts_in.push(p);
     }
-    Ok(Some((merge_stats(cfg, parts_in), windows)))
+    let stats = merge_stats(cfg, parts_in);
+    check_retired(trace, &stats)?;
+    Ok(Some((stats, windows)))
 }

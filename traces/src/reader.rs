@@ -63,7 +63,7 @@ impl TraceFile {
                 map.len()
             )));
         }
-        if &map[..MAGIC.len()] != MAGIC {
+        if map.len() < MAGIC.len() || &map[..MAGIC.len()] != MAGIC {
             return Err(TraceError::NotATrace {
                 path: path.to_path_buf(),
             });

@@ -832,6 +832,7 @@ impl<'t> GpuPartition<'t> {
     ) -> Result<Option<Picos>, GpuError> {
         let period = self.period;
         let kernels = self.trace.kernels();
+        let trace_path = self.trace.path();
         let GpuPartition {
             wires,
             sms,
@@ -886,6 +887,25 @@ impl<'t> GpuPartition<'t> {
                     unit.ctas += 1;
                     // Kept encoded while resident (memory follows the simulated state).
                     let c = dec.kernel_cta_stream(kernel as usize, cta)?;
+                    // A CTA outside its grid (an edited trace): `verify` refuses it, and so
+                    // does the run.
+                    let id = c.id();
+                    if (0..3).any(|d| id[d] >= meta.grid[d]) {
+                        return Err(GpuError::Trace(tessera_traces::TraceError::Corrupt {
+                            path: trace_path.to_path_buf(),
+                            detail: format!(
+                                "kernel {kernel} ({}): CTA ({},{},{}) is outside the grid \
+                                 ({},{},{})",
+                                meta.name,
+                                id[0],
+                                id[1],
+                                id[2],
+                                meta.grid[0],
+                                meta.grid[1],
+                                meta.grid[2]
+                            ),
+                        }));
+                    }
                     unit.sm
                         .add_cta(c, cta as u64)
                         .map_err(|e| sm_err(Some(kernel), e))?;
