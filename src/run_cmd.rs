@@ -14,11 +14,13 @@ use tessera_partitions::stats::RunStats;
 use tessera_system::{run_gpu_placed, GpuProgress};
 use tessera_traces::TraceFile;
 
+/// What a run simulates: a configuration with overrides, and a trace or a built-in
+/// workload (shared by `run` and `sweep`).
 #[derive(Args)]
-pub struct RunArgs {
+pub struct SimInput {
     /// The GPU configuration (YAML, e.g. configs/default.yaml).
     #[arg(long)]
-    config: PathBuf,
+    pub config: PathBuf,
     /// The .tst trace to simulate.
     #[arg(
         long,
@@ -26,17 +28,23 @@ pub struct RunArgs {
         required_unless_present = "workload",
         conflicts_with = "workload"
     )]
-    trace: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
     /// A built-in workload (see `tessera trace gen --list`), recorded to a temporary .tst
     /// first.
     #[arg(long)]
-    workload: Option<String>,
+    pub workload: Option<String>,
     /// A workload parameter, `key=value` (repeatable; with --workload).
     #[arg(long = "param", short = 'p', value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv, requires = "workload")]
-    params: Vec<(String, String)>,
+    pub params: Vec<(String, String)>,
     /// Override one config key, `section.key=value` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv)]
-    set: Vec<(String, String)>,
+    pub set: Vec<(String, String)>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub(crate) input: SimInput,
     /// Worker threads: the GPU's partitions are dealt to them (`--placement`) and
     /// simulated in parallel, with byte-identical results for any N. Only a GPU cut into
     /// several partitions can use more than one (`--set partitioning.mode=sm_cluster --set
@@ -107,13 +115,13 @@ pub(crate) struct Setup {
 /// Loads the configuration, records the workload if one is named, opens and checks the
 /// trace.
 pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
-    let cfg = GpuConfig::load(&a.config, &a.set)?;
+    let cfg = GpuConfig::load(&a.input.config, &a.input.set)?;
     if let (Some(out), false) = (&a.stats_out, quiet) {
         // Found now rather than after a long run (the writer is this process: a single
         // run, or MPI's rank 0, the one not quiet).
         outputs::check_dir_of(out, "stats")?;
-        let mut inputs: Vec<&Path> = vec![&a.config];
-        inputs.extend(a.trace.as_deref());
+        let mut inputs: Vec<&Path> = vec![&a.input.config];
+        inputs.extend(a.input.trace.as_deref());
         outputs::refuse_input(out, &inputs)?;
         // Writable? Found now, not after the run: the file is created and removed.
         let part = outputs::partial(out);
@@ -123,7 +131,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
     }
     let mut temp = None;
     let mut generator = None;
-    let trace_path = match (&a.trace, &a.workload) {
+    let trace_path = match (&a.input.trace, &a.input.workload) {
         (Some(t), _) => t.clone(),
         (None, Some(w)) => {
             let p = std::env::temp_dir().join(format!(
@@ -133,7 +141,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
             ));
             let guard = TempTrace::new(p.clone());
             let t0 = Instant::now();
-            let rep = tessera_frontend::workloads::generate(w, &a.params, 80, &p)?;
+            let rep = tessera_frontend::workloads::generate(w, &a.input.params, 80, &p)?;
             if !quiet {
                 eprintln!(
                     "recorded {}: {} ({} warp instructions) in {:.2} s",
@@ -149,8 +157,8 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         }
         (None, None) => anyhow::bail!("give --trace FILE.tst or --workload NAME"),
     };
-    let label = match &a.workload {
-        Some(w) if a.trace.is_none() => format!("workload {w}"),
+    let label = match &a.input.workload {
+        Some(w) if a.input.trace.is_none() => format!("workload {w}"),
         _ => trace_path.display().to_string(),
     };
     let trace = TraceFile::open(&trace_path)?;
@@ -239,10 +247,10 @@ pub(crate) fn report_run(
     let secs = t0.elapsed().as_secs_f64();
     let cfg = &setup.cfg;
     if let Some(out) = &a.stats_out {
-        let input = match (&a.workload, &setup.generator) {
+        let input = match (&a.input.workload, &setup.generator) {
             (Some(name), Some(generator)) => Input::Workload {
                 name,
-                params: &a.params,
+                params: &a.input.params,
                 generator,
                 path: &setup.trace_path,
             },
@@ -261,7 +269,7 @@ pub(crate) fn report_run(
             mpi_exchange: how.mpi_exchange,
             wall_s: secs,
         };
-        let v = provenance::stats_value(stats, cfg, &a.config, &a.set, &input, &info)?;
+        let v = provenance::stats_value(stats, cfg, &a.input.config, &a.input.set, &input, &info)?;
         outputs::write_atomic(out, provenance::pretty(&v)?.as_bytes())?;
     }
     let on = if how.ranks > 1 || how.mpi_exchange.is_some() {

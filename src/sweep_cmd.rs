@@ -13,26 +13,10 @@ use crate::outputs;
 
 #[derive(Args)]
 pub struct SweepArgs {
-    /// The GPU configuration every point starts from.
-    #[arg(long)]
-    config: PathBuf,
-    /// The .tst trace to simulate.
-    #[arg(
-        long,
-        value_name = "FILE.tst",
-        required_unless_present = "workload",
-        conflicts_with = "workload"
-    )]
-    trace: Option<PathBuf>,
-    /// A built-in workload (see `tessera trace gen --list`).
-    #[arg(long)]
-    workload: Option<String>,
-    /// A workload parameter, `key=value` (repeatable; with --workload).
-    #[arg(long = "param", short = 'p', value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv, requires = "workload")]
-    params: Vec<(String, String)>,
-    /// A config override every point shares, `section.key=value` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv)]
-    set: Vec<(String, String)>,
+    /// The configuration every point starts from (its --set overrides shared by every
+    /// point), and the trace or workload.
+    #[command(flatten)]
+    input: crate::run_cmd::SimInput,
     /// A config key and its values, `section.key=v1,v2,...` (repeatable: the points are
     /// the cross product, the first --vary outermost).
     #[arg(long = "vary", required = true, value_name = "KEY=V1,V2,...", value_parser = parse_vary)]
@@ -110,7 +94,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
         if a.vary[..i].iter().any(|(x, _)| x == k) {
             anyhow::bail!("--vary {k} is given twice: give every value in one --vary");
         }
-        if a.set.iter().any(|(x, _)| x == k) {
+        if a.input.set.iter().any(|(x, _)| x == k) {
             anyhow::bail!("{k} is both --set and --vary: give it in one place");
         }
     }
@@ -118,14 +102,14 @@ pub fn run(a: SweepArgs) -> Result<()> {
     // Every point's configuration is loaded here first: a bad key or value is reported
     // before anything runs.
     for p in &points {
-        let mut set = a.set.clone();
+        let mut set = a.input.set.clone();
         set.extend(p.iter().cloned());
-        GpuConfig::load(&a.config, &set).with_context(|| {
+        GpuConfig::load(&a.input.config, &set).with_context(|| {
             let desc: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("sweep point {}", desc.join(" "))
         })?;
     }
-    if let Some(t) = &a.trace {
+    if let Some(t) = &a.input.trace {
         if !t.is_file() {
             anyhow::bail!("{}: no such trace file", t.display());
         }
@@ -143,9 +127,12 @@ pub fn run(a: SweepArgs) -> Result<()> {
         .iter()
         .zip(&names)
         .map(|(p, name)| {
-            let mut args: Vec<OsString> =
-                vec!["run".into(), "--config".into(), a.config.clone().into()];
-            match (&a.trace, &a.workload) {
+            let mut args: Vec<OsString> = vec![
+                "run".into(),
+                "--config".into(),
+                a.input.config.clone().into(),
+            ];
+            match (&a.input.trace, &a.input.workload) {
                 (Some(t), _) => {
                     args.push("--trace".into());
                     args.push(t.clone().into());
@@ -153,14 +140,14 @@ pub fn run(a: SweepArgs) -> Result<()> {
                 (None, Some(w)) => {
                     args.push("--workload".into());
                     args.push(w.into());
-                    for (k, v) in &a.params {
+                    for (k, v) in &a.input.params {
                         args.push("--param".into());
                         args.push(format!("{k}={v}").into());
                     }
                 }
                 (None, None) => {}
             }
-            for (k, v) in a.set.iter().chain(p.iter()) {
+            for (k, v) in a.input.set.iter().chain(p.iter()) {
                 args.push("--set".into());
                 args.push(format!("{k}={v}").into());
             }
