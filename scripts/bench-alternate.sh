@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Alternating wall-time comparison of two tessera binaries on the timing-model benchmarks
-# (docs/benchmarks.md, "The timing model"): each round runs OLD then NEW on each case; per
+# (docs/development-log.md, "The timing model"): each round runs OLD then NEW on each case; per
 # case it prints the medians, the best runs, the median of the per-round ratios OLD/NEW and
 # NEW's rates. Alternating matters on machines whose speed drifts (shared VMs).
 #

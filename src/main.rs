@@ -85,7 +85,7 @@ enum Cmd {
 /// mimalloc rather than the system allocator: the timing model allocates per CTA and per
 /// kernel (warp cursors, decode buffers, inbox growth), and mimalloc's placement keeps its
 /// state closer together: vectoradd and gemm run 1.12 to 1.15x faster (alternating runs,
-/// docs/benchmarks.md), for about 13 to 20 MiB more peak RSS.
+/// docs/development-log.md), for about 13 to 20 MiB more peak RSS.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
