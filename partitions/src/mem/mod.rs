@@ -19,8 +19,10 @@
 //! # Code map
 //!
 //! Hardware, one unit per file:
-//! - `ldst.rs`: the LD/ST unit and L1D of an SM ([`LdStUnit`]); `coalesce.rs` its
-//!   coalescer and shared-memory banks.
+//! - `ldst.rs`: the LD/ST unit of an SM ([`LdStUnit`]): issue, the NoC ports, replies;
+//!   `l1d.rs` its L1D (lookups, MSHRs, stores, write-backs, the kernel-boundary
+//!   invalidation); `shared_mem.rs` its shared-memory banks; `coalesce.rs` its coalescer
+//!   and the banks' pass count.
 //! - `dram_channel.rs`: the DRAM channel unit's front end ([`MemChannel`]): packets in,
 //!   replies out, host-to-device copies; `dram.rs` the DRAM timing model behind it.
 //! - `l2_slice.rs`: the memory-side L2 slice, and the slice hardware (with its one lookup)
@@ -162,6 +164,7 @@ mod dram_channel;
 mod dram_map;
 mod fastdiv;
 mod home;
+mod l1d;
 mod l2_slice;
 mod ldst;
 mod link;
@@ -174,6 +177,7 @@ mod popcount;
 mod port;
 mod private_l2;
 mod request;
+mod shared_mem;
 mod spec;
 mod stats;
 mod tag_hash;
