@@ -4,10 +4,12 @@
 //! composition documented in `mem/link.rs`, independently of the model's code.
 
 mod common;
+#[path = "common/mem_system.rs"]
+mod mem_system;
+use mem_system::MemSystem;
 
 use common::{load, preset};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::mem::MemSystem;
 use tessera_partitions::Picos;
 
 fn cfg(sets: &[(&str, &str)]) -> GpuConfig {

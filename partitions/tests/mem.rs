@@ -5,11 +5,14 @@
 //! determinism. Each expectation names its source.
 
 mod common;
+#[path = "common/mem_system.rs"]
+mod mem_system;
+use mem_system::MemSystem;
 
 use common::load;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::coalesce::{coalesce, shared_passes, Geometry, LineAccess};
-use tessera_partitions::mem::{Access, MemRequest, MemStats, MemSystem, Space};
+use tessera_partitions::mem::{Access, MemRequest, MemStats, Space};
 use tessera_partitions::Picos;
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");

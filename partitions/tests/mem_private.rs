@@ -6,10 +6,13 @@
 //! L2 with the same sequence counting none of it.
 
 mod common;
+#[path = "common/mem_system.rs"]
+mod mem_system;
+use mem_system::MemSystem;
 
 use common::{preset, request};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::mem::{Access, MemStats, MemSystem};
+use tessera_partitions::mem::{Access, MemStats};
 use tessera_partitions::Picos;
 
 fn cfg(sets: &[(&str, &str)]) -> GpuConfig {

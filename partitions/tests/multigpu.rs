@@ -7,10 +7,12 @@
 //! and `gpu/cp.rs`, independently of the model's code.
 
 mod common;
+#[path = "common/mem_system.rs"]
+mod mem_system;
+use mem_system::MemSystem;
 
 use common::{load, preset, run_partitions, run_system, write_trace, Item};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::mem::MemSystem;
 use tessera_partitions::stats::RunStats;
 use tessera_partitions::Picos;
 use tessera_traces::TraceFile;

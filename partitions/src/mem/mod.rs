@@ -7,8 +7,9 @@
 //!   and the channel itself; with `package.l2: private`, some of the chiplet's private L2
 //!   slices, the LLC slice homed at the channel, and the channel.
 //!
-//! A unit is driven by its owner (the GPU partition, or the [`MemSystem`] test harness) in
-//! time order: [`LdStUnit::issue`] when a warp issues a memory instruction,
+//! A unit is driven by its owner (the GPU partition, or the tests' `MemSystem` harness in
+//! `partitions/tests/common/mem_system.rs`) in time order: [`LdStUnit::issue`] when a warp
+//! issues a memory instruction,
 //! [`LdStUnit::on_reply`] and [`MemChannel::on_packet`] when a packet arrives (packets to one
 //! unit in `(arrive_at, source unit, source sequence)` order). Units send packets through a
 //! [`Net`]; every packet crosses the NoC, so it arrives at least `noc.latency_cycles` after
@@ -18,8 +19,10 @@
 //! # Code map
 //!
 //! Hardware, one unit per file:
-//! - `ldst.rs`: the LD/ST unit and L1D of an SM ([`LdStUnit`]); `coalesce.rs` its
-//!   coalescer and shared-memory banks.
+//! - `ldst.rs`: the LD/ST unit of an SM ([`LdStUnit`]): issue, the NoC ports, replies;
+//!   `l1d.rs` its L1D (lookups, MSHRs, stores, write-backs, the kernel-boundary
+//!   invalidation); `shared_mem.rs` its shared-memory banks; `coalesce.rs` its coalescer
+//!   and the banks' pass count.
 //! - `dram_channel.rs`: the DRAM channel unit's front end ([`MemChannel`]): packets in,
 //!   replies out, host-to-device copies; `dram.rs` the DRAM timing model behind it.
 //! - `l2_slice.rs`: the memory-side L2 slice, and the slice hardware (with its one lookup)
@@ -33,7 +36,8 @@
 //! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
 //! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
 //! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
-//! `spec.rs` (the parameters), `stats.rs` (the counters), `harness.rs` (a test harness).
+//! `spec.rs` (the parameters), `stats.rs` (the counters). The tests drive the units
+//! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
 //! config constant), `popcount.rs` (sectors of a mask), `tag_hash.rs` (the caches' tag
@@ -159,8 +163,8 @@ mod dram;
 mod dram_channel;
 mod dram_map;
 mod fastdiv;
-mod harness;
 mod home;
+mod l1d;
 mod l2_slice;
 mod ldst;
 mod link;
@@ -173,13 +177,13 @@ mod popcount;
 mod port;
 mod private_l2;
 mod request;
+mod shared_mem;
 mod spec;
 mod stats;
 mod tag_hash;
 mod unit_ids;
 
 pub use dram_channel::MemChannel;
-pub use harness::MemSystem;
 pub use ldst::{Issued, LdStUnit};
 pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
 pub use net::Net;
@@ -190,7 +194,6 @@ pub use stats::MemStats;
 pub use unit_ids::{Unit, UnitIds};
 
 pub(crate) use dram_map::DramMap;
-pub(crate) use home::GpuHomes;
 use mshrs::Mshrs;
 use packet::HEADER_BYTES;
 use popcount::popcount;

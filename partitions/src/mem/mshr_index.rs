@@ -1,7 +1,7 @@
 //! The index of an L1D's MSHRs by line (host speed: a lookup reads one half cache line,
 //! not the MSHRs). It answers as a map from line to MSHR; nothing simulated depends on how.
 
-use super::ldst::Mshr;
+use super::l1d::Mshr;
 
 /// No MSHR: a free slot of an [`MshrIndex`] bucket, the end of a chain.
 pub(super) const NO_MSHR: u32 = u32::MAX;
@@ -142,7 +142,7 @@ impl MshrIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::ldst::Mshr;
+    use crate::mem::l1d::Mshr;
     use std::collections::HashMap;
 
     /// The MSHR index answers as a map from line to MSHR under random inserts and removals,

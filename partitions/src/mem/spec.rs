@@ -100,6 +100,17 @@ impl MemSpec {
         s
     }
 
+    /// [`MemSpec::new`] for a command list: with `system.gpus` > 1 its `Alloc` commands
+    /// place pages on GPUs (`GpuHomes`); no first-touch homes (for drivers of the memory
+    /// units alone, such as the tests' `MemSystem`).
+    pub fn with_commands(cfg: &GpuConfig, commands: &[tessera_traces::Command]) -> MemSpec {
+        let mut s = MemSpec::new(cfg);
+        if s.ids.gpus() > 1 {
+            s.gpu_homes = GpuHomes::new(cfg.package.home_page_bytes, commands);
+        }
+        s
+    }
+
     pub fn new(cfg: &GpuConfig) -> MemSpec {
         let l1_geom = Geometry::new(cfg.l1d.line_bytes, cfg.l1d.sector_bytes);
         let l2_geom = Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes);

@@ -1,17 +1,19 @@
 //! [`MemSystem`]: every memory unit of one GPU wired together by an in-order packet queue,
 //! without SMs: for tests and latency studies of the memory hierarchy alone. The GPU model
-//! drives the same units from its partitions instead.
+//! drives the same units from its partitions instead. A test driver, not library API: the
+//! test files that use it include it with `#[path = "common/mem_system.rs"]`.
+#![allow(dead_code)]
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use super::{
+use tessera_partitions::config::GpuConfig;
+use tessera_partitions::mem::{
     Issued, LdStUnit, LinkInterface, LinkReport, MemChannel, MemRequest, MemSpec, MemStats, Net,
-    Packet, Unit,
+    Packet, Unit, UnitIds,
 };
-use crate::config::GpuConfig;
-use crate::Picos;
+use tessera_partitions::Picos;
 
 /// A packet in flight: `(arrive_at, src, seq, dst, packet)`.
 type InFlight = (Picos, u32, u64, u32, PacketKey);
@@ -47,7 +49,8 @@ impl Net for Queue {
 /// a [`LinkInterface`] per chiplet when there are several) and the packets between them.
 /// SMs and channels are numbered across the package.
 pub struct MemSystem {
-    spec: Arc<MemSpec>,
+    /// The unit numbering (the units' spec's).
+    ids: UnitIds,
     sms: Vec<LdStUnit>,
     channels: Vec<MemChannel>,
     links: Vec<LinkInterface>,
@@ -68,26 +71,23 @@ impl MemSystem {
     /// commands place pages on GPUs (`GpuHomes`), so SMs of one GPU can reach another's
     /// memory (every SM and channel of the system is here, numbered across it).
     pub fn with_commands(cfg: &GpuConfig, commands: &[tessera_traces::Command]) -> MemSystem {
-        let mut spec = MemSpec::new(cfg);
-        if spec.ids.gpus() > 1 {
-            spec.gpu_homes = super::GpuHomes::new(cfg.package.home_page_bytes, commands);
-        }
-        let spec = Arc::new(spec);
+        let spec = Arc::new(MemSpec::with_commands(cfg, commands));
+        let ids = UnitIds::new(cfg);
         MemSystem {
-            sms: (0..spec.ids.total_sms())
+            sms: (0..ids.total_sms())
                 .map(|s| LdStUnit::new(spec.clone(), s))
                 .collect(),
-            channels: (0..spec.ids.total_channels())
+            channels: (0..ids.total_channels())
                 .map(|c| MemChannel::new(cfg, spec.clone(), c))
                 .collect(),
-            links: if spec.ids.chiplets > 1 {
-                (0..spec.ids.chiplets)
+            links: if ids.chiplets > 1 {
+                (0..ids.chiplets)
                     .map(|k| LinkInterface::new(cfg, spec.clone(), k))
                     .collect()
             } else {
                 Vec::new()
             },
-            spec,
+            ids,
             queue: Queue::default(),
             next_token: 0,
             done: Vec::new(),
@@ -103,7 +103,7 @@ impl MemSystem {
         self.now = now;
         let token = self.next_token;
         self.next_token += 1;
-        let s = (sm % self.spec.ids.total_sms()) as usize;
+        let s = (sm % self.ids.total_sms()) as usize;
         match self.sms[s].issue(now, req, token, &mut self.queue) {
             Issued::Done(t) => (token, Some(t)),
             Issued::Pending => (token, None),
@@ -151,7 +151,7 @@ impl MemSystem {
         let Ok(pkt) = Packet::from_payload(&tessera_interconnect::Payload::Words3(w)) else {
             return true;
         };
-        match self.spec.ids.unit(dst) {
+        match self.ids.unit(dst) {
             Some(Unit::Sm(s)) => {
                 if let Packet::Reply { sectors, tag, .. } = pkt {
                     let _ = self.sms[s as usize].on_reply(
