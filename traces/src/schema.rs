@@ -222,7 +222,11 @@ impl StaticInst {
 impl KernelMeta {
     /// Threads per CTA.
     pub fn threads_per_cta(&self) -> u64 {
-        self.block.iter().map(|&d| d as u64).product()
+        // Saturating: three u32 dimensions can overflow u64 (an edited or fuzzed index);
+        // the checks that compare it with the counts then refuse the kernel.
+        self.block
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
     /// Warps per CTA (32 lanes).
@@ -232,7 +236,10 @@ impl KernelMeta {
 
     /// Number of CTAs in the grid.
     pub fn grid_ctas(&self) -> u64 {
-        self.grid.iter().map(|&d| d as u64).product()
+        // Saturating, as `threads_per_cta`.
+        self.grid
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
     /// Class of static instruction `s`.
@@ -288,6 +295,15 @@ pub struct Index {
 mod tests {
     use super::*;
     use crate::opcode::OpClass;
+
+    #[test]
+    fn grid_and_block_products_saturate() {
+        let k = KernelMeta::new("k", [u32::MAX, u32::MAX, u32::MAX], [u32::MAX, 2, 2]);
+        assert_eq!(k.grid_ctas(), u64::MAX);
+        assert_eq!(k.threads_per_cta(), 4 * u64::from(u32::MAX));
+        let k = KernelMeta::new("k", [u32::MAX, u32::MAX, 2], [1, 1, 1]);
+        assert_eq!(k.grid_ctas(), u64::MAX);
+    }
 
     #[test]
     fn generic_addresses_fall_in_the_header_windows() {
