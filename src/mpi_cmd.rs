@@ -79,11 +79,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 #[cfg(feature = "mpi")]
 fn input_hashes(s: &crate::run_cmd::Setup) -> [u64; 3] {
     let config = serde_json::to_vec(&s.cfg).unwrap_or_default();
-    let trace = format!(
-        "{}:{}",
-        crate::provenance::trace_checksum(&s.trace_path).unwrap_or_default(),
-        s.trace.file_bytes()
-    );
+    let trace = format!("{}:{}", s.trace.index_crc32(), s.trace.file_bytes());
     [
         fnv(crate::provenance::TOOL_VERSION.as_bytes()),
         fnv(&config),

@@ -12,12 +12,12 @@
 //! DESIGN.md's invariant is about the simulated results: the file without `run` is
 //! byte-identical for any threads, ranks, placement and cut ([`without_run`]).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Map, Value};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
+use tessera_traces::TraceFile;
 
 /// The tool's version: the package version and `git describe` at build time.
 pub const TOOL_VERSION: &str = env!("TESSERA_VERSION");
@@ -41,26 +41,7 @@ pub enum Input<'a> {
         /// The recorder's description of the workload, with every parameter's value
         /// (defaults included).
         generator: &'a str,
-        /// The recorded (temporary) trace.
-        path: &'a Path,
     },
-}
-
-/// The `.tst` footer's checksum of the trace index, as 8 hex digits. The index holds the
-/// command list, the kernels and every chunk's CRC32, so any change to the trace's
-/// content changes it.
-pub fn trace_checksum(path: &Path) -> Result<String> {
-    use tessera_traces::format::FOOTER_LEN;
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let mut footer = [0u8; FOOTER_LEN];
-    f.seek(SeekFrom::End(-(FOOTER_LEN as i64)))
-        .and_then(|_| f.read_exact(&mut footer))
-        .with_context(|| format!("{}: cannot read the footer", path.display()))?;
-    // Footer layout (traces/src/format.rs): index offset u64, index length u64, index
-    // CRC32 u32, format version u32, magic.
-    let crc = u32::from_le_bytes([footer[16], footer[17], footer[18], footer[19]]);
-    Ok(format!("{crc:08x}"))
 }
 
 /// How a run was executed (the `run` object).
@@ -91,6 +72,7 @@ pub fn stats_value(
     config_file: &Path,
     sets: &[(String, String)],
     input: &Input<'_>,
+    trace: &TraceFile,
     run: &RunInfo<'_>,
 ) -> Result<Value> {
     let Value::Object(results) = serde_json::to_value(stats)? else {
@@ -102,24 +84,22 @@ pub fn stats_value(
     let partitioning = effective.remove(PARTITIONING).unwrap_or(Value::Null);
 
     let mut inp = Map::new();
-    let path = match input {
+    match input {
         Input::Trace { path } => {
             inp.insert("trace".into(), path.display().to_string().into());
-            path
         }
         Input::Workload {
             name,
             params,
             generator,
-            path,
         } => {
             inp.insert("workload".into(), (*name).into());
             inp.insert("params".into(), overrides_object(params.iter()));
             inp.insert("generator".into(), (*generator).into());
-            path
         }
-    };
-    inp.insert("trace_crc32".into(), trace_checksum(path)?.into());
+    }
+    let crc = format!("{:08x}", trace.index_crc32());
+    inp.insert("trace_crc32".into(), crc.into());
 
     let mut prov = Map::new();
     prov.insert("tool".into(), TOOL_VERSION.into());
@@ -199,6 +179,13 @@ fn host_name() -> String {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `, peak RSS N MiB` for the rate lines on stderr, or nothing where it is unknown.
+pub fn peak_rss_note() -> String {
+    peak_rss_mib()
+        .map(|mib| format!(", peak RSS {mib:.1} MiB"))
+        .unwrap_or_default()
 }
 
 /// Peak resident set size of this process so far, in MiB (Linux `VmHWM`).

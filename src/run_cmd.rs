@@ -105,8 +105,6 @@ pub(crate) struct Setup {
     pub cfg: GpuConfig,
     pub trace: TraceFile,
     pub label: String,
-    /// The trace simulated (a recorded workload's temporary file).
-    pub trace_path: PathBuf,
     /// A recorded workload's description, every parameter included.
     pub generator: Option<String>,
     _temp: Option<TempTrace>,
@@ -167,7 +165,6 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         cfg,
         trace,
         label,
-        trace_path,
         generator,
         _temp: temp,
     })
@@ -252,10 +249,9 @@ pub(crate) fn report_run(
                 name,
                 params: &a.input.params,
                 generator,
-                path: &setup.trace_path,
             },
             _ => Input::Trace {
-                path: &setup.trace_path,
+                path: setup.trace.path(),
             },
         };
         let placement = match a.placement {
@@ -269,7 +265,15 @@ pub(crate) fn report_run(
             mpi_exchange: how.mpi_exchange,
             wall_s: secs,
         };
-        let v = provenance::stats_value(stats, cfg, &a.input.config, &a.input.set, &input, &info)?;
+        let v = provenance::stats_value(
+            stats,
+            cfg,
+            &a.input.config,
+            &a.input.set,
+            &input,
+            &setup.trace,
+            &info,
+        )?;
         outputs::write_atomic(out, provenance::pretty(&v)?.as_bytes())?;
     }
     let on = if how.ranks > 1 || how.mpi_exchange.is_some() {
@@ -288,7 +292,7 @@ pub(crate) fn report_run(
         "simulated in {secs:.3} s on {on}: {:.2} M warp instructions/s, {:.2} M cycles/s{}",
         t.warp_insts as f64 / 1e6 / secs.max(1e-9),
         t.gpu_tot_sim_cycle as f64 / 1e6 / secs.max(1e-9),
-        peak_rss_note()
+        provenance::peak_rss_note()
     );
     let parts = cfg.partition_count();
     if parts > 1 {
@@ -430,10 +434,4 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         pct(st.barrier, st.slots),
         pct(st.no_warp, st.slots)
     );
-}
-
-fn peak_rss_note() -> String {
-    provenance::peak_rss_mib()
-        .map(|mib| format!(", peak RSS {mib:.1} MiB"))
-        .unwrap_or_default()
 }

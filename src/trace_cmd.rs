@@ -108,7 +108,7 @@ fn gen(
     eprintln!(
         "recorded in {secs:.2} s: {:.2} M warp instructions/s{}",
         rep.stats.warp_insts as f64 / 1e6 / secs.max(1e-9),
-        peak_rss_note()
+        crate::provenance::peak_rss_note()
     );
     Ok(())
 }
@@ -196,7 +196,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 "import took {secs:.2} s: {:.1} MB/s of text, {:.2} M warp instructions/s{}",
                 rep.text_bytes as f64 / 1e6 / secs,
                 rep.warp_insts as f64 / 1e6 / secs,
-                peak_rss_note()
+                crate::provenance::peak_rss_note()
             );
             Ok(())
         }
@@ -259,7 +259,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             eprintln!(
                 "decoded in {secs:.2} s ({:.1} M warp instructions/s){}",
                 rep.warp_insts as f64 / 1e6 / secs.max(1e-9),
-                peak_rss_note()
+                crate::provenance::peak_rss_note()
             );
             Ok(())
         }
@@ -372,15 +372,4 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
         t.kernels().len()
     );
     Ok(())
-}
-
-/// `", peak RSS N MiB"` from /proc/self/status (Linux), or nothing.
-fn peak_rss_note() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kb| format!(", peak RSS {:.1} MiB", kb as f64 / 1024.0))
-        .unwrap_or_default()
 }

@@ -28,6 +28,8 @@ pub struct TraceFile {
     /// Per kernel, shared with the [`CtaStream`]s made from it.
     slots: Vec<Arc<[SlotInfo]>>,
     version: u32,
+    /// The footer's CRC-32 of the index (checked on open).
+    index_crc: u32,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -137,7 +139,14 @@ impl TraceFile {
             index,
             slots,
             version,
+            index_crc,
         })
+    }
+
+    /// The footer's CRC-32 of the index, which holds the command list, the kernels and
+    /// every chunk's CRC-32: any change to the trace's content changes it.
+    pub fn index_crc32(&self) -> u32 {
+        self.index_crc
     }
 
     /// Format version of the file (this build reads 1 and 2).
