@@ -17,21 +17,17 @@ use tessera_traces::TraceFile;
 /// What a run simulates: a configuration with overrides, and a trace or a built-in
 /// workload (shared by `run` and `sweep`).
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("input").required(true).multiple(false).args(["trace", "workload"]))]
 pub struct SimInput {
     /// The GPU configuration (YAML, e.g. configs/default.yaml).
     #[arg(long)]
     pub config: PathBuf,
     /// The .tst trace to simulate.
-    #[arg(
-        long,
-        value_name = "FILE.tst",
-        required_unless_present = "workload",
-        conflicts_with = "workload"
-    )]
+    #[arg(long, value_name = "FILE.tst")]
     pub trace: Option<PathBuf>,
     /// A built-in workload (see `tessera trace gen --list`), recorded to a temporary .tst
     /// first.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
     /// A workload parameter, `key=value` (repeatable; with --workload).
     #[arg(long = "param", short = 'p', value_name = "KEY=VALUE", value_parser = crate::trace_cmd::parse_kv, requires = "workload")]

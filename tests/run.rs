@@ -197,6 +197,26 @@ fn zero_threads_is_a_usage_error() {
 }
 
 #[test]
+fn a_run_without_an_input_names_both_inputs() {
+    let cfg = config("titanv.yaml");
+    let o = tessera(&["run", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("--trace") && e.contains("--workload"), "{e}");
+    let o = tessera(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--trace",
+        "t.tst",
+        "--workload",
+        "gemm",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+#[test]
 fn repeated_runs_are_byte_identical() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "gemm", &["m=64", "n=64", "k=64"]);
