@@ -382,8 +382,25 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
             t.l2_flush_lost_hits
         );
     }
+    // Say where the data came from when the host copies filled the L2 (or the LLC): few
+    // or no DRAM reads are then expected, not a sign of a broken model.
+    let (to_l2, to_llc) = s.chiplets.iter().fold((0, 0), |(a, b), c| {
+        (
+            a + c.memory.memcpy_l2_sectors,
+            b + c.memory.memcpy_llc_sectors,
+        )
+    });
+    let filled = match (to_l2, to_llc) {
+        (0, 0) => String::new(),
+        (n, 0) => {
+            format!("; the host copies installed {n} sectors in the L2 first (memcpy.fills_l2)")
+        }
+        (_, n) => {
+            format!("; the host copies installed {n} sectors in the LLC first (memcpy.fills_l2)")
+        }
+    };
     outln!(
-        "DRAM: {} reads, {} writes, {} bytes",
+        "DRAM: {} reads, {} writes, {} bytes{filled}",
         t.dram_reads,
         t.dram_writes,
         t.dram_bytes

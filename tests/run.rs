@@ -197,6 +197,41 @@ fn zero_threads_is_a_usage_error() {
 }
 
 #[test]
+fn the_summary_says_when_host_copies_filled_the_l2() {
+    let cfg = config("default.yaml");
+    let o = tessera_ok(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--workload",
+        "vectoradd",
+    ]);
+    let out = stdout(&o);
+    let dram = out.lines().find(|l| l.starts_with("DRAM:")).unwrap_or("");
+    assert!(
+        dram.starts_with("DRAM: 0 reads")
+            && dram.contains("the host copies installed 12500 sectors in the L2 first"),
+        "{out}"
+    );
+    // Without the fill the loads go to DRAM, and the note is gone.
+    let o = tessera_ok(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--workload",
+        "vectoradd",
+        "--set",
+        "memcpy.fills_l2=false",
+    ]);
+    let out = stdout(&o);
+    let dram = out.lines().find(|l| l.starts_with("DRAM:")).unwrap_or("");
+    assert!(
+        !dram.starts_with("DRAM: 0 reads") && !dram.contains("host copies"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_run_without_an_input_names_both_inputs() {
     let cfg = config("titanv.yaml");
     let o = tessera(&["run", "--config", cfg.to_str().unwrap()]);
