@@ -15,8 +15,10 @@
 
 pub mod check;
 pub mod config;
+mod counters;
 pub mod gpu;
 pub mod mem;
+pub mod observe;
 pub mod sm;
 pub mod stats;
 
