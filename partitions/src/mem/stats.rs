@@ -7,8 +7,9 @@ use serde::Serialize;
 
 macro_rules! mem_stats {
     ($( $(#[$doc:meta])* $field:ident ),* $(,)?) => {
-        /// Integer counters of the memory hierarchy, summed over units in unit order. L1D and L2 counters count sectors; `l1d_hits + l1d_misses =
-        /// l1d_accesses` and likewise for L2. The L1D counters count the loads and stores
+        /// Integer counters of the memory hierarchy, summed over units in unit order. L1D
+        /// and L2 counters count sectors; `l1d_hits + l1d_misses = l1d_accesses` and
+        /// likewise for L2. The L1D counters count the loads and stores
         /// that use an L1D (not atomics, nor global/const accesses with `l1d.enabled:
         /// false`).
         #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
