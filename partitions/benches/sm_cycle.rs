@@ -53,7 +53,7 @@ fn probe(workload: &str, params: &[(&str, &str)]) -> (KernelMeta, Vec<DecodedCta
 
 /// Streams `ctas` through one SM with `resident` CTAs at a time; returns warp insts.
 fn stream(spec: &Arc<SmSpec>, k: &KernelMeta, ctas: &[CtaStream], resident: usize) -> u64 {
-    let mut sm = Sm::new(spec.clone(), 0, false);
+    let mut sm = Sm::new(spec.clone(), 0);
     sm.set_kernel(Arc::new(KernelPrep::new(k)))
         .expect("empty SM");
     let mut next = 0;

@@ -11,12 +11,16 @@
 //! (`system.gpu_link`, a switch) to the home GPU's L2; the host replays the command list
 //! with CUDA semantics (asynchronous launches, synchronous copies over `system.host_link`). Instructions are read in the decoded form of
 //! [`tessera_traces::WarpInst`], one [`tessera_traces::ChunkDecoder`] per partition.
-//! Synchronization units (DESIGN.md section 6) are not built yet.
+//! Each unit owns its counters, merged by unit id into the run's [`stats`]; [`observe`]
+//! lets a caller watch the units' events as they happen. Synchronization units (DESIGN.md
+//! section 6) are not built yet.
 
 pub mod check;
 pub mod config;
+mod counters;
 pub mod gpu;
 pub mod mem;
+pub mod observe;
 pub mod sm;
 pub mod stats;
 

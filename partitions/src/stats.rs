@@ -2,8 +2,16 @@
 //! integer counters summed in unit order, ratios computed once at the end, serialized in
 //! the fixed key order of the struct declarations below (`stats_version`, `config`,
 //! `totals`, `kernels`, `chiplets`, `links`).
+//!
+//! Each unit type declares its own counters beside it (`sm::SmStats` with the scheduler,
+//! operand-collector and I-cache counters, `mem::LdStStats` with the L1D and shared-memory
+//! counters, `mem::ChannelStats` with the L2, LLC and DRAM counters, the link interface's
+//! `LinkEntry`s). At the end of a run every unit registers them by unit id in a
+//! [`StatsRegistry`]; [`crate::gpu::merge_stats`] merges the registries of all partitions
+//! in unit-id order and assembles the JSON views (`ChipletStats`, `MemStats`) from them, so
+//! the result depends on neither the partitioning nor the threads or ranks.
 
-use crate::mem::MemStats;
+use crate::mem::{ChannelStats, LdStStats, MemStats};
 use crate::sm::SmStats;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
@@ -118,11 +126,11 @@ impl StallStats {
     /// Adds one SM's counters.
     pub fn add(&mut self, s: &SmStats) {
         self.slots += s.cycles * s.schedulers as u64;
-        self.issued += s.issue_slots_used;
-        self.unit_busy += s.stall_unit_busy;
-        self.scoreboard += s.stall_scoreboard;
-        self.barrier += s.stall_barrier;
-        self.no_warp += s.stall_no_warp;
+        self.issued += s.sched.issue_slots_used;
+        self.unit_busy += s.sched.stall_unit_busy;
+        self.scoreboard += s.sched.stall_scoreboard;
+        self.barrier += s.sched.stall_barrier;
+        self.no_warp += s.sched.stall_no_warp;
     }
 
     /// Adds another breakdown.
@@ -187,28 +195,6 @@ pub struct ChipletStats {
     pub memory: MemStats,
 }
 
-impl ChipletStats {
-    /// Adds the counters of another part of the same chiplet (the SMs and channels of
-    /// other partitions); `id`, `gpu` and `sms` are the chiplet's and stay.
-    pub fn add(&mut self, o: &ChipletStats) {
-        self.warp_insts += o.warp_insts;
-        self.thread_insts += o.thread_insts;
-        self.ctas += o.ctas;
-        self.barriers += o.barriers;
-        self.exited_lanes += o.exited_lanes;
-        self.icache_accesses += o.icache_accesses;
-        self.icache_misses += o.icache_misses;
-        self.operand_reads += o.operand_reads;
-        self.bank_conflicts += o.bank_conflicts;
-        self.bank_conflict_cycles += o.bank_conflict_cycles;
-        for (a, b) in self.class_warp_insts.0.iter_mut().zip(o.class_warp_insts.0) {
-            *a += b;
-        }
-        self.stalls.add_all(&o.stalls);
-        self.memory.add(&o.memory);
-    }
-}
-
 /// What some of the partitions of a finished run contribute to its stats
 /// ([`crate::gpu::stats_part`]); parts covering the whole system merge into [`RunStats`]
 /// ([`crate::gpu::merge_stats`]). Plain integers and strings (no ratio is computed before
@@ -220,12 +206,52 @@ pub struct StatsPart {
     /// The kernels as the global CPs this part hosts saw them, each with the rank of its
     /// launch in the command list (the merge orders them by it).
     pub kernels: Vec<(u32, KernelStats)>,
-    /// Warp and thread instructions per kernel, summed over this part's SMs.
-    pub kernel_insts: Vec<(u64, u64)>,
-    /// Every chiplet's counters over this part's units (zero where it hosts none).
-    pub chiplets: Vec<ChipletStats>,
-    /// Link entries of this part's link units, keyed by the unit's chiplet.
-    pub links: Vec<(u32, Vec<LinkEntry>)>,
+    /// The counters of this part's units.
+    pub units: StatsRegistry,
+}
+
+/// The counters one unit registers at the end of a run.
+///
+/// Counters kept per kernel are a vector indexed by the kernel's launch rank beside the
+/// unit's totals (as `Sm::per_kernel`); the merge sums them per kernel in unit order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum UnitStats {
+    /// An SM: its core's counters (`cycles` up to the run's end), its LD/ST unit's, the
+    /// CTAs it was sent, and its warp and thread instructions per kernel.
+    Sm {
+        core: Box<SmStats>,
+        mem: LdStStats,
+        ctas: u64,
+        per_kernel: Vec<(u64, u64)>,
+    },
+    /// A channel unit: its L2 slices, LLC slice and DRAM channel.
+    Channel(ChannelStats),
+    /// A link interface: one entry per link direction it sends on, in its report order.
+    Link(Vec<LinkEntry>),
+}
+
+/// The counters of a set of units by unit id (`mem::UnitIds` numbering).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatsRegistry {
+    units: Vec<(u32, UnitStats)>,
+}
+
+impl StatsRegistry {
+    /// Registers the counters of unit `unit`.
+    pub fn register(&mut self, unit: u32, stats: UnitStats) {
+        self.units.push((unit, stats));
+    }
+
+    /// Takes in the units of another registry (of other partitions).
+    pub fn extend(&mut self, o: StatsRegistry) {
+        self.units.extend(o.units);
+    }
+
+    /// Every unit's counters in unit-id order (the one order of every merge).
+    pub fn into_sorted(mut self) -> Vec<(u32, UnitStats)> {
+        self.units.sort_by_key(|&(u, _)| u);
+        self.units
+    }
 }
 
 /// Counts per [`OpClass`], serialized as `{name: count}` for the non-zero classes in

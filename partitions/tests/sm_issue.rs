@@ -4,9 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use tessera_partitions::config::{GpuConfig, SchedulerPolicy};
-use tessera_partitions::sm::{
-    KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec, SmStats,
-};
+use tessera_partitions::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec};
 use tessera_traces::{
     Addrs, CtaStream, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, LaneAddrSource, OpClass,
     OpcodeInfo, SlotInfo, StaticInst, TraceFile, WarpInst,
@@ -14,7 +12,9 @@ use tessera_traces::{
 
 #[path = "common/sm_batch.rs"]
 mod sm_batch;
-use sm_batch::{run_cta_batch, run_cta_batch_with, PlaceholderMem, SmOptions};
+use sm_batch::{
+    run_cta_batch, run_cta_batch_with, BatchStats, PlaceholderMem, Recorder, SmOptions,
+};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
@@ -59,15 +59,15 @@ fn logged() -> SmOptions {
 
 /// Every traced instruction retired exactly once: counts equal the trace's (the writer's
 /// per-kernel counts), and every scheduler-cycle is either an issue or one stall reason.
-fn check_counts(k: &KernelMeta, ctas: &[DecodedCta], s: &SmStats) {
+fn check_counts(k: &KernelMeta, ctas: &[DecodedCta], s: &BatchStats) {
     let insts: u64 = ctas.iter().map(|c| c.insts.len() as u64).sum();
     assert_eq!(s.warp_insts, insts);
     assert_eq!(s.warp_insts, k.counts.warp_insts, "all CTAs given");
     assert_eq!(s.thread_insts, k.counts.thread_insts);
     assert_eq!(&s.class_warp_insts[..], &k.counts.class_warp_insts[..]);
-    assert_eq!(s.issue_slots_used, s.warp_insts);
+    assert_eq!(s.sched.issue_slots_used, s.warp_insts);
     assert_eq!(
-        s.issue_slots_used + s.stalls(),
+        s.sched.issue_slots_used + s.stalls(),
         s.cycles * s.schedulers as u64,
         "every scheduler-cycle counted once: {s:?}"
     );
@@ -77,7 +77,7 @@ fn check_counts(k: &KernelMeta, ctas: &[DecodedCta], s: &SmStats) {
 /// each warp's instructions once and in order, at most one issue per scheduler per
 /// cycle, warp `i` on scheduler `i % n`, no register read or written before its pending
 /// write completes (latency from the spec), no unit reused within its initiation interval.
-fn check_schedule(spec: &SmSpec, k: &KernelMeta, ctas: &[DecodedCta], s: &SmStats) {
+fn check_schedule(spec: &SmSpec, k: &KernelMeta, ctas: &[DecodedCta], s: &BatchStats) {
     assert_eq!(s.issue_log.len() as u64, s.warp_insts);
     let warps: Vec<(usize, usize)> = ctas
         .iter()
@@ -202,13 +202,17 @@ fn fma_chain_runs_at_the_fp32_latency() {
     eprintln!(
         "fma_chain iters={iters} unroll={unroll}: {} cycles, {} warp insts, stalls: \
          scoreboard {} unit {} no_warp {}",
-        s.cycles, s.warp_insts, s.stall_scoreboard, s.stall_unit_busy, s.stall_no_warp
+        s.cycles,
+        s.warp_insts,
+        s.sched.stall_scoreboard,
+        s.sched.stall_unit_busy,
+        s.sched.stall_no_warp
     );
 }
 
 /// The FFMA-dominated window: from the first to the last FFMA issue of the SM. Returns
 /// (window cycles, FFMAs in it, all instructions in it).
-fn ffma_window(s: &SmStats) -> (u64, u64, u64) {
+fn ffma_window(s: &BatchStats) -> (u64, u64, u64) {
     let first = s
         .issue_log
         .iter()
@@ -361,7 +365,7 @@ fn barrier_holds_every_warp_until_the_last_arrives() {
     }
     eprintln!(
         "barrier: {} cycles, {} warp insts, {} barriers, stall_barrier {}",
-        s.cycles, s.warp_insts, s.barriers, s.stall_barrier
+        s.cycles, s.warp_insts, s.barriers, s.sched.stall_barrier
     );
 }
 
@@ -428,7 +432,7 @@ fn gto_and_lrr_differ_but_both_are_valid() {
     let (lrr, gto) = (run("lrr"), run("gto"));
     assert_ne!(lrr.issue_log, gto.issue_log);
     // GTO's greed: the same warp issues back to back more often than under LRR.
-    let repeats = |s: &SmStats| {
+    let repeats = |s: &BatchStats| {
         let mut last = HashMap::new();
         let mut n = 0;
         for e in &s.issue_log {
@@ -545,8 +549,9 @@ fn drive(
     ctas: &[DecodedCta],
     port: &mut impl Replies,
     tick: bool,
-) -> (SmStats, Vec<(u64, u64)>) {
-    let mut sm = Sm::new(Arc::new(spec.clone()), 0, true);
+) -> (BatchStats, Vec<(u64, u64)>) {
+    let mut sm = Sm::new(Arc::new(spec.clone()), 0);
+    let rec = Recorder::attach(&mut sm);
     sm.set_kernel(Arc::new(KernelPrep::new(k))).unwrap();
     for (i, c) in ctas.iter().enumerate() {
         sm.add_cta(stream(k, c), i as u64).unwrap();
@@ -576,7 +581,7 @@ fn drive(
     }
     assert_eq!(sm.pending_replies(), 0);
     let end = sm.now();
-    (sm.take_stats(0, end), done)
+    (rec.with(sm.take_stats(0, end)), done)
 }
 
 /// Results delivered later through `mem_reply` at `issue + latency` give exactly the
@@ -614,7 +619,7 @@ fn pending_replies_equal_results_known_at_issue() {
                 assert_eq!(s, done, "{policy} {} tick={tick}", k.name);
                 assert_eq!(c, done_ctas, "{policy} {} tick={tick}", k.name);
             }
-            assert!(done.stall_scoreboard > 0);
+            assert!(done.sched.stall_scoreboard > 0);
             let (p, _) = drive(&spec, k, ctas, &mut PlaceholderMem, false);
             assert_eq!(p, run_cta_batch_with(&spec, k, ctas, &logged()).unwrap());
         }
@@ -632,7 +637,7 @@ fn a_cta_waits_for_its_pending_replies() {
         &[("iters", "8"), ("unroll", "8"), ("warps", "1")],
     );
     let spec = SmSpec::from_config(&a100(&[]));
-    let mut sm = Sm::new(Arc::new(spec), 0, false);
+    let mut sm = Sm::new(Arc::new(spec), 0);
     let prep = Arc::new(KernelPrep::new(&k));
     sm.set_kernel(prep.clone()).unwrap();
     sm.add_cta(stream(&k, &ctas[0]), 7).unwrap();
@@ -668,12 +673,12 @@ fn a_cta_waits_for_its_pending_replies() {
     assert_eq!(s.warp_insts, k.counts.warp_insts);
     assert_eq!(s.cycles, at);
     assert_eq!(
-        s.issue_slots_used + s.stalls(),
+        s.sched.issue_slots_used + s.stalls(),
         s.cycles * s.schedulers as u64
     );
     let again = sm.take_stats(at, at + 5);
     assert_eq!(again.warp_insts, 0);
-    assert_eq!(again.stall_no_warp, 5 * again.schedulers as u64);
+    assert_eq!(again.sched.stall_no_warp, 5 * again.schedulers as u64);
 }
 
 /// One instruction of a hand-made warp: class, destination and source registers.
@@ -800,7 +805,7 @@ fn tiny_spec(policy: &str, active: u32) -> SmSpec {
 }
 
 /// `(cycle, warp, instruction index)` of every issue.
-fn schedule(s: &SmStats) -> Vec<(u64, u32, u32)> {
+fn schedule(s: &BatchStats) -> Vec<(u64, u32, u32)> {
     s.issue_log
         .iter()
         .map(|e| (e.cycle, e.warp, e.inst))
@@ -809,7 +814,7 @@ fn schedule(s: &SmStats) -> Vec<(u64, u32, u32)> {
 
 /// Runs a hand-made kernel under every driver (idle skipping, ticking, and the
 /// pending-reply driver both ways) and checks they agree; returns the skipping run.
-fn run_all(spec: &SmSpec, k: &KernelMeta, cta: &DecodedCta) -> SmStats {
+fn run_all(spec: &SmSpec, k: &KernelMeta, cta: &DecodedCta) -> BatchStats {
     let ctas = [cta.clone()];
     let skip = run_cta_batch_with(spec, k, &ctas, &logged()).unwrap();
     let tick = run_cta_batch_with(
@@ -829,7 +834,7 @@ fn run_all(spec: &SmSpec, k: &KernelMeta, cta: &DecodedCta) -> SmStats {
         assert_eq!(s, done, "tick={tick}");
     }
     assert_eq!(
-        skip.issue_slots_used + skip.stalls(),
+        skip.sched.issue_slots_used + skip.stalls(),
         skip.cycles * skip.schedulers as u64
     );
     skip
@@ -893,7 +898,7 @@ fn two_level_follows_a_hand_worked_schedule() {
     ];
     assert_eq!(schedule(&s), want);
     assert_eq!(s.cycles, 16);
-    assert_eq!(s.stall_scoreboard, 4);
+    assert_eq!(s.sched.stall_scoreboard, 4);
     assert_eq!(s.stalls(), 4);
     let gto = run_all(&tiny_spec("gto", 2), &k, &cta);
     assert_eq!(&schedule(&gto)[..9], &want[..9]);
@@ -939,7 +944,7 @@ fn two_level_promotes_the_oldest_unblocked_pending_warp() {
         ]
     );
     assert_eq!(s.cycles, 14);
-    assert_eq!(s.stall_scoreboard, 5);
+    assert_eq!(s.sched.stall_scoreboard, 5);
     assert_eq!(s.stalls(), 5);
 }
 
@@ -978,11 +983,19 @@ fn bank_conflicts_and_collectors_follow_a_hand_count() {
     );
     assert_eq!(s.cycles, 10);
     assert_eq!(
-        (s.stall_unit_busy, s.stall_scoreboard, s.stalls()),
+        (
+            s.sched.stall_unit_busy,
+            s.sched.stall_scoreboard,
+            s.stalls()
+        ),
         (5, 1, 6)
     );
     assert_eq!(
-        (s.operand_reads, s.bank_conflicts, s.bank_conflict_cycles),
+        (
+            s.operands.reads,
+            s.operands.bank_conflicts,
+            s.operands.bank_conflict_cycles
+        ),
         (7, 3, 3)
     );
 
@@ -994,7 +1007,7 @@ fn bank_conflicts_and_collectors_follow_a_hand_count() {
         vec![(0, 0, 0), (1, 0, 1), (2, 0, 2), (3, 0, 3)]
     );
     assert_eq!(s.cycles, 4);
-    assert_eq!((s.operand_reads, s.bank_conflicts), (0, 0));
+    assert_eq!((s.operands.reads, s.operands.bank_conflicts), (0, 0));
 }
 
 /// Conflicts across instructions, and the warp-slot offset of the bank mapping: one
@@ -1024,7 +1037,11 @@ fn bank_conflicts_across_instructions_and_the_warp_offset() {
         );
         assert_eq!(s.cycles, 4);
         assert_eq!(
-            (s.operand_reads, s.bank_conflicts, s.bank_conflict_cycles),
+            (
+                s.operands.reads,
+                s.operands.bank_conflicts,
+                s.operands.bank_conflict_cycles
+            ),
             (4, conflicts, conflicts),
             "use_warp_id {use_warp_id}"
         );
@@ -1066,7 +1083,7 @@ fn icache_fetch_follows_a_hand_count() {
             (5, 1, 2)
         ]
     );
-    assert_eq!((s.icache_accesses, s.icache_misses), (0, 0));
+    assert_eq!((s.icache.accesses, s.icache.misses), (0, 0));
     spec.icache = Some(tessera_partitions::sm::IcacheSpec {
         sets: 1,
         assoc: 1,
@@ -1087,8 +1104,8 @@ fn icache_fetch_follows_a_hand_count() {
         ]
     );
     assert_eq!(s.cycles, 14);
-    assert_eq!((s.stall_scoreboard, s.stalls()), (8, 8));
-    assert_eq!((s.icache_accesses, s.icache_misses), (6, 2));
+    assert_eq!((s.sched.stall_scoreboard, s.stalls()), (8, 8));
+    assert_eq!((s.icache.accesses, s.icache.misses), (6, 2));
 }
 
 /// A memory fence (`MEMBAR`) waits for every memory result of its warp, nothing else: one
@@ -1138,5 +1155,5 @@ fn a_fence_waits_for_the_warps_memory_results() {
         ]
     );
     assert_eq!(s.cycles, 13);
-    assert_eq!(s.stall_scoreboard, 6);
+    assert_eq!(s.sched.stall_scoreboard, 6);
 }

@@ -35,9 +35,11 @@ use std::sync::Arc;
 
 use crate::config::GpuConfig;
 use crate::mem::{Access, MemSpec, MemStats, Space, Unit, UnitIds};
+use crate::observe::Observer;
 use crate::sm::{SmError, SmSpec, SmStats};
 use crate::stats::{
-    ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, Totals, STATS_VERSION,
+    ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, StatsRegistry, Totals,
+    UnitStats, STATS_VERSION,
 };
 use tessera_interconnect::Picos;
 use tessera_interconnect::{Link, PortId};
@@ -230,6 +232,15 @@ pub struct GpuSystem<'t> {
     pub links: Vec<Link>,
 }
 
+impl GpuSystem<'_> {
+    /// Attaches `obs` to every unit of every partition ([`GpuPartition::observe`]).
+    pub fn observe(&mut self, obs: Arc<dyn Observer>) {
+        for p in &mut self.partitions {
+            p.observe(obs.clone());
+        }
+    }
+}
+
 /// Builds the GPU of `cfg` running the command list of `trace`, cut into
 /// `cfg.partition_count()` partitions (module documentation). Errors: configurations not
 /// simulated yet, a kernel whose CTA can never fit on an SM.
@@ -292,10 +303,10 @@ pub fn build_hosted<'t>(
     })
 }
 
-/// Counters of one chiplet's SMs, summed in SM order.
+/// Counters of one chiplet's units, summed in unit order.
 #[derive(Default)]
-struct SmSums {
-    t: SmStats,
+struct ChipletSums {
+    core: SmStats,
     ctas: u64,
     stalls: StallStats,
     memory: MemStats,
@@ -326,92 +337,30 @@ pub fn run_end_ps(partitions: &[GpuPartition<'_>]) -> Picos {
 /// Parts of disjoint sets of partitions covering the whole system merge
 /// ([`merge_stats`]) into the same stats, byte for byte, whatever the split.
 pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Picos) -> StatsPart {
-    let mut partitions = partitions;
-    for p in &mut partitions {
-        p.close();
-    }
-    let ids = UnitIds::new(cfg);
-    let period = cfg.core_period_ps();
+    let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
-    let mut sms = Vec::new();
-    let mut channels = Vec::new();
-    let mut link_units = Vec::new();
-    for p in partitions {
+    let mut units = StatsRegistry::default();
+    for mut p in partitions {
+        p.close();
         for cp in p.cps {
             kernels.extend(cp.into_kernels());
         }
-        sms.extend(p.sms);
-        channels.extend(p.channels);
-        link_units.extend(p.links);
-    }
-    sms.sort_by_key(|u| u.index);
-    channels.sort_by_key(|c| c.index());
-    link_units.sort_by_key(|l| l.chiplet());
-    let end_cycle = cycle_at(end_ps, period);
-    let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
-    let mut per_chiplet: Vec<SmSums> = (0..ids.chiplets).map(|_| SmSums::default()).collect();
-    for u in sms {
-        if kernel_insts.len() < u.per_kernel.len() {
-            kernel_insts.resize(u.per_kernel.len(), (0, 0));
+        for u in p.sms {
+            // Every SM's idle tail counts up to the run's end.
+            let end = end_cycle.max(u.sm.now());
+            let core = Box::new(u.sm.finish(0, end));
+            let stats = UnitStats::Sm {
+                core,
+                mem: *u.ldst.stats(),
+                ctas: u.ctas,
+                per_kernel: u.per_kernel,
+            };
+            units.register(u.ldst.unit(), stats);
         }
-        for (k, &(w, th)) in u.per_kernel.iter().enumerate() {
-            kernel_insts[k].0 += w;
-            kernel_insts[k].1 += th;
+        for c in p.channels {
+            units.register(c.unit(), UnitStats::Channel(*c.stats()));
         }
-        let c = &mut per_chiplet[(u.index / ids.sms) as usize];
-        c.ctas += u.ctas;
-        c.memory.add(u.ldst.stats());
-        let end = end_cycle.max(u.sm.now());
-        let st = u.sm.finish(0, end);
-        c.stalls.add(&st);
-        let t = &mut c.t;
-        t.warp_insts += st.warp_insts;
-        t.thread_insts += st.thread_insts;
-        t.barriers += st.barriers;
-        t.exited_lanes += st.exited_lanes;
-        t.icache_accesses += st.icache_accesses;
-        t.icache_misses += st.icache_misses;
-        t.operand_reads += st.operand_reads;
-        t.bank_conflicts += st.bank_conflicts;
-        t.bank_conflict_cycles += st.bank_conflict_cycles;
-        for (a, b) in t
-            .class_warp_insts
-            .iter_mut()
-            .zip(st.class_warp_insts.iter())
-        {
-            *a += b;
-        }
-    }
-    for c in &channels {
-        per_chiplet[ids.chiplet_of_channel(c.index()) as usize]
-            .memory
-            .add(c.stats());
-    }
-    let chiplets = per_chiplet
-        .into_iter()
-        .enumerate()
-        .map(|(k, c)| ChipletStats {
-            id: k as u32,
-            gpu: ids.gpu_of_chiplet(k as u32),
-            sms: cfg.core.sm_count,
-            warp_insts: c.t.warp_insts,
-            thread_insts: c.t.thread_insts,
-            ctas: c.ctas,
-            barriers: c.t.barriers,
-            exited_lanes: c.t.exited_lanes,
-            icache_accesses: c.t.icache_accesses,
-            icache_misses: c.t.icache_misses,
-            operand_reads: c.t.operand_reads,
-            bank_conflicts: c.t.bank_conflicts,
-            bank_conflict_cycles: c.t.bank_conflict_cycles,
-            class_warp_insts: ClassCounts(c.t.class_warp_insts),
-            stalls: c.stalls,
-            memory: c.memory,
-        })
-        .collect();
-    let links = link_units
-        .iter()
-        .map(|l| {
+        for l in p.links {
             let entries = l
                 .reports()
                 .into_iter()
@@ -426,46 +375,60 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                     max_queued_ps: r.stats.max_queued_ps,
                 })
                 .collect();
-            (l.chiplet(), entries)
-        })
-        .collect();
+            units.register(l.unit(), UnitStats::Link(entries));
+        }
+    }
     StatsPart {
         end_ps,
         kernels,
-        kernel_insts,
-        chiplets,
-        links,
+        units,
     }
 }
 
 /// The stats of a whole run from the [`stats_part`]s of disjoint sets of partitions that
-/// together cover the system (one part: a run on one process; one per rank: MPI). Counters
-/// are integers summed per chiplet and per kernel, links concatenated in chiplet order, so
-/// any split gives the same bytes.
+/// together cover the system (one part: a run on one process; one per rank: MPI). The
+/// parts' registries are merged in unit-id order: counters are integers summed per chiplet
+/// and per kernel, links concatenated in unit (chiplet) order, so any split gives the same
+/// bytes.
 pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let ids = UnitIds::new(cfg);
     let end_ps = parts.iter().map(|p| p.end_ps).max().unwrap_or(0);
     let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
-    let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
-    let mut chiplets: Vec<Option<ChipletStats>> = (0..ids.chiplets).map(|_| None).collect();
-    let mut links = Vec::new();
+    let mut units = StatsRegistry::default();
     for p in parts {
         kernels.extend(p.kernels);
-        if kernel_insts.len() < p.kernel_insts.len() {
-            kernel_insts.resize(p.kernel_insts.len(), (0, 0));
-        }
-        for (sum, (w, th)) in kernel_insts.iter_mut().zip(p.kernel_insts) {
-            sum.0 += w;
-            sum.1 += th;
-        }
-        for (sum, c) in chiplets.iter_mut().zip(p.chiplets) {
-            match sum {
-                Some(s) => s.add(&c),
-                None => *sum = Some(c),
+        units.extend(p.units);
+    }
+    let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
+    let mut sums: Vec<ChipletSums> = (0..ids.chiplets).map(|_| ChipletSums::default()).collect();
+    let mut links = Vec::new();
+    for (unit, stats) in units.into_sorted() {
+        let Some(c) = sums.get_mut(ids.chiplet_of(unit) as usize) else {
+            continue;
+        };
+        match stats {
+            UnitStats::Sm {
+                core,
+                mem,
+                ctas,
+                per_kernel,
+            } => {
+                if kernel_insts.len() < per_kernel.len() {
+                    kernel_insts.resize(per_kernel.len(), (0, 0));
+                }
+                for (sum, (w, th)) in kernel_insts.iter_mut().zip(per_kernel) {
+                    sum.0 += w;
+                    sum.1 += th;
+                }
+                c.ctas += ctas;
+                c.stalls.add(&core);
+                c.core.add(&core);
+                c.memory.add_ldst(&mem);
             }
+            UnitStats::Channel(ch) => c.memory.add_channel(&ch),
+            UnitStats::Link(entries) => links.extend(entries),
         }
-        links.extend(p.links);
     }
     // Trace order (the GPUs' global CPs each hold their own kernels).
     kernels.sort_by_key(|(launch, _)| *launch);
@@ -474,10 +437,28 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         k.warp_insts += w;
         k.thread_insts += th;
     }
-    // Stable: entries of one link unit keep their order.
-    links.sort_by_key(|(chiplet, _)| *chiplet);
-    let links = links.into_iter().flat_map(|(_, e)| e).collect();
-    let chiplets: Vec<ChipletStats> = chiplets.into_iter().flatten().collect();
+    let chiplets: Vec<ChipletStats> = sums
+        .into_iter()
+        .enumerate()
+        .map(|(k, c)| ChipletStats {
+            id: k as u32,
+            gpu: ids.gpu_of_chiplet(k as u32),
+            sms: cfg.core.sm_count,
+            warp_insts: c.core.warp_insts,
+            thread_insts: c.core.thread_insts,
+            ctas: c.ctas,
+            barriers: c.core.barriers,
+            exited_lanes: c.core.exited_lanes,
+            icache_accesses: c.core.icache.accesses,
+            icache_misses: c.core.icache.misses,
+            operand_reads: c.core.operands.reads,
+            bank_conflicts: c.core.operands.bank_conflicts,
+            bank_conflict_cycles: c.core.operands.bank_conflict_cycles,
+            class_warp_insts: ClassCounts(c.core.class_warp_insts),
+            stalls: c.stalls,
+            memory: c.memory,
+        })
+        .collect();
     let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();
     let mut memory = MemStats::default();
     let mut stalls = StallStats::default();

@@ -37,6 +37,7 @@ use crate::mem::{
     Access, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Net, Packet, Space, Unit,
     UnitIds,
 };
+use crate::observe::{Observer, Probe};
 use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
 use crate::Picos;
 
@@ -569,7 +570,7 @@ impl<'t> GpuPartition<'t> {
                 Some(Unit::Sm(s)) => {
                     sms.push(SmUnit {
                         index: s,
-                        sm: Sm::new(spec.clone(), 0, false),
+                        sm: Sm::new(spec.clone(), 0),
                         ldst: LdStUnit::new(mem_spec.clone(), s),
                         kernel: None,
                         per_kernel: Vec::new(),
@@ -1103,6 +1104,21 @@ impl GpuPartition<'_> {
         (warp_insts, self.cps.iter().find_map(|c| c.kernels_done()))
     }
 
+    /// Reports the events of every unit it hosts to `obs` from now on (see
+    /// [`crate::observe`]).
+    pub fn observe(&mut self, obs: Arc<dyn Observer>) {
+        for u in &mut self.sms {
+            u.sm.observe(Probe::new(u.ldst.unit(), obs.clone()));
+            u.ldst.observe(obs.clone());
+        }
+        for c in &mut self.channels {
+            c.observe(obs.clone());
+        }
+        for l in &mut self.links {
+            l.observe(obs.clone());
+        }
+    }
+
     /// Attributes every SM's last kernel's instructions (call once, after the run).
     pub(super) fn close(&mut self) {
         for u in &mut self.sms {
@@ -1246,7 +1262,7 @@ mod tests {
             );
         }
         // Misses and hits both ran.
-        assert!(ch.stats().l2_hits > 0 && ch.stats().l2_misses > 0);
+        assert!(ch.stats().l2.hits > 0 && ch.stats().l2.misses > 0);
     }
 
     /// Pushes and pops interleaved, so the ring wraps and grows while packets land at

@@ -14,8 +14,13 @@ use std::sync::Arc;
 use super::dram::{Dram, DramOp};
 use super::l2_slice::Slice;
 use super::private_l2::PrivSlice;
-use super::{popcount, MemSpec, MemStats, Net, Packet, HEADER_BYTES};
+use super::{
+    popcount, L2SliceStats, LlcSliceStats, MemSpec, Net, NocStats, Packet, PrivateL2Stats,
+    HEADER_BYTES,
+};
 use crate::config::GpuConfig;
+use crate::counters::unit_counters;
+use crate::observe::{MemAccess, MemLevel, Observer, Probe};
 use crate::Picos;
 
 /// Which ports of the unit a packet leaves by.
@@ -34,6 +39,42 @@ pub enum ChannelError {
     Unexpected { channel: u32, pkt: Packet },
 }
 
+unit_counters! {
+    /// The counters of one DRAM channel, in sectors unless named otherwise.
+    pub struct DramStats {
+        /// Sector reads (fills of L2 or LLC misses).
+        reads,
+        /// Sector writes (write-backs, or write-through stores).
+        writes,
+        /// Bytes read and written.
+        bytes,
+        read_bytes,
+        write_bytes,
+    }
+}
+
+/// The counters of one channel unit: its L2 slices (and with a private L2 their flushes),
+/// its LLC slice, its DRAM channel and its NoC replies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChannelStats {
+    pub l2: L2SliceStats,
+    pub private_l2: PrivateL2Stats,
+    pub llc: LlcSliceStats,
+    pub dram: DramStats,
+    pub noc: NocStats,
+}
+
+impl ChannelStats {
+    /// Adds every counter of `o`.
+    pub fn add(&mut self, o: &ChannelStats) {
+        self.l2.add(&o.l2);
+        self.private_l2.add(&o.private_l2);
+        self.llc.add(&o.llc);
+        self.dram.add(&o.dram);
+        self.noc.add(&o.noc);
+    }
+}
+
 /// DRAM channel `channel` (numbered across the package) and the slices it holds.
 pub struct MemChannel {
     pub(super) spec: Arc<MemSpec>,
@@ -41,7 +82,9 @@ pub struct MemChannel {
     pub(super) unit: u32,
     pub(super) slices: Vec<Slice>,
     pub(super) dram: Dram,
-    pub(super) stats: MemStats,
+    pub(super) stats: ChannelStats,
+    /// Its observer, if any.
+    pub(super) probe: Option<Probe>,
     /// With a private L2: the LLC slice homed at this channel, and by L2 slice its MSHRs.
     pub(super) llc: Option<Slice>,
     pub(super) private: Vec<PrivSlice>,
@@ -71,7 +114,8 @@ impl MemChannel {
             channel,
             slices,
             dram: Dram::channel(cfg, channel % spec.ids.channels),
-            stats: MemStats::default(),
+            stats: ChannelStats::default(),
+            probe: None,
             llc,
             private,
             spec,
@@ -89,8 +133,42 @@ impl MemChannel {
         self.channel
     }
 
-    pub fn stats(&self) -> &MemStats {
+    pub fn stats(&self) -> &ChannelStats {
         &self.stats
+    }
+
+    /// Its unit id.
+    pub fn unit(&self) -> u32 {
+        self.unit
+    }
+
+    /// Reports its L2, LLC and DRAM accesses to `obs` from now on.
+    pub fn observe(&mut self, obs: Arc<dyn Observer>) {
+        self.probe = Some(Probe::new(self.unit, obs));
+    }
+
+    /// Tells the observer, if any, of an access at `level`.
+    #[inline(always)]
+    pub(super) fn observed(
+        &self,
+        level: MemLevel,
+        at: Picos,
+        line: u64,
+        sectors: u64,
+        hits: u64,
+        write: bool,
+    ) {
+        if let Some(p) = &self.probe {
+            let e = MemAccess {
+                at,
+                level,
+                line,
+                sectors: popcount(sectors) as u32,
+                hits: hits as u32,
+                write,
+            };
+            p.obs.mem_access(p.unit, &e);
+        }
     }
 
     /// A packet arrives at `now` (from an SM, or from this chiplet's link interface).
@@ -140,7 +218,7 @@ impl MemChannel {
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
                 let ready = self.l2_read(now, slice, set, ta, line, sectors);
-                self.stats.l2_atomics += 1;
+                self.stats.l2.atomics += 1;
                 let start = self.slices[slice]
                     .alu
                     .reserve(now, ready, (ops as u64).max(1));
@@ -267,7 +345,7 @@ impl MemChannel {
         net: &mut dyn Net,
     ) {
         let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
-        self.stats.noc_reply_bytes += data + HEADER_BYTES;
+        self.stats.noc.reply_bytes += data + HEADER_BYTES;
         let pkt = Packet::Reply {
             line,
             sectors,
@@ -332,15 +410,16 @@ impl MemChannel {
         let done = self.dram.access(now, t, a, bytes, op);
         match op {
             DramOp::Read => {
-                self.stats.dram_reads += popcount(sectors);
-                self.stats.dram_read_bytes += bytes;
+                self.stats.dram.reads += popcount(sectors);
+                self.stats.dram.read_bytes += bytes;
             }
             DramOp::Write => {
-                self.stats.dram_writes += popcount(sectors);
-                self.stats.dram_write_bytes += bytes;
+                self.stats.dram.writes += popcount(sectors);
+                self.stats.dram.write_bytes += bytes;
             }
         }
-        self.stats.dram_bytes += bytes;
+        self.stats.dram.bytes += bytes;
+        self.observed(MemLevel::Dram, t, line, sectors, 0, op == DramOp::Write);
         done
     }
 
@@ -431,7 +510,7 @@ impl MemChannel {
                 // a vector per chunk: this runs for every copied line).
                 let sectors = geom.range_sectors(lo - line, hi - line);
                 self.slice_install(now, From::L2(slice), set, line, sectors);
-                self.stats.memcpy_l2_sectors += popcount(sectors);
+                self.stats.l2.memcpy_sectors += popcount(sectors);
             }
             match line.checked_add(lb) {
                 Some(n) => line = n,

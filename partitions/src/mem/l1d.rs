@@ -11,7 +11,30 @@ use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::{popcount, LdStUnit, Net, Space};
 use crate::config::{WriteAllocate, WritePolicy};
+use crate::counters::unit_counters;
+use crate::observe::{MemAccess, MemLevel};
 use crate::Picos;
+
+unit_counters! {
+    /// The L1D counters of one SM, in sectors unless named otherwise: `hits + misses =
+    /// accesses`, counting the loads and stores that use the L1D (not atomics, nor
+    /// global/const accesses with `l1d.enabled: false`).
+    pub struct L1dStats {
+        /// Sector accesses of loads and stores that go through the L1D.
+        accesses,
+        hits,
+        misses,
+        /// Sector misses that merged with a fill already in flight (included in misses).
+        pending_hits,
+        /// Miss requests (one per line, plus one per later request of new sectors of a
+        /// line already in flight) sent to L2.
+        miss_requests,
+        /// Misses that found every MSHR busy and waited.
+        mshr_waits,
+        /// Dirty sectors written to L2 (write-back policies).
+        writeback_sectors,
+    }
+}
 
 /// What a miss asks of L2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +84,22 @@ pub(super) struct Miss {
 }
 
 impl LdStUnit {
+    /// Tells the observer, if any, of an L1D access at `at`.
+    #[inline(always)]
+    fn observed(&self, at: Picos, line: u64, sectors: u64, hits: u64, write: bool) {
+        if let Some(p) = &self.probe {
+            let e = MemAccess {
+                at,
+                level: MemLevel::L1d,
+                line,
+                sectors: popcount(sectors) as u32,
+                hits: hits as u32,
+                write,
+            };
+            p.obs.mem_access(p.unit, &e);
+        }
+    }
+
     /// The SM starts a CTA of another kernel at `now`: L1s are not coherent across
     /// kernels, so the L1D is invalidated and its dirty sectors are written to L2.
     pub fn new_kernel(&mut self, now: Picos, net: &mut dyn Net) {
@@ -97,7 +136,8 @@ impl LdStUnit {
             self.start_miss(now, t, miss, net);
             return;
         }
-        self.stats.l1d_accesses += popcount(la.sectors);
+        self.stats.l1d.accesses += popcount(la.sectors);
+        let hits_before = self.stats.l1d.hits;
         let set = self.spec.l1_geom.line_index(la.line_addr);
         let hit_at = t + self.spec.l1_hit_ps;
         w.ready = w.ready.max(hit_at);
@@ -110,18 +150,18 @@ impl LdStUnit {
             missing &= !present;
             let pending = present & self.l1.pending_mask(i);
             let n_pending = popcount(pending);
-            self.stats.l1d_misses += n_pending;
-            self.stats.l1d_pending_hits += n_pending;
+            self.stats.l1d.misses += n_pending;
+            self.stats.l1d.pending_hits += n_pending;
             let mut m = present & !pending;
             while m != 0 {
                 let r = self.l1.ready(i, m.trailing_zeros());
                 m &= m - 1;
                 if r <= hit_at {
-                    self.stats.l1d_hits += 1;
+                    self.stats.l1d.hits += 1;
                 } else {
                     // A fill whose arrival is known but later: wait for it.
-                    self.stats.l1d_misses += 1;
-                    self.stats.l1d_pending_hits += 1;
+                    self.stats.l1d.misses += 1;
+                    self.stats.l1d.pending_hits += 1;
                     w.ready = w.ready.max(r);
                 }
             }
@@ -137,7 +177,9 @@ impl LdStUnit {
                 }
             }
         }
-        self.stats.l1d_misses += popcount(missing);
+        self.stats.l1d.misses += popcount(missing);
+        let hits = self.stats.l1d.hits - hits_before;
+        self.observed(t, la.line_addr, la.sectors, hits, false);
         if missing | refetch != 0 {
             w.outstanding += 1;
             let miss = Miss {
@@ -188,7 +230,7 @@ impl LdStUnit {
                 let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
                 self.mshrs[m as usize].l1_way = w as u32;
                 if new != 0 {
-                    self.stats.l1d_miss_requests += 1;
+                    self.stats.l1d.miss_requests += 1;
                     let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
                     self.mshrs[m as usize].replies += k;
                 }
@@ -196,7 +238,7 @@ impl LdStUnit {
             }
         }
         if self.busy_mshrs >= self.spec.l1_mshrs {
-            self.stats.l1d_mshr_waits += 1;
+            self.stats.l1d.mshr_waits += 1;
             self.waiting.push_back(miss);
             return;
         }
@@ -224,7 +266,7 @@ impl LdStUnit {
             let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
             self.mshrs[m as usize].l1_way = w as u32;
         }
-        self.stats.l1d_miss_requests += 1;
+        self.stats.l1d.miss_requests += 1;
         let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
         self.mshrs[m as usize].replies = k;
     }
@@ -259,7 +301,7 @@ impl LdStUnit {
     }
 
     pub(super) fn l1_writeback(&mut self, now: Picos, t: Picos, ev: Evicted, net: &mut dyn Net) {
-        self.stats.l1d_writeback_sectors += popcount(ev.dirty);
+        self.stats.l1d.writeback_sectors += popcount(ev.dirty);
         self.send_write(now, t, ev.line_addr, ev.dirty, net);
     }
 
@@ -280,7 +322,7 @@ impl LdStUnit {
                 .max(hit_at);
         }
         let n = popcount(la.sectors);
-        self.stats.l1d_accesses += n;
+        self.stats.l1d.accesses += n;
         let set = self.spec.l1_geom.line_index(la.line_addr);
         // Nothing below changes the L1 before the way found here is used.
         let way = self.l1.find(set, la.line_addr);
@@ -288,8 +330,9 @@ impl LdStUnit {
             Some(i) => self.l1.valid(i) & la.sectors,
             None => 0,
         };
-        self.stats.l1d_hits += popcount(present);
-        self.stats.l1d_misses += n - popcount(present);
+        self.stats.l1d.hits += popcount(present);
+        self.stats.l1d.misses += n - popcount(present);
+        self.observed(t, la.line_addr, la.sectors, popcount(present), true);
         let write_back = match self.spec.l1_write_policy {
             WritePolicy::WriteBack => true,
             WritePolicy::LocalWriteBack => space == Space::Local,

@@ -7,7 +7,30 @@ use super::dram::DramOp;
 use super::dram_channel::{From, MemChannel};
 use super::port::BwPort;
 use super::{popcount, MemSpec, Mshrs};
+use crate::counters::unit_counters;
+use crate::observe::MemLevel;
 use crate::Picos;
+
+unit_counters! {
+    /// The L2 counters of one channel's slices (memory-side or private), in sectors unless
+    /// named otherwise: `hits + misses = accesses`.
+    pub struct L2SliceStats {
+        accesses,
+        hits,
+        misses,
+        /// Sector misses that merged with a fill already in flight (included in misses).
+        pending_hits,
+        /// Miss requests that found every MSHR of their slice busy and waited.
+        mshr_waits,
+        /// Dirty sectors written back on eviction: to DRAM (memory-side L2), or to the
+        /// home LLC (private L2).
+        writeback_sectors,
+        /// Warp atomic instructions performed at a memory-side slice (per line touched).
+        atomics,
+        /// Sectors installed by host-to-device copies.
+        memcpy_sectors,
+    }
+}
 
 /// One cache slice: a memory-side or private L2 slice, or an LLC slice.
 #[derive(Clone, Debug)]
@@ -106,11 +129,12 @@ impl MemChannel {
         line_addr: u64,
         sectors: u64,
     ) -> (Picos, u64, Option<usize>) {
-        self.stats.l2_accesses += popcount(sectors);
+        self.stats.l2.accesses += popcount(sectors);
         let l = self.slices[slice].lookup(set, ta + self.spec.l2_hit_ps, line_addr, sectors);
-        self.stats.l2_hits += l.hits;
-        self.stats.l2_misses += l.pending;
-        self.stats.l2_pending_hits += l.pending;
+        self.stats.l2.hits += l.hits;
+        self.observed(MemLevel::L2, ta, line_addr, sectors, l.hits, false);
+        self.stats.l2.misses += l.pending;
+        self.stats.l2.pending_hits += l.pending;
         (l.ready, l.missing, l.found)
     }
 
@@ -130,12 +154,12 @@ impl MemChannel {
         let l2_hit_ps = self.spec.l2_hit_ps;
         let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
-            self.stats.l2_misses += popcount(missing);
+            self.stats.l2.misses += popcount(missing);
             let from = From::L2(slice);
             let (filled, waited) =
                 self.slice_miss(now, from, set, ta, line_addr, missing, found, l2_hit_ps);
             if waited {
-                self.stats.l2_mshr_waits += 1;
+                self.stats.l2.mshr_waits += 1;
             }
             resp = resp.max(filled);
         }
@@ -214,16 +238,24 @@ impl MemChannel {
         sectors: u64,
     ) {
         let n = popcount(sectors);
-        self.stats.l2_accesses += n;
+        self.stats.l2.accesses += n;
         let (found, present) = self.slices[slice].probe(set, line_addr, sectors);
-        self.stats.l2_hits += popcount(present);
-        self.stats.l2_misses += n - popcount(present);
+        self.stats.l2.hits += popcount(present);
+        self.stats.l2.misses += n - popcount(present);
+        self.observed(
+            MemLevel::L2,
+            ta,
+            line_addr,
+            sectors,
+            popcount(present),
+            true,
+        );
         let t = ta + self.spec.l2_hit_ps;
         self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
     }
 
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
-        self.stats.l2_writeback_sectors += popcount(ev.dirty);
+        self.stats.l2.writeback_sectors += popcount(ev.dirty);
         self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
     }
 

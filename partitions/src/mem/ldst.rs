@@ -12,7 +12,11 @@ use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
 use super::l1d::{Miss, Mshr, Op, NO_WAY};
 use super::mshr_index::MshrIndex;
 use super::port::BwPort;
-use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
+use super::{
+    popcount, Access, L1dStats, MemRequest, MemSpec, Net, NocStats, Packet, SharedMemStats, Space,
+    HEADER_BYTES,
+};
+use crate::observe::{Observer, Probe};
 use crate::Picos;
 
 /// What [`LdStUnit::issue`] gives the warp.
@@ -29,6 +33,34 @@ pub enum Issued {
 pub(super) struct InstWait {
     pub(super) outstanding: u32,
     pub(super) ready: Picos,
+}
+
+/// The counters of one SM's LD/ST unit, L1D and shared memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LdStStats {
+    pub l1d: L1dStats,
+    pub shared: SharedMemStats,
+    pub noc: NocStats,
+    /// Warp global/local/const instructions (loads, stores, atomics).
+    pub global_requests: u64,
+    /// Request packets (reads, writes, atomics) sent to a line homed on another chiplet of
+    /// this GPU (through the link interfaces).
+    pub remote_requests: u64,
+    /// Request packets (reads, writes, atomics) sent to a line homed on another GPU
+    /// (peer memory, through the GPU switch).
+    pub peer_requests: u64,
+}
+
+impl LdStStats {
+    /// Adds every counter of `o`.
+    pub fn add(&mut self, o: &LdStStats) {
+        self.l1d.add(&o.l1d);
+        self.shared.add(&o.shared);
+        self.noc.add(&o.noc);
+        self.global_requests += o.global_requests;
+        self.remote_requests += o.remote_requests;
+        self.peer_requests += o.peer_requests;
+    }
 }
 
 /// The LD/ST unit, L1D and shared memory of one SM.
@@ -58,7 +90,9 @@ pub struct LdStUnit {
     pub(super) groups: Vec<LineAccess>,
     /// L1 and L2 lines and sectors alike (every preset): an L1 line goes to L2 as is.
     pub(super) same_lines: bool,
-    pub(super) stats: MemStats,
+    pub(super) stats: LdStStats,
+    /// Its observer, if any.
+    pub(super) probe: Option<Probe>,
     /// The chiplet of this SM.
     pub(super) chiplet: u32,
 }
@@ -96,7 +130,8 @@ impl LdStUnit {
             groups: Vec::with_capacity(8),
             same_lines: spec.l1_geom.line_bytes == spec.l2_geom.line_bytes
                 && spec.l1_geom.sector_bytes == spec.l2_geom.sector_bytes,
-            stats: MemStats::default(),
+            stats: LdStStats::default(),
+            probe: None,
             chiplet: sm / spec.ids.sms,
             spec,
         }
@@ -136,8 +171,18 @@ impl LdStUnit {
         }
     }
 
-    pub fn stats(&self) -> &MemStats {
+    pub fn stats(&self) -> &LdStStats {
         &self.stats
+    }
+
+    /// Its unit id.
+    pub fn unit(&self) -> u32 {
+        self.unit
+    }
+
+    /// Reports its L1D accesses to `obs` from now on.
+    pub fn observe(&mut self, obs: Arc<dyn Observer>) {
+        self.probe = Some(Probe::new(self.unit, obs));
     }
 
     /// MSHRs in use and misses waiting for one (nothing in flight when both are 0).
@@ -440,7 +485,7 @@ impl LdStUnit {
             ),
         };
         let dep = self.noc_out.reserve(now, t, bytes);
-        self.stats.noc_request_bytes += bytes;
+        self.stats.noc.request_bytes += bytes;
         let dst = match op {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
@@ -504,7 +549,7 @@ impl LdStUnit {
     ) -> Picos {
         let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
         let dep = self.noc_out.reserve(now, t, bytes);
-        self.stats.noc_request_bytes += bytes;
+        self.stats.noc.request_bytes += bytes;
         let dst = self.route(line);
         net.send(
             self.unit,

@@ -38,6 +38,7 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
 use super::{MemSpec, Net, Packet, Unit};
 use crate::config::{GpuConfig, GpuLinkTopology, LinkTopology};
+use crate::observe::{LinkPacket, Observer, Probe};
 use crate::Picos;
 
 /// The counters of one direction of a link, for the stats (`from`/`to`: chiplets, `None`
@@ -120,6 +121,8 @@ pub struct LinkInterface {
     gpu_down: Option<ChipletLink>,
     /// The GPU switch's name in the stats.
     gpu_switch: &'static str,
+    /// Its observer, if any.
+    probe: Option<Probe>,
 }
 
 impl LinkInterface {
@@ -153,6 +156,31 @@ impl LinkInterface {
                 GpuLinkTopology::Nvswitch => "nvswitch",
                 GpuLinkTopology::PcieHost => "pcie_host",
             },
+            probe: None,
+        }
+    }
+
+    /// Its unit id.
+    pub fn unit(&self) -> u32 {
+        self.unit
+    }
+
+    /// Reports the packets it sends on its links to `obs` from now on.
+    pub fn observe(&mut self, obs: Arc<dyn Observer>) {
+        self.probe = Some(Probe::new(self.unit, obs));
+    }
+
+    /// Tells the observer, if any, of a packet of `bytes` sent on a link at `now` towards
+    /// `next_unit`, in at `at`.
+    fn observed(&self, now: Picos, at: Picos, bytes: u64, next_unit: u32) {
+        if let Some(p) = &self.probe {
+            let e = LinkPacket {
+                sent_at: now,
+                arrive_at: at,
+                bytes,
+                next_unit,
+            };
+            p.obs.link_packet(p.unit, &e);
         }
     }
 
@@ -211,6 +239,7 @@ impl LinkInterface {
                 // it comes back here (from this unit) when its last byte is in.
                 let down = self.gpu_down.as_mut().ok_or_else(err)?;
                 let at = down.send_whole(now, bytes);
+                self.observed(now, at, bytes, self.unit);
                 net.send(self.unit, self.unit, at, pkt);
                 return Ok(());
             }
@@ -219,6 +248,7 @@ impl LinkInterface {
                     // Through the switch's port down to this chiplet first; it comes back
                     // here (from this unit) when its last byte is in.
                     let at = down.send_whole(now, bytes);
+                    self.observed(now, at, bytes, self.unit);
                     net.send(self.unit, self.unit, at, pkt);
                     return Ok(());
                 }
@@ -234,6 +264,7 @@ impl LinkInterface {
             // destination chiplet's interface (modelling the switch's port down to it).
             let up = self.gpu_up.as_mut().ok_or_else(err)?;
             let at = up.send_whole(now, bytes);
+            self.observed(now, at, bytes, ids.link(dst));
             net.send(self.unit, ids.link(dst), at, pkt);
             return Ok(());
         }
@@ -253,6 +284,7 @@ impl LinkInterface {
         // Through a switch, the packet goes to the destination's interface (which models
         // the switch's port down to it).
         let hop = next.map_or(dst, |h| base + h);
+        self.observed(now, at, bytes, ids.link(hop));
         net.send(self.unit, ids.link(hop), at, pkt);
         Ok(())
     }

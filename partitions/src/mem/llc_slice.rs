@@ -8,7 +8,26 @@ use super::coalesce::add_range;
 use super::dram::DramOp;
 use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
+use crate::counters::unit_counters;
+use crate::observe::MemLevel;
 use crate::Picos;
+
+unit_counters! {
+    /// The counters of one LLC slice (`package.l2: private`), in sectors unless named
+    /// otherwise: private L2 misses, write-through and written-back stores, atomics;
+    /// `hits + misses = accesses`.
+    pub struct LlcSliceStats {
+        accesses,
+        hits,
+        misses,
+        /// Dirty sectors written back to DRAM.
+        writeback_sectors,
+        /// Sectors installed by host-to-device copies.
+        memcpy_sectors,
+        /// Warp atomic instructions performed here (per line touched).
+        atomics,
+    }
+}
 
 impl MemChannel {
     /// The LLC set of `line` when this channel is its home, else the error naming the home.
@@ -41,7 +60,7 @@ impl MemChannel {
         let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         let ready = self.llc_read(now, set, ta, line, sectors);
-        self.stats.l2_atomics += 1;
+        self.stats.llc.atomics += 1;
         let start = match self.llc.as_mut() {
             Some(l) => l.alu.reserve(now, ready, (ops as u64).max(1)),
             None => ready,
@@ -81,13 +100,14 @@ impl MemChannel {
     pub(super) fn llc_write(&mut self, now: Picos, set: u64, line: u64, sectors: u64) {
         let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
-        self.stats.llc_accesses += popcount(sectors);
+        self.stats.llc.accesses += popcount(sectors);
         let present = self
             .llc
             .as_ref()
             .map_or(0, |l| l.probe(set, line, sectors).1);
-        self.stats.llc_hits += popcount(present);
-        self.stats.llc_misses += popcount(sectors & !present);
+        self.stats.llc.hits += popcount(present);
+        self.stats.llc.misses += popcount(sectors & !present);
+        self.observed(MemLevel::Llc, ta, line, sectors, popcount(present), true);
         let t = ta + self.spec.llc_hit_ps;
         self.llc_store_effect(now, set, t, line, sectors);
     }
@@ -103,18 +123,19 @@ impl MemChannel {
     /// A read of `sectors` of `line` at the LLC slice arriving at `ta` (as `l2_read` at a
     /// memory-side slice); returns when the data can leave.
     fn llc_read(&mut self, now: Picos, set: u64, ta: Picos, line: u64, sectors: u64) -> Picos {
-        self.stats.llc_accesses += popcount(sectors);
+        self.stats.llc.accesses += popcount(sectors);
         let hit_ps = self.spec.llc_hit_ps;
         let hit_at = ta + hit_ps;
         let Some(l) = self.llc.as_mut() else {
             return hit_at;
         };
         let lk = l.lookup(set, hit_at, line, sectors);
-        self.stats.llc_hits += lk.hits;
-        self.stats.llc_misses += lk.pending;
+        self.observed(MemLevel::Llc, ta, line, sectors, lk.hits, false);
+        self.stats.llc.hits += lk.hits;
+        self.stats.llc.misses += lk.pending;
         let (mut resp, missing) = (lk.ready, lk.missing);
         if missing != 0 {
-            self.stats.llc_misses += popcount(missing);
+            self.stats.llc.misses += popcount(missing);
             let (filled, _) =
                 self.slice_miss(now, From::Llc, set, ta, line, missing, lk.found, hit_ps);
             resp = resp.max(filled);
@@ -133,7 +154,7 @@ impl MemChannel {
     }
 
     pub(super) fn llc_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {
-        self.stats.llc_writeback_sectors += popcount(ev.dirty);
+        self.stats.llc.writeback_sectors += popcount(ev.dirty);
         self.dram_access(now, t, ev.line_addr, ev.dirty, DramOp::Write);
     }
 
@@ -157,6 +178,6 @@ impl MemChannel {
             return;
         }
         self.slice_install(now, From::Llc, set, line, g.sectors);
-        self.stats.memcpy_llc_sectors += popcount(g.sectors);
+        self.stats.llc.memcpy_sectors += popcount(g.sectors);
     }
 }

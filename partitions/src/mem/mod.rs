@@ -36,7 +36,10 @@
 //! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
 //! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
 //! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
-//! `spec.rs` (the parameters), `stats.rs` (the counters). The tests drive the units
+//! `spec.rs` (the parameters), `stats.rs` (the `memory` view of the stats JSON). Each unit
+//! declares its own counters beside it (`L1dStats` in `l1d.rs`, `L2SliceStats`,
+//! `LlcSliceStats`, `DramStats` in `dram_channel.rs`, `NocStats` in `net.rs`, ...), and
+//! reports events to an observer when one is attached ([`crate::observe`]). The tests drive the units
 //! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
@@ -183,12 +186,17 @@ mod stats;
 mod tag_hash;
 mod unit_ids;
 
-pub use dram_channel::MemChannel;
-pub use ldst::{Issued, LdStUnit};
+pub use dram_channel::{ChannelStats, DramStats, MemChannel};
+pub use l1d::L1dStats;
+pub use l2_slice::L2SliceStats;
+pub use ldst::{Issued, LdStStats, LdStUnit};
 pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
-pub use net::Net;
+pub use llc_slice::LlcSliceStats;
+pub use net::{Net, NocStats};
 pub use packet::{Packet, PacketError, MAX_UNIT};
+pub use private_l2::PrivateL2Stats;
 pub use request::{Access, MemRequest, Space};
+pub use shared_mem::SharedMemStats;
 pub use spec::MemSpec;
 pub use stats::MemStats;
 pub use unit_ids::{Unit, UnitIds};

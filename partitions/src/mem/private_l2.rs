@@ -8,7 +8,26 @@ use std::collections::{BTreeMap, VecDeque};
 use super::cache::Evicted;
 use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
+use crate::counters::unit_counters;
+use crate::observe::MemLevel;
 use crate::Picos;
+
+unit_counters! {
+    /// What only a private L2 slice counts (its lookups count in [`super::L2SliceStats`]).
+    pub struct PrivateL2Stats {
+        /// Dirty sectors written back to their home LLC by kernel-boundary flushes.
+        flush_writeback_sectors,
+        /// Valid lines invalidated by kernel-boundary flushes.
+        flush_invalidated_lines,
+        /// Read sector misses on a line whose tag a kernel-boundary flush invalidated while
+        /// the sector was valid (the line still in its way): the inter-kernel hits the
+        /// flushes lost (included in the L2 misses).
+        flush_lost_hits,
+        /// Request packets (reads and writes) sent to the LLC slice of a line homed on
+        /// another chiplet (through the link interfaces).
+        llc_remote_requests,
+    }
+}
 
 /// An SM request waiting at a private L2 slice for sectors in flight from the LLC.
 #[derive(Clone, Copy, Debug)]
@@ -97,7 +116,7 @@ impl MemChannel {
             let flushed = &mut self.private[slice].flushed[i];
             let lost = missing & *flushed;
             if lost != 0 {
-                self.stats.l2_flush_lost_hits += popcount(lost);
+                self.stats.private_l2.flush_lost_hits += popcount(lost);
                 *flushed &= !lost;
             }
         }
@@ -105,7 +124,7 @@ impl MemChannel {
             self.reply(now, From::L2(slice), sm, resp, line, sectors, tag, net);
             return;
         }
-        self.stats.l2_misses += popcount(missing);
+        self.stats.l2.misses += popcount(missing);
         let w = Waiter {
             sm,
             tag,
@@ -133,13 +152,13 @@ impl MemChannel {
         let p = &mut self.private[slice];
         let ask = if let Some(e) = p.pending.get_mut(&line) {
             let in_flight = w.need & e.requested;
-            self.stats.l2_pending_hits += popcount(in_flight);
+            self.stats.l2.pending_hits += popcount(in_flight);
             let new = w.need & !e.requested;
             e.requested |= new;
             e.waiters.push(w);
             new
         } else if p.pending.len() >= cap {
-            self.stats.l2_mshr_waits += 1;
+            self.stats.l2.mshr_waits += 1;
             p.queue.push_back(Queued {
                 line,
                 set,
@@ -292,10 +311,11 @@ impl MemChannel {
         let ta = self.slices[slice]
             .noc_in
             .reserve(now, now, HEADER_BYTES + data);
-        self.stats.l2_accesses += n;
+        self.stats.l2.accesses += n;
         let (found, present) = self.slices[slice].probe(set, line, sectors);
-        self.stats.l2_hits += popcount(present);
-        self.stats.l2_misses += n - popcount(present);
+        self.stats.l2.hits += popcount(present);
+        self.stats.l2.misses += n - popcount(present);
+        self.observed(MemLevel::L2, ta, line, sectors, popcount(present), true);
         let t = ta + self.spec.l2_hit_ps;
         let local = self.spec.ids.chiplet_of_channel(self.spec.llc_home(line).0) == self.chiplet();
         if local && self.spec.l2_write_back {
@@ -324,7 +344,7 @@ impl MemChannel {
         ev: Evicted,
         net: &mut dyn Net,
     ) -> Picos {
-        self.stats.l2_writeback_sectors += popcount(ev.dirty);
+        self.stats.l2.writeback_sectors += popcount(ev.dirty);
         let bytes = HEADER_BYTES + popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
         let pkt = Packet::LlcWrite {
             line: ev.line_addr,
@@ -353,7 +373,7 @@ impl MemChannel {
         let dst = if ids.chiplet_of_channel(home) == self.chiplet() {
             ids.channel(home)
         } else {
-            self.stats.llc_remote_requests += 1;
+            self.stats.private_l2.llc_remote_requests += 1;
             ids.link(self.chiplet())
         };
         net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
@@ -380,7 +400,7 @@ impl MemChannel {
                 }
                 let (line, dirty) = (c.tag(i), c.dirty(i));
                 if dirty != 0 {
-                    self.stats.l2_flush_writeback_sectors += popcount(dirty);
+                    self.stats.private_l2.flush_writeback_sectors += popcount(dirty);
                     let bytes = HEADER_BYTES + popcount(dirty) * self.spec.l2_geom.sector_bytes;
                     let pkt = Packet::LlcWrite {
                         line,
@@ -395,7 +415,7 @@ impl MemChannel {
                 }
                 self.slices[slice].cache.invalidate_sectors(i, valid);
                 self.private[slice].flushed[i] |= valid;
-                self.stats.l2_flush_invalidated_lines += 1;
+                self.stats.private_l2.flush_invalidated_lines += 1;
             }
         }
         last

@@ -1,12 +1,15 @@
-//! The counters of the memory units.
+//! The memory counters as the stats JSON shows them (`memory` of each chiplet): a view
+//! assembled from the counters the memory units own ([`LdStStats`], [`ChannelStats`]),
+//! whose key names and order are the stats layout.
 
+use super::{ChannelStats, LdStStats};
 use serde::Serialize;
 
 macro_rules! mem_stats {
     ($( $(#[$doc:meta])* $field:ident ),* $(,)?) => {
-        /// Integer counters of the memory hierarchy (each unit keeps its own; totals are
-        /// sums in unit order). L1D and L2 counters count sectors; `l1d_hits + l1d_misses =
-        /// l1d_accesses` and likewise for L2. The L1D counters count the loads and stores
+        /// Integer counters of the memory hierarchy, summed over units in unit order. L1D
+        /// and L2 counters count sectors; `l1d_hits + l1d_misses = l1d_accesses` and
+        /// likewise for L2. The L1D counters count the loads and stores
         /// that use an L1D (not atomics, nor global/const accesses with `l1d.enabled:
         /// false`).
         #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -97,4 +100,55 @@ mem_stats! {
     /// (`system.gpus` > 1: peer memory, through the GPU switch; not in `remote_requests`,
     /// which counts the other chiplets of the SM's own GPU).
     peer_requests,
+}
+
+impl MemStats {
+    /// Adds the counters of an SM's LD/ST unit.
+    pub fn add_ldst(&mut self, s: &LdStStats) {
+        let (l1, sh) = (&s.l1d, &s.shared);
+        self.l1d_accesses += l1.accesses;
+        self.l1d_hits += l1.hits;
+        self.l1d_misses += l1.misses;
+        self.l1d_pending_hits += l1.pending_hits;
+        self.l1d_miss_requests += l1.miss_requests;
+        self.l1d_mshr_waits += l1.mshr_waits;
+        self.l1d_writeback_sectors += l1.writeback_sectors;
+        self.shared_accesses += sh.accesses;
+        self.shared_bank_conflicts += sh.bank_conflicts;
+        self.global_requests += s.global_requests;
+        self.remote_requests += s.remote_requests;
+        self.peer_requests += s.peer_requests;
+        self.noc_request_bytes += s.noc.request_bytes;
+        self.noc_reply_bytes += s.noc.reply_bytes;
+    }
+
+    /// Adds the counters of a channel unit (L2 slices, LLC slice, DRAM).
+    pub fn add_channel(&mut self, s: &ChannelStats) {
+        let (l2, p, llc, d) = (&s.l2, &s.private_l2, &s.llc, &s.dram);
+        self.l2_accesses += l2.accesses;
+        self.l2_hits += l2.hits;
+        self.l2_misses += l2.misses;
+        self.l2_pending_hits += l2.pending_hits;
+        self.l2_mshr_waits += l2.mshr_waits;
+        self.l2_writeback_sectors += l2.writeback_sectors;
+        // Atomics are performed at the line's home: a memory-side L2 slice, or the LLC.
+        self.l2_atomics += l2.atomics + llc.atomics;
+        self.memcpy_l2_sectors += l2.memcpy_sectors;
+        self.l2_flush_writeback_sectors += p.flush_writeback_sectors;
+        self.l2_flush_invalidated_lines += p.flush_invalidated_lines;
+        self.l2_flush_lost_hits += p.flush_lost_hits;
+        self.llc_remote_requests += p.llc_remote_requests;
+        self.llc_accesses += llc.accesses;
+        self.llc_hits += llc.hits;
+        self.llc_misses += llc.misses;
+        self.llc_writeback_sectors += llc.writeback_sectors;
+        self.memcpy_llc_sectors += llc.memcpy_sectors;
+        self.dram_reads += d.reads;
+        self.dram_writes += d.writes;
+        self.dram_bytes += d.bytes;
+        self.dram_read_bytes += d.read_bytes;
+        self.dram_write_bytes += d.write_bytes;
+        self.noc_request_bytes += s.noc.request_bytes;
+        self.noc_reply_bytes += s.noc.reply_bytes;
+    }
 }

@@ -10,8 +10,8 @@ use super::icache::fetch;
 use super::issue::{Sm, SmError};
 use super::scheduler::Entry;
 use super::scoreboard::NEVER;
-use super::stats::BarrierEvent;
 use super::warp::WarpState;
+use crate::observe::{BarrierEvent, CtaEvent};
 use tessera_traces::{CtaStream, OpClass, WarpCursor};
 
 /// One resident CTA.
@@ -140,7 +140,7 @@ impl Sm {
             let ws = &mut self.warps[search];
             if let (Some((pc, _)), Some(ic)) = (first, self.icache.as_mut()) {
                 // Its first instruction is fetched on arrival.
-                fetch(ic, code_base, &mut self.stats, ws, pc, self.now);
+                fetch(ic, code_base, &mut self.stats.icache, ws, pc, self.now);
             }
             self.scheds[sched as usize].lower(ws);
             slots.push(slot);
@@ -168,6 +168,15 @@ impl Sm {
         } else {
             self.ctas[ci] = Some(r);
         }
+        if let Some(p) = &self.probe {
+            let e = CtaEvent {
+                cycle: self.now,
+                cta: ci as u32,
+                tag,
+                done: false,
+            };
+            p.obs.cta(p.unit, &e);
+        }
         Ok(ci as u32)
     }
 
@@ -192,13 +201,14 @@ impl Sm {
             self.touch(w as usize);
         }
         self.stats.barriers += 1;
-        if self.record {
-            self.stats.barrier_log.push(BarrierEvent {
+        if let Some(p) = &self.probe {
+            let e = BarrierEvent {
                 cta: cta as u32,
                 seq,
                 arrivals,
                 release_cycle: now + 1,
-            });
+            };
+            p.obs.barrier(p.unit, &e);
         }
     }
 
@@ -249,6 +259,15 @@ impl Sm {
                 self.n_used -= 1;
             }
             freed = true;
+            if let Some(p) = &self.probe {
+                let e = CtaEvent {
+                    cycle: r.complete_at,
+                    cta: ci as u32,
+                    tag: r.tag,
+                    done: true,
+                };
+                p.obs.cta(p.unit, &e);
+            }
             f(r.tag, r.complete_at);
         }
         self.finished_at = left;

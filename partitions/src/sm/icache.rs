@@ -7,8 +7,17 @@
 //! Waiting for an instruction counts as `stall_scoreboard`. Disabled: fetch is free.
 
 use super::spec::IcacheSpec;
-use super::stats::SmStats;
 use super::warp::WarpState;
+use crate::counters::unit_counters;
+
+unit_counters! {
+    /// Instruction fetches through the I-cache (one per warp instruction; 0 when
+    /// `core.icache.enabled` is false), and those that missed (lines filled).
+    pub struct IcacheStats {
+        accesses,
+        misses,
+    }
+}
 
 /// One line: its line address plus one (0 = invalid), when it was last used (a counter
 /// of accesses, so LRU order is exact and deterministic) and when its fill completes.
@@ -97,13 +106,13 @@ impl Icache {
 pub(super) fn fetch(
     ic: &mut Icache,
     code_base: u64,
-    stats: &mut SmStats,
+    stats: &mut IcacheStats,
     ws: &mut WarpState,
     pc: u32,
     c: u64,
 ) {
     let (at, hit) = ic.fetch(code_base | pc as u64, c, &mut ws.line_hint);
     ws.fetch_at = at;
-    stats.icache_accesses += 1;
-    stats.icache_misses += u64::from(!hit);
+    stats.accesses += 1;
+    stats.misses += u64::from(!hit);
 }

@@ -17,9 +17,10 @@ use super::ldst::{InFlight, MemIssue, MemPort, MemToken};
 use super::scheduler::{Entry, SchedState};
 use super::scoreboard::{is_long, refresh_warp, NEVER};
 use super::spec::SmSpec;
-use super::stats::{IssueEvent, SmStats};
+use super::stats::SmStats;
 use super::warp::WarpState;
 use crate::config::SchedulerPolicy;
+use crate::observe::{IssueEvent, Probe};
 use std::sync::Arc;
 use tessera_traces::{OpClass, WarpCursor};
 
@@ -87,7 +88,8 @@ pub struct Sm {
     pub(super) live: u32,
     pub(super) now: u64,
     pub(super) complete_at: u64,
-    pub(super) record: bool,
+    /// Its observer, if any.
+    pub(super) probe: Option<Probe>,
     pub(super) stats: SmStats,
     /// In-flight memory instructions, indexed by [`MemToken`]; `free` lists the reusable
     /// entries (last freed first, so token numbering is deterministic).
@@ -103,8 +105,7 @@ const MAX_RESERVED_SLOTS: usize = 128;
 
 impl Sm {
     /// An empty SM whose first cycle is `now`, with no kernel yet ([`Sm::set_kernel`]).
-    /// `record` fills the logs of [`SmStats`].
-    pub fn new(spec: Arc<SmSpec>, now: u64, record: bool) -> Self {
+    pub fn new(spec: Arc<SmSpec>, now: u64) -> Self {
         let n_sched = spec.schedulers.max(1);
         let cap = match spec.policy {
             SchedulerPolicy::TwoLevel => spec.two_level_active_warps.max(1) as usize,
@@ -146,7 +147,7 @@ impl Sm {
             live: 0,
             now,
             complete_at: now,
-            record,
+            probe: None,
             stats: SmStats {
                 schedulers: n_sched,
                 ..SmStats::default()
@@ -239,6 +240,11 @@ impl Sm {
         &self.stats
     }
 
+    /// Reports its issues, barriers and CTAs to `probe` from now on.
+    pub fn observe(&mut self, probe: Probe) {
+        self.probe = Some(probe);
+    }
+
     /// Refreshes warp `w`'s cache of its next instruction.
     #[inline(always)]
     pub(super) fn refresh(&mut self, w: usize) {
@@ -284,7 +290,7 @@ impl Sm {
             ctas,
             live,
             complete_at,
-            record,
+            probe,
             stats,
             inflight,
             free,
@@ -319,28 +325,29 @@ impl Sm {
         };
         let st = &mut *stats;
         st.warp_insts += 1;
-        st.issue_slots_used += 1;
+        st.sched.issue_slots_used += 1;
         st.thread_insts += lanes;
         st.class_warp_insts[inst.class as usize] += 1;
         if inst.class == OpClass::Exit {
             st.exited_lanes += lanes;
         }
         let cta = ws.cta as usize;
-        if *record {
-            st.issue_log.push(IssueEvent {
+        if let Some(p) = probe {
+            let e = IssueEvent {
                 cycle: now,
                 warp: w as u32,
                 cta: cta as u32,
                 inst: ws.next as u32,
                 class: inst.class,
-            });
+            };
+            p.obs.issue(p.unit, &e);
         }
         let regs = &prep.slots[inst.slot as usize];
         // Operand reads before dispatch: bank conflicts delay the result. The unit's
         // interval still counts from issue: collectors dispatch in any order (GPGPU-Sim),
         // so a later instruction whose operands are ready can take the unit meanwhile.
         let shift = if spec.reg_bank_use_warp_id { w } else { 0 };
-        let x = sc.collect(&regs.srcs, shift, now, st);
+        let x = sc.collect(&regs.srcs, shift, now, &mut st.operands);
         sc.unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
         let Some(rc) = ctas[cta].as_mut() else {
             return;
@@ -425,7 +432,7 @@ impl Sm {
         }
         let next = if ws.next < ws.end { cur.peek() } else { None };
         if let (Some(next), Some(ic)) = (next, icache.as_mut()) {
-            fetch(ic, prep.code_base, st, ws, next.pc, now);
+            fetch(ic, prep.code_base, &mut st.icache, ws, next.pc, now);
         }
         if ws.next == ws.end {
             ws.done = true;

@@ -17,8 +17,10 @@
 //! - `cta`: CTA residency (warp slots, arrival, completion) and CTA barriers;
 //! - `ldst`: the port to the LD/ST unit ([`MemPort`]) and the in-flight memory table;
 //! - `decode`: what the SM needs of a kernel's static instructions ([`KernelPrep`]);
-//! - `spec`: the parameters ([`SmSpec`]); `stats`: the counters ([`SmStats`]) and the
-//!   stall accounting.
+//! - `spec`: the parameters ([`SmSpec`]); `stats`: the SM's counters ([`SmStats`], with
+//!   the [`SchedulerStats`], [`OperandCollectorStats`] and [`IcacheStats`] declared in
+//!   their units' files) and the stall accounting. Events go to an observer when one is
+//!   attached ([`Sm::observe`], [`crate::observe`]).
 //!
 //! Not yet modelled: I-cache misses as requests to the memory system, fetch bandwidth and
 //! instruction buffers, register writeback port conflicts.
@@ -35,8 +37,9 @@ mod spec;
 mod stats;
 mod warp;
 
+pub use crate::observe::{BarrierEvent, IssueEvent};
 pub use decode::KernelPrep;
 pub use issue::{Sm, SmError};
 pub use ldst::{MemIssue, MemPort, MemToken};
 pub use spec::{IcacheSpec, SmSpec, UnitTiming};
-pub use stats::{BarrierEvent, IssueEvent, SmStats};
+pub use stats::{IcacheStats, OperandCollectorStats, SchedulerStats, SmStats};

@@ -11,7 +11,22 @@
 
 use super::scheduler::SchedState;
 use super::scoreboard::NEVER;
-use super::stats::SmStats;
+use crate::counters::unit_counters;
+
+unit_counters! {
+    /// Register-bank reads of an SM's operand collectors (0 without
+    /// `core.operand_collection`).
+    pub struct OperandCollectorStats {
+        /// Distinct source registers of the issued instructions.
+        reads,
+        /// Reads that found their bank busy (read by an earlier read of the same
+        /// instruction or of an earlier one) and waited at least a cycle.
+        bank_conflicts,
+        /// Cycles by which bank conflicts delayed instructions (per instruction, its last
+        /// operand read's delay), summed.
+        bank_conflict_cycles,
+    }
+}
 
 impl SchedState {
     /// Reads the source operands `srcs` (in register order) of an instruction issued at
@@ -32,7 +47,7 @@ impl SchedState {
         srcs: &[u16],
         shift: usize,
         c: u64,
-        stats: &mut SmStats,
+        stats: &mut OperandCollectorStats,
     ) -> u64 {
         let n = self.banks.len();
         // No banks: operand collection is not modelled.
@@ -53,7 +68,7 @@ impl SchedState {
             last = last.max(t);
             conflicts += u64::from(t > first);
         }
-        stats.operand_reads += srcs.len() as u64;
+        stats.reads += srcs.len() as u64;
         stats.bank_conflicts += conflicts;
         let x = last - first;
         stats.bank_conflict_cycles += x;

@@ -37,7 +37,28 @@ use super::ldst::MemPort;
 use super::scoreboard::NEVER;
 use super::warp::WarpState;
 use crate::config::SchedulerPolicy;
+use crate::counters::unit_counters;
 use tessera_traces::OpClass;
+
+unit_counters! {
+    /// The issue slots of an SM's warp schedulers, each scheduler-cycle counted once (see
+    /// [`super::SmStats`] for the stall reasons and their precedence).
+    pub struct SchedulerStats {
+        /// Scheduler-cycles with an issue (equals the warp instructions issued).
+        issue_slots_used,
+        stall_unit_busy,
+        stall_scoreboard,
+        stall_barrier,
+        stall_no_warp,
+    }
+}
+
+impl SchedulerStats {
+    /// Sum of the four stall counters.
+    pub fn stalls(&self) -> u64 {
+        self.stall_unit_busy + self.stall_scoreboard + self.stall_barrier + self.stall_no_warp
+    }
+}
 
 /// A scheduler's copy of what its policy and stall accounting read of one warp, kept in
 /// a dense array in age order so that its scans touch nothing else.

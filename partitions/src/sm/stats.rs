@@ -1,13 +1,18 @@
-//! Counters of one SM's issue model (integers only, DESIGN.md section 3) and the stall
+//! Counters of one SM (integers only, DESIGN.md section 3): its issue stage's, with those
+//! of its schedulers, operand collectors and I-cache declared beside them; and the stall
 //! accounting of the cycles in which a scheduler does not issue.
 
+pub use super::icache::IcacheStats;
 use super::issue::Sm;
+pub use super::operand_collector::OperandCollectorStats;
+pub use super::scheduler::SchedulerStats;
+use serde::{Deserialize, Serialize};
 use tessera_traces::OpClass;
 
 /// What one SM counted between two [`Sm::take_stats`].
 ///
-/// Every scheduler-cycle of the run is counted exactly once, in `issue_slots_used` or in one
-/// of the four stall counters, so
+/// Every scheduler-cycle of the run is counted exactly once, in `sched.issue_slots_used` or
+/// in one of the four stall counters of [`SchedulerStats`], so
 /// `issue_slots_used + stall_scoreboard + stall_unit_busy + stall_barrier + stall_no_warp
 /// == cycles * schedulers` (checked by the tests). The reason of a cycle in which a
 /// scheduler did not issue is the first that applies, in this order:
@@ -23,7 +28,7 @@ use tessera_traces::OpClass;
 ///
 /// Under `two_level`, a pending-pool warp that is not blocked (it waits only for a slot of
 /// the full active pool) counts for none of these.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmStats {
     /// Core cycles from the first issue slot (cycle 0) until every warp has finished and
     /// every issued instruction's result is written (the last `issue + latency`).
@@ -35,78 +40,65 @@ pub struct SmStats {
     /// Thread instructions: the sum of the active-lane counts of the issued instructions.
     pub thread_insts: u64,
     /// Warp instructions issued per [`OpClass`] (indexed by discriminant).
+    #[serde(with = "class_array")]
     pub class_warp_insts: [u64; OpClass::COUNT],
-    /// Scheduler-cycles with an issue (equals `warp_insts`).
-    pub issue_slots_used: u64,
-    /// See the type's documentation.
-    pub stall_unit_busy: u64,
-    /// See the type's documentation.
-    pub stall_scoreboard: u64,
-    /// See the type's documentation.
-    pub stall_barrier: u64,
-    /// See the type's documentation.
-    pub stall_no_warp: u64,
     /// CTA barriers completed (one per barrier instance of a CTA, not per warp).
     pub barriers: u64,
     /// Lanes retired by `EXIT` instructions.
     pub exited_lanes: u64,
-    /// Operand reads from the register banks (distinct source registers of the issued
-    /// instructions; 0 without `core.operand_collection`).
-    pub operand_reads: u64,
-    /// Operand reads that found their bank busy (read by an earlier read of the same
-    /// instruction or of an earlier one) and waited at least a cycle.
-    pub bank_conflicts: u64,
-    /// Cycles by which bank conflicts delayed instructions (per instruction, its last
-    /// operand read's delay), summed.
-    pub bank_conflict_cycles: u64,
-    /// Instruction fetches through the I-cache (one per warp instruction; 0 when
-    /// `core.icache.enabled` is false), and those that missed (lines filled).
-    pub icache_accesses: u64,
-    pub icache_misses: u64,
-    /// Per-barrier log, filled only when the SM records ([`Sm::new`]'s `record`).
-    pub barrier_log: Vec<BarrierEvent>,
-    /// Per-issue log, filled only when the SM records ([`Sm::new`]'s `record`).
-    pub issue_log: Vec<IssueEvent>,
+    /// The warp schedulers' issue slots and stalls.
+    pub sched: SchedulerStats,
+    /// The operand collectors' register-bank reads.
+    pub operands: OperandCollectorStats,
+    /// Instruction fetches.
+    pub icache: IcacheStats,
 }
 
 impl SmStats {
     /// Sum of the four stall counters.
     pub fn stalls(&self) -> u64 {
-        self.stall_unit_busy + self.stall_scoreboard + self.stall_barrier + self.stall_no_warp
+        self.sched.stalls()
     }
 
     /// Issued warp instructions of `class`.
     pub fn class(&self, class: OpClass) -> u64 {
         self.class_warp_insts[class as usize]
     }
+
+    /// Adds the counters of another SM (or another stretch of this one); `schedulers`
+    /// stays.
+    pub fn add(&mut self, o: &SmStats) {
+        self.cycles += o.cycles;
+        self.warp_insts += o.warp_insts;
+        self.thread_insts += o.thread_insts;
+        for (a, b) in self.class_warp_insts.iter_mut().zip(o.class_warp_insts) {
+            *a += b;
+        }
+        self.barriers += o.barriers;
+        self.exited_lanes += o.exited_lanes;
+        self.sched.add(&o.sched);
+        self.operands.add(&o.operands);
+        self.icache.add(&o.icache);
+    }
 }
 
-/// One completed CTA barrier (test hook / debugging).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BarrierEvent {
-    /// Index of the CTA in the batch.
-    pub cta: u32,
-    /// Which barrier of this CTA (0, 1, ...).
-    pub seq: u32,
-    /// `(warp slot, cycle its BAR issued)` for every warp that arrived, in arrival order.
-    pub arrivals: Vec<(u32, u64)>,
-    /// The cycle from which every arrived warp may issue again (last arrival + 1).
-    pub release_cycle: u64,
-}
+/// The per-class counts as a sequence (serde has no arrays this long), checked for length
+/// when read back.
+mod class_array {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tessera_traces::OpClass;
 
-/// One issued warp instruction (test hook / debugging).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IssueEvent {
-    /// Issue cycle.
-    pub cycle: u64,
-    /// Warp slot (CTAs' warps numbered consecutively in batch order).
-    pub warp: u32,
-    /// Index of the CTA in the batch.
-    pub cta: u32,
-    /// Index of the instruction in its warp's stream.
-    pub inst: u32,
-    /// Its class.
-    pub class: OpClass,
+    pub fn serialize<S: Serializer>(a: &[u64; OpClass::COUNT], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(a.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; OpClass::COUNT], D::Error> {
+        let v = Vec::<u64>::deserialize(d)?;
+        let n = v.len();
+        v.try_into().map_err(|_| {
+            serde::de::Error::custom(format!("{n} class counts, expected {}", OpClass::COUNT))
+        })
+    }
 }
 
 impl Sm {
@@ -125,7 +117,7 @@ impl Sm {
             return;
         }
         let sc = &self.scheds[s];
-        let st = &mut self.stats;
+        let st = &mut self.stats.sched;
         if sc.unfinished == 0 {
             st.stall_no_warp += b - a;
             return;
@@ -142,7 +134,7 @@ impl Sm {
     #[inline]
     pub(super) fn count_stall(&mut self, s: usize, now: u64) {
         let sc = &self.scheds[s];
-        let st = &mut self.stats;
+        let st = &mut self.stats.sched;
         if sc.unfinished == 0 {
             st.stall_no_warp += 1;
         } else if sc.min_e2 <= now {

@@ -205,10 +205,10 @@ impl MemSystem {
     pub fn stats(&self) -> MemStats {
         let mut m = MemStats::default();
         for s in &self.sms {
-            m.add(s.stats());
+            m.add_ldst(s.stats());
         }
         for c in &self.channels {
-            m.add(c.stats());
+            m.add_channel(c.stats());
         }
         m
     }

@@ -194,9 +194,21 @@ pub fn run_partitions<'t>(
     cfg: &GpuConfig,
     trace: &'t tessera_traces::TraceFile,
 ) -> Vec<tessera_partitions::gpu::GpuPartition<'t>> {
+    run_observed(cfg, trace, None)
+}
+
+/// [`run_partitions`] with `obs` attached to every unit before the run.
+pub fn run_observed<'t>(
+    cfg: &GpuConfig,
+    trace: &'t tessera_traces::TraceFile,
+    obs: Option<std::sync::Arc<dyn tessera_partitions::observe::Observer>>,
+) -> Vec<tessera_partitions::gpu::GpuPartition<'t>> {
     use tessera_interconnect::{Outbox, Partition};
     use tessera_partitions::gpu::build;
-    let sys = build(cfg, trace).unwrap_or_else(|e| panic!("{e}"));
+    let mut sys = build(cfg, trace).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(o) = obs {
+        sys.observe(o);
+    }
     let owner: std::collections::HashMap<u32, usize> =
         sys.ports.iter().map(|&(p, i)| (p.0, i)).collect();
     let lookahead = sys
