@@ -2,10 +2,9 @@
 
 use serde_yaml::Value;
 
-use super::{
-    ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, LinkTopology, PartitionMode,
-    SchedulerPolicy, CLOCK_RANGE,
-};
+use super::{ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, PartitionMode, CLOCK_RANGE};
+use crate::mem::link::LinkTopology;
+use crate::sm::scheduler::SchedulerPolicy;
 
 /// Which end of the key table's ranges [`Check::ranges`] checks.
 #[derive(Clone, Copy, PartialEq, Eq)]

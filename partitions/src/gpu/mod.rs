@@ -28,6 +28,7 @@
 //! arrive at an SM, so memory follows the resident CTAs, not the trace.
 
 mod cp;
+pub(crate) mod launch;
 mod partition;
 mod wake;
 

@@ -43,6 +43,93 @@ use super::port::BwPort;
 use super::DramMap;
 use crate::config::GpuConfig;
 use crate::Picos;
+use crate::config::{section, config_enum, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS};
+
+config_enum! {
+    /// Request scheduling at a DRAM channel.
+    pub enum DramScheduler {
+        /// First-ready first-come-first-served: row hits first, then oldest.
+        FrFcfs = "fr_fcfs",
+        /// Strictly in arrival order.
+        Fcfs = "fcfs",
+    }
+}
+
+section! {
+    /// DRAM channels of a chiplet. Peak bandwidth is `channels * bandwidth_bytes_per_cycle *
+    /// clock_hz`. A load's end-to-end latency on an L2 miss is about the L2 hit latency plus
+    /// `latency_ps` plus the bank timing its row-buffer state needs.
+    pub struct DramConfig {
+        /// Independent channels, each with its own queue, banks and bus; addresses
+        /// interleave across them every `interleave_bytes`. Presets: the simulator config's
+        /// `-gpgpu_n_mem` or the bus width over the channel width.
+        channels: u32 = Kind::U32, unit "channels", None, range (1, 1024);
+        /// DRAM command clock; `bandwidth_bytes_per_cycle`, `t_rcd_cycles` and `t_rp_cycles`
+        /// count its cycles. Presets: vendor memory clock or the simulator config's DRAM
+        /// clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
+        /// Data bytes one channel moves per DRAM clock cycle (bus width times transfers per
+        /// clock). Presets: derived so that the peak equals the vendor bandwidth.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None, range (1, 65_536);
+        /// Fixed latency of an access on top of its bank timing: controller, PHY, column
+        /// access and data return, on a row hit. Presets: measured DRAM latency minus the
+        /// measured L2 hit latency minus `t_rp + t_rcd` (derivation in the preset), else the
+        /// simulator config's `-dram_latency` converted from core cycles.
+        latency_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
+        /// Banks per channel (power of two). Presets: the simulator config's `nbk`.
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
+        /// Bytes of one open row of a bank (power of two). Presets: assumed (the memory
+        /// type's page size; no source in the references).
+        row_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
+        /// Activate-to-read delay, paid when the row is not open. Presets: the simulator
+        /// config's `RCD` timing or the paper's tRCD.
+        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
+        /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
+        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
+        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`). Not modelled
+        /// yet: every channel serves requests in arrival order at each bank and at the bus
+        /// (earliest gap first), whatever this says; kept so presets state the hardware.
+        scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
+        /// Requests a channel's scheduler can hold. Presets: the simulator config's
+        /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
+        /// requests in flight).
+        queue_entries: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
+        /// Address interleave granularity across channels (power of two, a multiple of
+        /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
+        interleave_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 30);
+        /// Average interval between two all-bank refreshes (REF) of a channel, JEDEC tREFI;
+        /// 0 models no refresh (`t_rfc_ps` is then ignored). Channel `c`'s refreshes fall due at `k * t_refi_ps + c *
+        /// t_refi_ps / channels` (staggered). Presets: the memory type's tREFI (3.9 us for
+        /// HBM2 and GDDR5) from the JEDEC-based DRAM simulators' tables.
+        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
+        /// Time a refresh makes the whole channel unavailable, JEDEC tRFC (all-bank); must be
+        /// below `t_refi_ps`. A due refresh takes the channel's bus for
+        /// this long in the first gap at or after its due time (a busy channel postpones it,
+        /// never skips it), so a saturated channel loses `t_rfc_ps / t_refi_ps` of its peak;
+        /// the rows it closes are reopened by the next access. Per-bank refresh, which a
+        /// controller may use to hide part of this, is not modelled. Presets: the tRFC of
+        /// the channel's density (e.g. HBM2 8 Gb: 350 ns) from the same tables.
+        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
+        /// Idle cycles of a channel's data bus when it turns from writes to reads: the last
+        /// write's data to the first read's data, i.e. JEDEC tWTR plus the read latency CL.
+        /// Presets: `CL + CDLR` of the simulator config's timing (GPGPU-Sim's tWTR is `WL +
+        /// BL/ratio + CDLR` between the commands; read data follows its command by CL, write
+        /// data by WL).
+        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
+        /// Idle cycles of a channel's data bus when it turns from reads to writes (the last
+        /// read's data to the first write's data). Presets: 2, the bus turnaround of
+        /// GPGPU-Sim's tRTW (`CL + BL/ratio + 2 - WL` between the commands).
+        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
+        /// Writes are posted: a channel queues them (a write is done, for the L2, when it
+        /// is queued) and sends them to the DRAM in one burst of this many requests when
+        /// that many are queued (a drain from the high to the low watermark of a write
+        /// queue), paying `read_to_write_cycles` before and `write_to_read_cycles` after;
+        /// 1 sends each write alone. Writes still queued when a run ends take no bus time.
+        /// Presets: high minus low watermark of the simulator config's
+        /// `-dram_write_queue_size`, where it enables one.
+        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1"), range (1, 65_536);
+    }
+}
 
 /// Picoseconds per second.
 const PS_PER_S: u128 = 1_000_000_000_000;

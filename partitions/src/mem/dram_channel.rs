@@ -17,6 +17,18 @@ use super::private_l2::PrivSlice;
 use super::{popcount, MemSpec, MemStats, Net, Packet, HEADER_BYTES};
 use crate::config::GpuConfig;
 use crate::Picos;
+use crate::config::{section, Kind};
+
+section! {
+    /// Host-to-device copies in the command list.
+    pub struct MemcpyConfig {
+        /// A copy also installs the copied lines in L2 (Accel-Sim's
+        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit; with `package.l2:
+        /// private`, in the LLC slices at the lines' homes instead (the copy arrives at the
+        /// home memory; the private L2s start cold). Presets: that option.
+        fills_l2: bool = Kind::Bool, unit "-", None;
+    }
+}
 
 /// Which ports of the unit a packet leaves by.
 #[derive(Clone, Copy, Debug)]

@@ -10,8 +10,72 @@ use super::cache::{Evicted, PENDING};
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::{popcount, LdStUnit, Net, Space};
-use crate::config::{WriteAllocate, WritePolicy};
 use crate::Picos;
+use crate::config::{section, config_enum, Kind, MAX_CYCLES};
+
+config_enum! {
+    /// What a store does at a cache.
+    pub enum WritePolicy {
+        /// Stores update a hit line and always go on to the next level.
+        WriteThrough = "write_through",
+        /// Stores dirty the line; it is written back on eviction or flush.
+        WriteBack = "write_back",
+        /// Stores invalidate a hit line and go on to the next level.
+        WriteEvict = "write_evict",
+        /// Write-back for local memory, write-through for global (Fermi's L1).
+        LocalWriteBack = "local_write_back",
+    }
+}
+
+config_enum! {
+    /// What a store that misses does at a cache.
+    pub enum WriteAllocate {
+        /// The line is not allocated.
+        NoAllocate = "no_allocate",
+        /// The line is fetched, then written.
+        FetchOnWrite = "fetch_on_write",
+        /// The written sectors are allocated without a fetch; the rest is fetched only if
+        /// a later load needs it.
+        LazyFetchOnRead = "lazy_fetch_on_read",
+    }
+}
+
+section! {
+    /// The L1 data cache of each SM. A load's end-to-end latency on an L1 hit is
+    /// `hit_latency_cycles`.
+    pub struct L1dConfig {
+        /// Cache global loads in L1; `false` sends them all to L2 (`-gpgpu_gmem_skip_L1D`).
+        enabled: bool = Kind::Bool, unit "-", Some("true");
+        /// Capacity (fixed; the shared-memory carveout is `core.shared_mem_per_sm_bytes`).
+        /// Presets: the simulator config's L1 or what the unified L1/shared SRAM leaves
+        /// beside the full shared-memory carveout.
+        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4 << 20);
+        /// Ways per set; `size_bytes / (assoc * line_bytes)` sets, a power of two.
+        /// Presets: the simulator config's `-gpgpu_cache:dl1`.
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
+        /// Line size (power of two). Presets: 128.
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Sector size, the unit of coalescing and of fills; divides `line_bytes`.
+        /// Presets: 32 for sectored caches (Volta on), 128 for Fermi's.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Banks; accesses to one bank in one cycle serialize. Presets: the simulator
+        /// config's `-gpgpu_l1_banks`.
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
+        /// Cycles from a load's issue to its data on an L1 hit, as a pointer chase measures
+        /// it. Presets: a measured pointer-chase L1 hit, else the simulator config's
+        /// `-gpgpu_l1_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+        /// Miss status holding registers: distinct lines with misses in flight.
+        /// Presets: the simulator config's MSHR entries (`A:<n>:<merge>`).
+        mshrs: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
+        /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
+        mshr_max_merge: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
+        /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
+        write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
+        /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
+        write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
+    }
+}
 
 /// What a miss asks of L2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

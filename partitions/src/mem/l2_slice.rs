@@ -8,6 +8,52 @@ use super::dram_channel::{From, MemChannel};
 use super::port::BwPort;
 use super::{popcount, MemSpec, Mshrs};
 use crate::Picos;
+use crate::config::{section, Kind, CLOCK_RANGE, MAX_CYCLES};
+
+section! {
+    /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
+    /// caches any line and misses go to the `llc`). A load's end-to-end latency on an L2 hit is about
+    /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
+    /// its own clock, plus queueing.
+    pub struct L2Config {
+        /// L2 clock. Presets: the simulator config's L2 clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
+        /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
+        /// slice caches the addresses of one channel; a private L2 interleaves lines over
+        /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
+        /// memory sub-partitions.
+        slices: u32 = Kind::U32, unit "slices", None, range (1, 4096);
+        /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
+        /// simulator config's.
+        size_bytes: u64 = Kind::U64, unit "bytes", None, range (1, 1 << 30);
+        /// Ways per set of each slice; each slice has `size_bytes / slices / (assoc *
+        /// line_bytes)` sets, a power of two. Presets: the simulator config's
+        /// `-gpgpu_cache:dl2`.
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
+        /// Line size (power of two). Presets: as `assoc`.
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Sector size, the unit of fills from DRAM; divides `line_bytes`.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Cycles a slice takes from a request's arrival to the response's departure on a
+        /// hit. Presets: a measured pointer-chase L2 hit minus `l1d.hit_latency_cycles` and
+        /// two NoC traversals (derivation in the preset), else the simulator config's
+        /// `-gpgpu_l2_rop_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
+        /// Extra cycles an atomic or reduction occupies the slice's ALU beyond a hit
+        /// (atomics execute at L2). Presets: the measured atomic latency minus the L2 hit
+        /// latency on a TITAN V (ASIM-OUT), the only measured atomic figure.
+        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
+        /// Miss status holding registers per slice. Presets: the simulator config's L2
+        /// MSHR entries.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
+        /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
+        /// slices, or one 32 B sector per cycle.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);
+        /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
+        /// simulator config's L2 write policy.
+        write_back: bool = Kind::Bool, unit "-", None;
+    }
+}
 
 /// One cache slice: a memory-side or private L2 slice, or an LLC slice.
 #[derive(Clone, Debug)]

@@ -37,8 +37,47 @@ use std::sync::Arc;
 use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
 use super::{MemSpec, Net, Packet, Unit};
-use crate::config::{GpuConfig, GpuLinkTopology, LinkTopology};
+use crate::config::{GpuConfig, GpuLinkTopology};
 use crate::Picos;
+use crate::config::{section, config_enum, Kind, CLOCK_RANGE, MAX_PS};
+
+config_enum! {
+    /// How the chiplets of a package are wired (interconnect crate, `Topology`).
+    pub enum LinkTopology {
+        /// A link between every pair of chiplets.
+        FullyConnected = "fully_connected",
+        /// Chiplet `i` linked to `i - 1` and `i + 1` (mod chiplets); shortest way round.
+        Ring = "ring",
+        /// A grid `package.mesh_cols` wide; X first, then Y.
+        Mesh2d = "mesh2d",
+        /// Every chiplet linked to one switch (a crossbar): two link traversals between any
+        /// two chiplets, the switch's port to each chiplet serializing what goes down to it.
+        Switch = "switch",
+    }
+}
+
+section! {
+    /// One direction of an inter-chiplet link: the sending chiplet's link interface
+    /// serializes packets (header and data sectors plus `packet_overhead_bytes`) at
+    /// `bandwidth_bytes_per_cycle` of `clock_hz`, in order, and the receiving interface has
+    /// a packet `latency_ps` after its last byte left (store and forward: the receiver
+    /// checks a whole packet before routing it on). Packets then cross the receiving
+    /// chiplet's NoC (`noc.latency_cycles`) to the L2 slice or SM. The least link latency
+    /// is the lookahead of a cut between chiplets (DESIGN.md section 4).
+    pub struct LinkConfig {
+        /// Link clock. Presets: the core clock (the bandwidth is given per core cycle).
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000"), range CLOCK_RANGE;
+        /// Bytes per link cycle, one direction. Presets: the package's per-chiplet link
+        /// bandwidth divided by the clock (each preset shows its arithmetic).
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64"), range (1, 65_536);
+        /// From the last byte leaving the sender to the packet at the receiving interface.
+        /// At least 1 ps (it bounds the lookahead). Presets: cited per preset.
+        latency_ps: u64 = Kind::U64, unit "ps", Some("20000"), range (1, MAX_PS);
+        /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
+        /// header (assumed).
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8"), range (0, 4096);
+    }
+}
 
 /// The counters of one direction of a link, for the stats (`from`/`to`: chiplets, `None`
 /// for the switch; `gpu_link`: a port of the GPU fabric, `system.gpu_link`, where `None` is

@@ -9,6 +9,35 @@ use super::dram::DramOp;
 use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
 use crate::Picos;
+use crate::config::{section, Kind, MAX_CYCLES};
+
+section! {
+    /// The last-level cache of a chiplet with `package.l2: private` (ignored with
+    /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
+    /// (L2 misses, remote and write-through stores, L2 write-backs and atomics of every
+    /// chiplet come here), sectored like the L2 (`l2.sector_bytes`), LRU, write-back to its
+    /// DRAM channel. Its clock, data-port bandwidth and atomic ALU are the L2's
+    /// (`l2.clock_hz`, `l2.bandwidth_bytes_per_cycle`, `l2.atomic_latency_cycles`). Every key
+    /// has a default, so memory-side configs leave the section out.
+    pub struct LlcConfig {
+        /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
+        /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
+        /// Table 5.1 "L3 Size 16 MB" over the chiplets.
+        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304"), range (1, 1 << 30);
+        /// Ways per set. Presets: Table 5.1 "16 way".
+        assoc: u32 = Kind::U32, unit "ways", Some("16"), range (1, 4096);
+        /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
+        /// Presets: Table 5.1 "64B line".
+        line_bytes: u32 = Kind::U32, unit "bytes", Some("128"), range (1, 4096);
+        /// Cycles from a request's arrival at the slice to its response's departure on a
+        /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
+        /// the NoC traversals (derivation in the preset).
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100"), range (1, MAX_CYCLES);
+        /// Miss status holding registers per LLC slice (misses to its DRAM channel in
+        /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64"), range (1, 65_536);
+    }
+}
 
 impl MemChannel {
     /// The LLC set of `line` when this channel is its home, else the error naming the home.

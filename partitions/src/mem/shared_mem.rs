@@ -4,6 +4,22 @@
 
 use super::LdStUnit;
 use crate::Picos;
+use crate::config::{section, Kind, MAX_CYCLES};
+
+section! {
+    /// Shared memory timing (its size is `core.shared_mem_per_sm_bytes`).
+    pub struct SharedMemConfig {
+        /// Banks; lanes hitting different words of one bank serialize. Presets: the
+        /// simulator config's `-gpgpu_shmem_num_banks`.
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
+        /// Width of one bank (power of two). Presets: 4, checked against measured shared
+        /// memory bandwidth of about 128 B per cycle per SM.
+        bank_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1024);
+        /// Cycles from a conflict-free shared load's issue to its data. Presets: a measured
+        /// shared-memory latency, else the simulator config's `-gpgpu_smem_latency`.
+        latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+    }
+}
 
 impl LdStUnit {
     /// A shared-memory access at `now` needing `passes` bank passes (`None`: no active

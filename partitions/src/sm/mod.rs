@@ -25,13 +25,13 @@
 
 mod cta;
 mod decode;
-mod icache;
+pub(crate) mod icache;
 mod issue;
 mod ldst;
 mod operand_collector;
-mod scheduler;
+pub(crate) mod scheduler;
 mod scoreboard;
-mod spec;
+pub(crate) mod spec;
 mod stats;
 mod warp;
 

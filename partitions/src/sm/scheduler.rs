@@ -36,8 +36,22 @@ use super::issue::Sm;
 use super::ldst::MemPort;
 use super::scoreboard::NEVER;
 use super::warp::WarpState;
-use crate::config::SchedulerPolicy;
 use tessera_traces::OpClass;
+use crate::config::config_enum;
+
+config_enum! {
+    /// Warp scheduling policy of each sub-core scheduler.
+    pub enum SchedulerPolicy {
+        /// Loose round robin.
+        Lrr = "lrr",
+        /// Greedy then oldest.
+        Gto = "gto",
+        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside;
+        /// a warp waiting on a global/local memory result yields its slot to the oldest
+        /// pending warp that is not.
+        TwoLevel = "two_level",
+    }
+}
 
 /// A scheduler's copy of what its policy and stall accounting read of one warp, kept in
 /// a dense array in age order so that its scans touch nothing else.
