@@ -547,7 +547,19 @@ impl GpuConfig {
         regs_per_thread: u32,
         shmem_bytes: u32,
     ) -> Result<Occupancy, CtaFitError> {
-        occupancy::occupancy(&self.core, threads_per_cta, regs_per_thread, shmem_bytes)
+        self.core
+            .occupancy(threads_per_cta, regs_per_thread, shmem_bytes)
     }
 }
 
+impl CoreConfig {
+    /// [`GpuConfig::occupancy`] of an SM of this core.
+    pub fn occupancy(
+        &self,
+        threads_per_cta: u32,
+        regs_per_thread: u32,
+        shmem_bytes: u32,
+    ) -> Result<Occupancy, CtaFitError> {
+        occupancy::occupancy(self, threads_per_cta, regs_per_thread, shmem_bytes)
+    }
+}

@@ -1,7 +1,11 @@
 //! The kernel launch path's config section and the parameters of the command processors
 //! ([`super::cp`]) built from it.
 
-use crate::config::{section, Kind, MAX_PS};
+use crate::config::{
+    section, CoreConfig, CtaFitError, GpuConfig, GridSplit, Kind, L2Organization, MAX_PS,
+};
+use crate::mem::UnitIds;
+use crate::Picos;
 
 section! {
     /// The kernel launch path (DESIGN.md section 5): host -> global CP -> local CP -> SMs,
@@ -28,3 +32,65 @@ section! {
     }
 }
 
+/// The parameters of the command processors (host, global and local CPs): the launch path's
+/// segments, the host's copies, the grid split, and what each kernel's occupancy is
+/// computed from.
+#[derive(Clone, Debug)]
+pub struct CpParams {
+    pub(crate) ids: UnitIds,
+    /// The SM clock's period (a CTA dispatch lands on an SM cycle).
+    pub(crate) core_ps: Picos,
+    pub(crate) host_to_gcp_ps: Picos,
+    pub(crate) gcp_to_lcp_ps: Picos,
+    pub(crate) cta_dispatch_ps: Picos,
+    pub(crate) completion_ps: Picos,
+    /// A global CP's completion to the host (`system.host_link.completion_ps`; 0 with one
+    /// GPU, where they are one unit).
+    pub(crate) to_host_ps: Picos,
+    /// `system.host_link`: the host's copies.
+    pub(crate) copy_bytes_per_s: u64,
+    pub(crate) copy_latency_ps: Picos,
+    pub(crate) split: GridSplit,
+    /// Kernel boundaries flush the private L2s (`package.l2: private`).
+    pub(crate) flush_l2: bool,
+    /// The SM's occupancy limits, for each kernel's resident CTAs per SM.
+    pub(crate) core: CoreConfig,
+}
+
+impl CpParams {
+    pub fn from_config(cfg: &GpuConfig) -> CpParams {
+        let l = &cfg.launch;
+        let host = &cfg.system.host_link;
+        let ids = UnitIds::new(cfg);
+        CpParams {
+            core_ps: cfg.core_period_ps(),
+            host_to_gcp_ps: l.host_to_gcp_ps,
+            gcp_to_lcp_ps: l.gcp_to_lcp_ps,
+            cta_dispatch_ps: l.cta_dispatch_ps,
+            completion_ps: l.completion_ps,
+            to_host_ps: if ids.gpus() > 1 {
+                host.completion_ps
+            } else {
+                0
+            },
+            copy_bytes_per_s: host.bandwidth_bytes_per_s,
+            copy_latency_ps: host.latency_ps,
+            split: cfg.package.grid_split,
+            flush_l2: cfg.package.l2 == L2Organization::Private,
+            core: cfg.core.clone(),
+            ids,
+        }
+    }
+
+    /// Resident CTAs per SM of a kernel (the occupancy calculation).
+    pub(crate) fn max_ctas_per_sm(
+        &self,
+        threads_per_cta: u32,
+        regs_per_thread: u32,
+        shmem_bytes: u32,
+    ) -> Result<u32, CtaFitError> {
+        self.core
+            .occupancy(threads_per_cta, regs_per_thread, shmem_bytes)
+            .map(|o| o.ctas)
+    }
+}

@@ -41,9 +41,8 @@
 
 use super::port::BwPort;
 use super::DramMap;
-use crate::config::GpuConfig;
+use crate::config::{config_enum, section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS};
 use crate::Picos;
-use crate::config::{section, config_enum, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS};
 
 config_enum! {
     /// Request scheduling at a DRAM channel.
@@ -131,6 +130,50 @@ section! {
     }
 }
 
+/// The parameters of the DRAM of a channel (`dram`), converted to picoseconds and bytes.
+#[derive(Clone, Debug)]
+pub struct DramParams {
+    /// `dram.channels` (refreshes are staggered over them).
+    pub(crate) channels: u32,
+    pub(crate) map: DramMap,
+    pub(crate) banks: u32,
+    pub(crate) row_bytes: u64,
+    pub(crate) clock_hz: u64,
+    /// `dram.bandwidth_bytes_per_cycle`.
+    pub(crate) bytes_per_cycle: u64,
+    pub(crate) t_rcd_ps: Picos,
+    pub(crate) t_rp_ps: Picos,
+    pub(crate) latency_ps: Picos,
+    pub(crate) t_refi_ps: Picos,
+    pub(crate) t_rfc_ps: Picos,
+    pub(crate) read_to_write_cycles: u64,
+    pub(crate) write_to_read_cycles: u64,
+    pub(crate) write_drain_requests: usize,
+}
+
+impl DramParams {
+    pub fn from_config(cfg: &GpuConfig) -> DramParams {
+        let d = &cfg.dram;
+        let period = cfg.dram_period_ps();
+        DramParams {
+            channels: d.channels.max(1),
+            map: DramMap::from_config(cfg),
+            banks: d.banks.max(1),
+            row_bytes: (d.row_bytes as u64).max(1),
+            clock_hz: d.clock_hz,
+            bytes_per_cycle: d.bandwidth_bytes_per_cycle.max(1) as u64,
+            t_rcd_ps: d.t_rcd_cycles as Picos * period,
+            t_rp_ps: d.t_rp_cycles as Picos * period,
+            latency_ps: d.latency_ps,
+            t_refi_ps: d.t_refi_ps,
+            t_rfc_ps: d.t_rfc_ps,
+            read_to_write_cycles: d.read_to_write_cycles as u64,
+            write_to_read_cycles: d.write_to_read_cycles as u64,
+            write_drain_requests: d.write_drain_requests.max(1) as usize,
+        }
+    }
+}
+
 /// Picoseconds per second.
 const PS_PER_S: u128 = 1_000_000_000_000;
 
@@ -212,61 +255,59 @@ pub(crate) struct DramAddr {
 }
 
 impl Dram {
-    /// Every channel of `cfg` (the unit tests drive the DRAM alone).
+    /// Every channel (the unit tests drive the DRAM alone).
     #[cfg(test)]
-    pub(crate) fn new(cfg: &GpuConfig) -> Dram {
-        Dram::with_channels(cfg, 0..cfg.dram.channels.max(1))
+    pub(crate) fn new(p: &DramParams) -> Dram {
+        Dram::with_channels(p, 0..p.channels)
     }
 
-    /// Channel `c` of `cfg` alone (what a channel unit owns): accesses to any address go
-    /// to it, with its own refresh phase.
-    pub(crate) fn channel(cfg: &GpuConfig, c: u32) -> Dram {
-        Dram::with_channels(cfg, c..c + 1)
+    /// Channel `c` alone (what a channel unit owns): accesses to any address go to it, with
+    /// its own refresh phase.
+    pub(crate) fn channel(p: &DramParams, c: u32) -> Dram {
+        Dram::with_channels(p, c..c + 1)
     }
 
-    fn with_channels(cfg: &GpuConfig, which: std::ops::Range<u32>) -> Dram {
-        let d = &cfg.dram;
-        let period = cfg.dram_period_ps();
-        let nch = d.channels.max(1) as u64;
-        let bpc = d.bandwidth_bytes_per_cycle.max(1) as u64;
-        let bus_bytes_per_s = bpc as u128 * d.clock_hz.max(1) as u128;
-        let refresh_on = d.t_refi_ps > 0;
+    fn with_channels(p: &DramParams, which: std::ops::Range<u32>) -> Dram {
+        let nch = p.channels as u64;
+        let bpc = p.bytes_per_cycle;
+        let bus_bytes_per_s = bpc as u128 * p.clock_hz.max(1) as u128;
+        let refresh_on = p.t_refi_ps > 0;
         let channels = which
             .map(|c| c as u64)
             .map(|c| Channel {
-                banks: (0..d.banks.max(1))
+                banks: (0..p.banks)
                     .map(|_| Bank {
                         open_row: None,
                         opened_in: 0,
                         busy: BwPort::time(),
                     })
                     .collect(),
-                bus: BwPort::new(bpc, d.clock_hz),
+                bus: BwPort::new(bpc, p.clock_hz),
                 booked_until: 0,
                 next_refresh: 0,
-                refresh_offset: if refresh_on { d.t_refi_ps * c / nch } else { 0 },
+                refresh_offset: if refresh_on { p.t_refi_ps * c / nch } else { 0 },
                 writes: Vec::new(),
             })
             .collect();
         let refresh_bytes = if refresh_on {
-            ((d.t_rfc_ps as u128 * bus_bytes_per_s + PS_PER_S / 2) / PS_PER_S) as u64
+            ((p.t_rfc_ps as u128 * bus_bytes_per_s + PS_PER_S / 2) / PS_PER_S) as u64
         } else {
             0
         };
         let mut dram = Dram {
             channels,
-            map: DramMap::new(cfg),
-            row_bytes: (d.row_bytes as u64).max(1),
-            t_rcd_ps: d.t_rcd_cycles as Picos * period,
-            t_rp_ps: d.t_rp_cycles as Picos * period,
-            latency_ps: d.latency_ps,
+            map: p.map,
+            row_bytes: p.row_bytes,
+            t_rcd_ps: p.t_rcd_ps,
+            t_rp_ps: p.t_rp_ps,
+            latency_ps: p.latency_ps,
             bus_bytes_per_s,
-            t_refi_ps: d.t_refi_ps,
+            t_refi_ps: p.t_refi_ps,
             refresh_bytes,
             refresh_ps: 0,
-            rtw_bytes: d.read_to_write_cycles as u64 * bpc,
-            wtr_bytes: d.write_to_read_cycles as u64 * bpc,
-            drain_requests: d.write_drain_requests.max(1) as usize,
+            rtw_bytes: p.read_to_write_cycles * bpc,
+            wtr_bytes: p.write_to_read_cycles * bpc,
+            drain_requests: p.write_drain_requests,
             counters: DramCounters::default(),
         };
         dram.refresh_ps = dram.bus_ps(refresh_bytes);
@@ -433,7 +474,7 @@ mod tests {
     /// 256 B interleave, offered at `offer` times the peak so that every channel is
     /// saturated. Returns (delivered bytes / (busy span x peak), the counters).
     fn triad_efficiency(cfg: &GpuConfig, lines: u64, offer: f64) -> (f64, DramCounters) {
-        let mut d = Dram::new(cfg);
+        let mut d = Dram::new(&DramParams::from_config(cfg));
         let peak = cfg.dram_peak_bytes_per_s() as f64;
         let line = 128u64;
         let (b, c, a) = (0u64, 64 << 20, 128 << 20);
@@ -527,7 +568,7 @@ mod tests {
     fn refresh_blocks_the_bus_and_closes_rows() {
         let mut cfg = a100();
         cfg.dram.channels = 1;
-        let mut d = Dram::new(&cfg);
+        let mut d = Dram::new(&DramParams::from_config(&cfg));
         let per = cfg.dram_period_ps();
         let lat = cfg.dram.latency_ps;
         let t_rcd = cfg.dram.t_rcd_cycles as Picos * per;
@@ -561,7 +602,7 @@ mod tests {
         cfg.dram.t_refi_ps = 0;
         cfg.dram.t_rfc_ps = 0;
         cfg.dram.write_drain_requests = 4;
-        let mut d = Dram::new(&cfg);
+        let mut d = Dram::new(&DramParams::from_config(&cfg));
         let per_byte_ps = 1e12 / (32.0 * 1.215e9);
         let t0 = 1_000_000;
         for i in 0..3u64 {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::fastdiv::Divisor;
-use crate::config::{GpuConfig, GridSplit};
 use crate::config::config_enum;
+use crate::config::{GpuConfig, GridSplit};
 
 config_enum! {
     /// Which chiplet is the home of an address (its DRAM, and its memory-side L2 slice).

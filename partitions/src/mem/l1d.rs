@@ -7,11 +7,12 @@
 //! go through the LD/ST unit's ports (`ldst.rs`).
 
 use super::cache::{Evicted, PENDING};
+use super::coalesce::Geometry;
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::{popcount, LdStUnit, Net, Space};
+use crate::config::{config_enum, section, GpuConfig, Kind, MAX_CYCLES};
 use crate::Picos;
-use crate::config::{section, config_enum, Kind, MAX_CYCLES};
 
 config_enum! {
     /// What a store does at a cache.
@@ -74,6 +75,41 @@ section! {
         write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
         /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
         write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
+    }
+}
+
+/// The parameters of an SM's L1D (`l1d`), converted: sets, picoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct L1dParams {
+    pub(crate) geom: Geometry,
+    /// `l1d.hit_latency_cycles` in picoseconds.
+    pub(crate) hit_ps: Picos,
+    /// `size_bytes / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    pub(crate) mshrs: u32,
+    pub(crate) enabled: bool,
+    pub(crate) write_policy: WritePolicy,
+    pub(crate) write_allocate: WriteAllocate,
+    /// The core clock: the tag/data stage takes one line per cycle.
+    pub(crate) clock_hz: u64,
+}
+
+impl L1dParams {
+    pub fn from_config(cfg: &GpuConfig) -> L1dParams {
+        let l = &cfg.l1d;
+        let geom = Geometry::new(l.line_bytes, l.sector_bytes);
+        L1dParams {
+            hit_ps: l.hit_latency_cycles as Picos * cfg.core_period_ps(),
+            sets: l.size_bytes as u64 / ((l.assoc as u64).max(1) * geom.line_bytes).max(1),
+            geom,
+            assoc: l.assoc,
+            mshrs: l.mshrs.max(1),
+            enabled: l.enabled,
+            write_policy: l.write_policy,
+            write_allocate: l.write_allocate,
+            clock_hz: cfg.core.clock_hz,
+        }
     }
 }
 
@@ -162,8 +198,8 @@ impl LdStUnit {
             return;
         }
         self.stats.l1d_accesses += popcount(la.sectors);
-        let set = self.spec.l1_geom.line_index(la.line_addr);
-        let hit_at = t + self.spec.l1_hit_ps;
+        let set = self.params.l1d.geom.line_index(la.line_addr);
+        let hit_at = t + self.params.l1d.hit_ps;
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
@@ -259,7 +295,7 @@ impl LdStUnit {
                 return;
             }
         }
-        if self.busy_mshrs >= self.spec.l1_mshrs {
+        if self.busy_mshrs >= self.params.l1d.mshrs {
             self.stats.l1d_mshr_waits += 1;
             self.waiting.push_back(miss);
             return;
@@ -305,7 +341,7 @@ impl LdStUnit {
         way: Option<Option<usize>>,
         net: &mut dyn Net,
     ) -> usize {
-        let set = self.spec.l1_geom.line_index(line);
+        let set = self.params.l1d.geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
                 self.l1.touch(set, i);
@@ -337,7 +373,7 @@ impl LdStUnit {
         space: Space,
         net: &mut dyn Net,
     ) -> Picos {
-        let hit_at = t + self.spec.l1_hit_ps;
+        let hit_at = t + self.params.l1d.hit_ps;
         if !use_l1 {
             return self
                 .send_write(now, t, la.line_addr, la.sectors, net)
@@ -345,7 +381,7 @@ impl LdStUnit {
         }
         let n = popcount(la.sectors);
         self.stats.l1d_accesses += n;
-        let set = self.spec.l1_geom.line_index(la.line_addr);
+        let set = self.params.l1d.geom.line_index(la.line_addr);
         // Nothing below changes the L1 before the way found here is used.
         let way = self.l1.find(set, la.line_addr);
         let present = match way {
@@ -354,7 +390,7 @@ impl LdStUnit {
         };
         self.stats.l1d_hits += popcount(present);
         self.stats.l1d_misses += n - popcount(present);
-        let write_back = match self.spec.l1_write_policy {
+        let write_back = match self.params.l1d.write_policy {
             WritePolicy::WriteBack => true,
             WritePolicy::LocalWriteBack => space == Space::Local,
             WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
@@ -372,16 +408,16 @@ impl LdStUnit {
             return hit_at;
         }
         let missing = la.sectors & !present;
-        if self.spec.l1_write_policy == WritePolicy::WriteEvict {
+        if self.params.l1d.write_policy == WritePolicy::WriteEvict {
             if let Some(i) = way {
                 self.l1.invalidate_sectors(i, la.sectors);
             }
         } else if missing != 0 {
-            let alloc = match self.spec.l1_write_allocate {
+            let alloc = match self.params.l1d.write_allocate {
                 WriteAllocate::NoAllocate => 0,
                 WriteAllocate::FetchOnWrite => missing,
                 WriteAllocate::LazyFetchOnRead => {
-                    missing & self.spec.l1_geom.covered_sectors(la.bytes)
+                    missing & self.params.l1d.geom.covered_sectors(la.bytes)
                 }
             };
             if alloc != 0 {

@@ -3,12 +3,14 @@
 //! MSHRs, data port, atomic ALU and NoC ports, and one lookup.
 
 use super::cache::{Evicted, SectorCache};
+use super::coalesce::Geometry;
 use super::dram::DramOp;
 use super::dram_channel::{From, MemChannel};
+use super::noc::NocParams;
 use super::port::BwPort;
-use super::{popcount, MemSpec, Mshrs};
+use super::{popcount, Mshrs};
+use crate::config::{section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
 use crate::Picos;
-use crate::config::{section, Kind, CLOCK_RANGE, MAX_CYCLES};
 
 section! {
     /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
@@ -55,6 +57,50 @@ section! {
     }
 }
 
+/// The parameters of an L2 slice (`l2`), converted; an LLC slice shares its clock, data
+/// port, atomic ALU and line geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct L2SliceParams {
+    pub(crate) geom: Geometry,
+    /// `l2.hit_latency_cycles` and `l2.atomic_latency_cycles` in picoseconds.
+    pub(crate) hit_ps: Picos,
+    pub(crate) atomic_ps: Picos,
+    pub(crate) write_back: bool,
+    pub(crate) mshrs: u32,
+    /// Sets of one slice: `size_bytes / slices / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    /// Of a chiplet's slices together (what a copy can leave in them).
+    pub(crate) size_bytes: u64,
+    pub(crate) clock_hz: u64,
+    pub(crate) bytes_per_cycle: u64,
+    /// `package.cache_remote_reads` (a private L2 only).
+    pub(crate) cache_remote_reads: bool,
+}
+
+impl L2SliceParams {
+    pub fn from_config(cfg: &GpuConfig) -> L2SliceParams {
+        let l = &cfg.l2;
+        let geom = Geometry::new(l.line_bytes, l.sector_bytes);
+        let l2_ps = cfg.l2_period_ps();
+        L2SliceParams {
+            hit_ps: l.hit_latency_cycles as Picos * l2_ps,
+            atomic_ps: l.atomic_latency_cycles as Picos * l2_ps,
+            write_back: l.write_back,
+            mshrs: l.mshrs_per_slice,
+            sets: l.size_bytes
+                / l.slices.max(1) as u64
+                / ((l.assoc as u64).max(1) * geom.line_bytes).max(1),
+            geom,
+            assoc: l.assoc,
+            size_bytes: l.size_bytes,
+            clock_hz: l.clock_hz,
+            bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
+            cache_remote_reads: cfg.package.cache_remote_reads,
+        }
+    }
+}
+
 /// One cache slice: a memory-side or private L2 slice, or an LLC slice.
 #[derive(Clone, Debug)]
 pub(super) struct Slice {
@@ -83,16 +129,22 @@ pub(super) struct Lookup {
 }
 
 impl Slice {
-    /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, on the L2 clock.
-    pub(super) fn new(spec: &MemSpec, sets: u64, assoc: u32, mshrs: u32) -> Slice {
-        let noc = || BwPort::new(spec.noc_bytes_per_cycle, spec.noc_clock_hz);
+    /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, with the L2's clock, data
+    /// port and ALU.
+    pub(super) fn new(
+        l2: &L2SliceParams,
+        noc: &NocParams,
+        sets: u64,
+        assoc: u32,
+        mshrs: u32,
+    ) -> Slice {
         Slice {
-            cache: SectorCache::new(sets, assoc, spec.l2_geom.sectors_per_line()),
+            cache: SectorCache::new(sets, assoc, l2.geom.sectors_per_line()),
             mshrs: Mshrs::new(mshrs),
-            data_port: BwPort::new(spec.l2_bytes_per_cycle, spec.l2_clock_hz),
-            alu: BwPort::new(1, spec.l2_clock_hz),
-            noc_in: noc(),
-            noc_out: noc(),
+            data_port: BwPort::new(l2.bytes_per_cycle, l2.clock_hz),
+            alu: BwPort::new(1, l2.clock_hz),
+            noc_in: noc.port(),
+            noc_out: noc.port(),
         }
     }
 
@@ -153,7 +205,7 @@ impl MemChannel {
         sectors: u64,
     ) -> (Picos, u64, Option<usize>) {
         self.stats.l2_accesses += popcount(sectors);
-        let l = self.slices[slice].lookup(set, ta + self.spec.l2_hit_ps, line_addr, sectors);
+        let l = self.slices[slice].lookup(set, ta + self.params.l2.hit_ps, line_addr, sectors);
         self.stats.l2_hits += l.hits;
         self.stats.l2_misses += l.pending;
         self.stats.l2_pending_hits += l.pending;
@@ -173,7 +225,7 @@ impl MemChannel {
         line_addr: u64,
         sectors: u64,
     ) -> Picos {
-        let l2_hit_ps = self.spec.l2_hit_ps;
+        let l2_hit_ps = self.params.l2.hit_ps;
         let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
             self.stats.l2_misses += popcount(missing);
@@ -236,7 +288,7 @@ impl MemChannel {
         sectors: u64,
         found: Option<usize>,
     ) {
-        if self.spec.l2_write_back {
+        if self.params.l2.write_back {
             let (i, ev) = self.slices[slice]
                 .cache
                 .touch_or_allocate(set, line_addr, found);
@@ -264,7 +316,7 @@ impl MemChannel {
         let (found, present) = self.slices[slice].probe(set, line_addr, sectors);
         self.stats.l2_hits += popcount(present);
         self.stats.l2_misses += n - popcount(present);
-        let t = ta + self.spec.l2_hit_ps;
+        let t = ta + self.params.l2.hit_ps;
         self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
     }
 

@@ -36,10 +36,12 @@ use std::sync::Arc;
 
 use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
-use super::{MemSpec, Net, Packet, Unit};
-use crate::config::{GpuConfig, GpuLinkTopology};
+use super::address_map::AddressMap;
+use super::coalesce::Geometry;
+use super::noc::NocParams;
+use super::{Net, Packet, Unit};
+use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
 use crate::Picos;
-use crate::config::{section, config_enum, Kind, CLOCK_RANGE, MAX_PS};
 
 config_enum! {
     /// How the chiplets of a package are wired (interconnect crate, `Topology`).
@@ -104,39 +106,57 @@ pub struct RouteError {
     pub pkt: Packet,
 }
 
-/// The topology of `cfg`'s package.
-pub fn topology(cfg: &GpuConfig) -> Topology {
-    match cfg.package.topology {
-        LinkTopology::FullyConnected => Topology::FullyConnected,
-        LinkTopology::Ring => Topology::Ring,
-        LinkTopology::Mesh2d => Topology::Mesh2D {
-            cols: cfg.package.mesh_cols,
-        },
-        LinkTopology::Switch => Topology::Switch,
-    }
+/// The parameters of a chiplet's link interface (`package.topology`, `package.link`,
+/// `system.gpu_link`), as the interconnect's links take them.
+#[derive(Clone, Debug)]
+pub struct LinkParams {
+    pub(crate) topology: Topology,
+    /// One direction of each inter-chiplet link.
+    pub(crate) link: LinkSpec,
+    /// One direction of a chiplet's port to the GPU switch: the GPU's bandwidth split
+    /// evenly over its chiplets' ports.
+    pub(crate) gpu_link: LinkSpec,
+    /// The GPU switch's name in the stats.
+    pub(crate) gpu_switch: &'static str,
+    /// `l2.sector_bytes`, the data unit of a packet's size on the wire.
+    pub(crate) sector_bytes: u64,
+    /// The NoC's latency to the units of the chiplet a packet is routed to.
+    pub(crate) noc_latency_ps: Picos,
 }
 
-/// One direction of each link, from `cfg`.
-pub fn link_spec(cfg: &GpuConfig) -> LinkSpec {
-    let l = &cfg.package.link;
-    LinkSpec {
-        bandwidth_bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
-        clock_hz: l.clock_hz,
-        latency_ps: l.latency_ps,
-        packet_overhead_bytes: l.packet_overhead_bytes as u64,
-    }
-}
-
-/// One direction of a chiplet's port to the GPU switch, from `cfg` (`system.gpu_link`:
-/// the GPU's bandwidth split evenly over its chiplets' ports).
-pub fn gpu_link_spec(cfg: &GpuConfig) -> LinkSpec {
-    let l = &cfg.system.gpu_link;
-    LinkSpec {
-        bandwidth_bytes_per_cycle: (l.bandwidth_bytes_per_cycle / cfg.chiplets.max(1)).max(1)
-            as u64,
-        clock_hz: l.clock_hz,
-        latency_ps: l.latency_ps,
-        packet_overhead_bytes: l.packet_overhead_bytes as u64,
+impl LinkParams {
+    pub fn from_config(cfg: &GpuConfig) -> LinkParams {
+        let l = &cfg.package.link;
+        let g = &cfg.system.gpu_link;
+        LinkParams {
+            topology: match cfg.package.topology {
+                LinkTopology::FullyConnected => Topology::FullyConnected,
+                LinkTopology::Ring => Topology::Ring,
+                LinkTopology::Mesh2d => Topology::Mesh2D {
+                    cols: cfg.package.mesh_cols,
+                },
+                LinkTopology::Switch => Topology::Switch,
+            },
+            link: LinkSpec {
+                bandwidth_bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
+                clock_hz: l.clock_hz,
+                latency_ps: l.latency_ps,
+                packet_overhead_bytes: l.packet_overhead_bytes as u64,
+            },
+            gpu_link: LinkSpec {
+                bandwidth_bytes_per_cycle: (g.bandwidth_bytes_per_cycle / cfg.chiplets.max(1))
+                    .max(1) as u64,
+                clock_hz: g.clock_hz,
+                latency_ps: g.latency_ps,
+                packet_overhead_bytes: g.packet_overhead_bytes as u64,
+            },
+            gpu_switch: match g.topology {
+                GpuLinkTopology::Nvswitch => "nvswitch",
+                GpuLinkTopology::PcieHost => "pcie_host",
+            },
+            sector_bytes: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes).sector_bytes,
+            noc_latency_ps: NocParams::from_config(cfg).latency_ps,
+        }
     }
 }
 
@@ -144,7 +164,8 @@ pub fn gpu_link_spec(cfg: &GpuConfig) -> LinkSpec {
 /// switch, the switch's port down to it), and with several GPUs its port to the GPU switch
 /// and the switch's port down to it.
 pub struct LinkInterface {
-    spec: Arc<MemSpec>,
+    params: Arc<LinkParams>,
+    map: Arc<AddressMap>,
     chiplet: u32,
     unit: u32,
     topology: Topology,
@@ -162,11 +183,11 @@ pub struct LinkInterface {
 }
 
 impl LinkInterface {
-    pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, chiplet: u32) -> LinkInterface {
-        let topology = topology(cfg);
-        let n = spec.ids.gpu_chiplets;
+    pub fn new(params: Arc<LinkParams>, map: Arc<AddressMap>, chiplet: u32) -> LinkInterface {
+        let topology = params.topology;
+        let n = map.ids.gpu_chiplets;
         let local = chiplet % n;
-        let ls = link_spec(cfg);
+        let ls = params.link;
         let egress = if n > 1 {
             topology
                 .links(n)
@@ -177,21 +198,19 @@ impl LinkInterface {
         } else {
             Vec::new()
         };
-        let gpus = spec.ids.gpus() > 1;
-        let gs = gpu_link_spec(cfg);
+        let gpus = map.ids.gpus() > 1;
+        let gs = params.gpu_link;
         LinkInterface {
-            unit: spec.ids.link(chiplet),
-            spec,
+            unit: map.ids.link(chiplet),
+            gpu_switch: params.gpu_switch,
+            params,
+            map,
             chiplet,
             egress,
             from_switch: (n > 1 && topology == Topology::Switch).then(|| ChipletLink::new(ls)),
             topology,
             gpu_up: gpus.then(|| ChipletLink::new(gs)),
             gpu_down: gpus.then(|| ChipletLink::new(gs)),
-            gpu_switch: match cfg.system.gpu_link.topology {
-                GpuLinkTopology::Nvswitch => "nvswitch",
-                GpuLinkTopology::PcieHost => "pcie_host",
-            },
         }
     }
 
@@ -203,12 +222,12 @@ impl LinkInterface {
     /// The chiplet a packet is going to, and the unit there: the home channel of a
     /// request's line, the SM of a reply.
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
-        let ids = &self.spec.ids;
+        let ids = &self.map.ids;
         match *pkt {
             Packet::Read { line, .. }
             | Packet::Write { line, .. }
             | Packet::Atomic { line, .. } => {
-                let channel = self.spec.l2_home(line).0;
+                let channel = self.map.l2_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::Reply { sm, .. } => match ids.unit(sm) {
@@ -217,7 +236,7 @@ impl LinkInterface {
             },
             // Private L2 <-> home LLC (`package.l2: private`).
             Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
-                let channel = self.spec.llc_home(line).0;
+                let channel = self.map.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::LlcReply { unit, .. } => match ids.unit(unit) {
@@ -241,8 +260,8 @@ impl LinkInterface {
             pkt,
         };
         let (dst, to) = self.destination(&pkt).ok_or_else(err)?;
-        let ids = self.spec.ids;
-        let bytes = pkt.wire_bytes(self.spec.l2_geom.sector_bytes);
+        let ids = self.map.ids;
+        let bytes = pkt.wire_bytes(self.params.sector_bytes);
         let gpu = ids.gpu_of_chiplet(self.chiplet);
         match ids.unit(src) {
             Some(Unit::Link(k)) if ids.gpu_of_chiplet(k) != gpu => {
@@ -265,7 +284,7 @@ impl LinkInterface {
             _ => {}
         }
         if dst == self.chiplet {
-            net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);
+            net.send(self.unit, to, now + self.params.noc_latency_ps, pkt);
             return Ok(());
         }
         if ids.gpu_of_chiplet(dst) != gpu {
@@ -300,7 +319,7 @@ impl LinkInterface {
     /// port down to it, then (several GPUs) its port up to the GPU switch and that switch's
     /// port down to it.
     pub fn reports(&self) -> Vec<LinkReport> {
-        let ids = &self.spec.ids;
+        let ids = &self.map.ids;
         let gpu = ids.gpu_of_chiplet(self.chiplet);
         let base = gpu * ids.gpu_chiplets;
         let gpus = ids.gpus() > 1;

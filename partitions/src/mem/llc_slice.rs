@@ -8,8 +8,8 @@ use super::coalesce::add_range;
 use super::dram::DramOp;
 use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
+use crate::config::{section, GpuConfig, Kind, MAX_CYCLES};
 use crate::Picos;
-use crate::config::{section, Kind, MAX_CYCLES};
 
 section! {
     /// The last-level cache of a chiplet with `package.l2: private` (ignored with
@@ -39,10 +39,41 @@ section! {
     }
 }
 
+/// The parameters of an LLC slice (`llc`), converted (its clock, ports, ALU and line are
+/// the L2's, [`super::l2_slice::L2SliceParams`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LlcSliceParams {
+    /// `llc.hit_latency_cycles` in picoseconds (L2 clock).
+    pub(crate) hit_ps: Picos,
+    /// Sets of one slice: `size_bytes / dram.channels / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    pub(crate) mshrs: u32,
+    /// Of a chiplet's slices together.
+    pub(crate) size_bytes: u64,
+}
+
+impl LlcSliceParams {
+    pub fn from_config(cfg: &GpuConfig) -> LlcSliceParams {
+        let l = &cfg.llc;
+        // The slices' lines are the L2's (validation makes `llc.line_bytes` equal).
+        let line = (cfg.l2.line_bytes as u64).max(1).next_power_of_two();
+        LlcSliceParams {
+            hit_ps: l.hit_latency_cycles as Picos * cfg.l2_period_ps(),
+            sets: l.size_bytes
+                / cfg.dram.channels.max(1) as u64
+                / ((l.assoc as u64).max(1) * line).max(1),
+            assoc: l.assoc,
+            mshrs: l.mshrs_per_slice,
+            size_bytes: l.size_bytes,
+        }
+    }
+}
+
 impl MemChannel {
     /// The LLC set of `line` when this channel is its home, else the error naming the home.
     pub(super) fn llc_set_here(&self, line: u64) -> Result<u64, ChannelError> {
-        let (home, set) = self.spec.llc_home(line);
+        let (home, set) = self.map.llc_home(line);
         if home != self.channel {
             return Err(ChannelError::NotHome {
                 channel: self.channel,
@@ -67,7 +98,7 @@ impl MemChannel {
         tag: u32,
         net: &mut dyn Net,
     ) {
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         let ready = self.llc_read(now, set, ta, line, sectors);
         self.stats.l2_atomics += 1;
@@ -76,7 +107,7 @@ impl MemChannel {
             None => ready,
         };
         self.llc_store_effect(now, set, start, line, sectors);
-        let at = start + self.spec.l2_atomic_ps;
+        let at = start + self.params.l2.atomic_ps;
         self.reply(now, From::Llc, sm, at, line, sectors, tag, net);
     }
 
@@ -95,7 +126,7 @@ impl MemChannel {
     ) {
         let ta = self.llc_port_in(now, HEADER_BYTES);
         let ready = self.llc_read(now, set, ta, line, sectors);
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let pkt = Packet::LlcReply {
             line,
             sectors,
@@ -108,7 +139,7 @@ impl MemChannel {
     /// A private L2 slice's write of `sectors` of `line` (a write-through store or a
     /// write-back).
     pub(super) fn llc_write(&mut self, now: Picos, set: u64, line: u64, sectors: u64) {
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         self.stats.llc_accesses += popcount(sectors);
         let present = self
@@ -117,7 +148,7 @@ impl MemChannel {
             .map_or(0, |l| l.probe(set, line, sectors).1);
         self.stats.llc_hits += popcount(present);
         self.stats.llc_misses += popcount(sectors & !present);
-        let t = ta + self.spec.llc_hit_ps;
+        let t = ta + self.params.llc.hit_ps;
         self.llc_store_effect(now, set, t, line, sectors);
     }
 
@@ -133,7 +164,7 @@ impl MemChannel {
     /// memory-side slice); returns when the data can leave.
     fn llc_read(&mut self, now: Picos, set: u64, ta: Picos, line: u64, sectors: u64) -> Picos {
         self.stats.llc_accesses += popcount(sectors);
-        let hit_ps = self.spec.llc_hit_ps;
+        let hit_ps = self.params.llc.hit_ps;
         let hit_at = ta + hit_ps;
         let Some(l) = self.llc.as_mut() else {
             return hit_at;
@@ -176,7 +207,7 @@ impl MemChannel {
         start: u64,
         end: u64,
     ) {
-        let geom = self.spec.l2_geom;
+        let geom = self.params.l2.geom;
         let mut one = Vec::with_capacity(1);
         let lo = line.max(start);
         let hi = line.saturating_add(geom.line_bytes).min(end);

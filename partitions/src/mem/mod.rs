@@ -158,6 +158,7 @@
 
 pub mod coalesce;
 
+mod address_map;
 mod cache;
 pub(crate) mod dram;
 pub(crate) mod dram_channel;
@@ -179,18 +180,23 @@ mod port;
 mod private_l2;
 mod request;
 pub(crate) mod shared_mem;
-mod spec;
 mod stats;
 mod tag_hash;
 mod unit_ids;
 
-pub use dram_channel::MemChannel;
-pub use ldst::{Issued, LdStUnit};
-pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
+pub use address_map::AddressMap;
+pub use dram::DramParams;
+pub use dram_channel::{ChannelParams, MemChannel};
+pub use l1d::L1dParams;
+pub use l2_slice::L2SliceParams;
+pub use ldst::{Issued, LdStParams, LdStUnit};
+pub use link::{LinkInterface, LinkParams, LinkReport, RouteError};
+pub use llc_slice::LlcSliceParams;
 pub use net::Net;
+pub use noc::NocParams;
 pub use packet::{Packet, PacketError, MAX_UNIT};
 pub use request::{Access, MemRequest, Space};
-pub use spec::MemSpec;
+pub use shared_mem::SharedMemParams;
 pub use stats::MemStats;
 pub use unit_ids::{Unit, UnitIds};
 

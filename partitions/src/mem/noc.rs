@@ -3,7 +3,9 @@
 //! [`super::port::BwPort`] calendars; the model is in the module documentation of
 //! [`crate::mem`]).
 
-use crate::config::{section, Kind, CLOCK_RANGE, MAX_CYCLES};
+use super::port::BwPort;
+use crate::config::{section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::Picos;
 
 section! {
     /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
@@ -21,3 +23,31 @@ section! {
     }
 }
 
+/// The parameters of a NoC port (`noc`): every SM and every L2 or LLC slice has one each
+/// way.
+#[derive(Clone, Copy, Debug)]
+pub struct NocParams {
+    /// `noc.clock_hz`.
+    pub clock_hz: u64,
+    /// `noc.bandwidth_bytes_per_cycle`.
+    pub bytes_per_cycle: u64,
+    /// The one-way latency, `noc.latency_cycles` NoC cycles: the least time between
+    /// sending and receiving a packet between an SM and a channel (the lookahead of a cut
+    /// between them).
+    pub latency_ps: Picos,
+}
+
+impl NocParams {
+    pub fn from_config(cfg: &GpuConfig) -> NocParams {
+        NocParams {
+            clock_hz: cfg.noc.clock_hz,
+            bytes_per_cycle: cfg.noc.bandwidth_bytes_per_cycle as u64,
+            latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
+        }
+    }
+
+    /// One port's bandwidth calendar.
+    pub(crate) fn port(&self) -> BwPort {
+        BwPort::new(self.bytes_per_cycle, self.clock_hz)
+    }
+}

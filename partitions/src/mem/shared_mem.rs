@@ -3,8 +3,8 @@
 //! [`LdStUnit`]'s `shared_port`.
 
 use super::LdStUnit;
+use crate::config::{section, GpuConfig, Kind, MAX_CYCLES};
 use crate::Picos;
-use crate::config::{section, Kind, MAX_CYCLES};
 
 section! {
     /// Shared memory timing (its size is `core.shared_mem_per_sm_bytes`).
@@ -21,19 +21,43 @@ section! {
     }
 }
 
+/// The parameters of an SM's shared-memory banks (`shared_mem`), converted.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedMemParams {
+    pub(crate) banks: u32,
+    pub(crate) bank_bytes: u32,
+    pub(crate) latency_cycles: u64,
+    /// The core clock (the banks serve `banks * bank_bytes` per cycle) and its period.
+    pub(crate) clock_hz: u64,
+    pub(crate) core_ps: Picos,
+}
+
+impl SharedMemParams {
+    pub fn from_config(cfg: &GpuConfig) -> SharedMemParams {
+        let s = &cfg.shared_mem;
+        SharedMemParams {
+            banks: s.banks,
+            bank_bytes: s.bank_bytes,
+            latency_cycles: s.latency_cycles as u64,
+            clock_hz: cfg.core.clock_hz,
+            core_ps: cfg.core_period_ps(),
+        }
+    }
+}
+
 impl LdStUnit {
     /// A shared-memory access at `now` needing `passes` bank passes (`None`: no active
     /// lane).
     pub(super) fn shared(&mut self, now: Picos, passes: Option<u32>) -> Picos {
-        let s = &*self.spec;
+        let s = &self.params.shared;
         self.stats.shared_accesses += 1;
         let Some(passes) = passes else {
-            return now + s.shared_latency_cycles * s.core_ps;
+            return now + s.latency_cycles * s.core_ps;
         };
         let passes = passes as u64;
         self.stats.shared_bank_conflicts += passes - 1;
-        let per_pass = s.shared_banks as u64 * s.shared_bank_bytes as u64;
+        let per_pass = s.banks as u64 * s.bank_bytes as u64;
         let start = self.shared_port.reserve(now, now, passes * per_pass.max(1));
-        start + (s.shared_latency_cycles + passes - 1) * s.core_ps
+        start + (s.latency_cycles + passes - 1) * s.core_ps
     }
 }

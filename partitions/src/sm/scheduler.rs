@@ -36,8 +36,8 @@ use super::issue::Sm;
 use super::ldst::MemPort;
 use super::scoreboard::NEVER;
 use super::warp::WarpState;
-use tessera_traces::OpClass;
 use crate::config::config_enum;
+use tessera_traces::OpClass;
 
 config_enum! {
     /// Warp scheduling policy of each sub-core scheduler.

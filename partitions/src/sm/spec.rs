@@ -3,8 +3,8 @@
 use super::icache::IcacheConfig;
 use super::scheduler::SchedulerPolicy;
 use crate::config::GpuConfig;
-use tessera_traces::OpClass;
 use crate::config::{section, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_SMS};
+use tessera_traces::OpClass;
 
 section! {
     /// The SM core (DESIGN.md section 5, "SM core").
