@@ -33,6 +33,7 @@ mod tests;
 pub use load::parse_set;
 pub use occupancy::{CtaFitError, Occupancy, OccupancyLimit};
 pub use reference::{leaf_keys, reference_markdown};
+pub(crate) use validate::Check;
 
 // The sections declared beside the units they configure.
 pub use crate::gpu::launch::LaunchConfig;

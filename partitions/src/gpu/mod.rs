@@ -56,8 +56,8 @@ pub use partition::GpuPartition;
 pub(crate) struct UnitParams {
     pub(crate) map: Arc<AddressMap>,
     pub(crate) sm: Arc<SmSpec>,
-    pub(crate) ldst: Arc<LdStParams>,
-    pub(crate) channel: Arc<ChannelParams>,
+    pub(crate) ldst: LdStParams,
+    pub(crate) channel: ChannelParams,
     pub(crate) link: Arc<LinkParams>,
     pub(crate) cp: CpParams,
     /// `partitioning.run_ahead`.
@@ -69,8 +69,8 @@ impl UnitParams {
         UnitParams {
             map: Arc::new(AddressMap::for_trace(cfg, trace)),
             sm: Arc::new(SmSpec::from_config(cfg)),
-            ldst: Arc::new(LdStParams::from_config(cfg)),
-            channel: Arc::new(ChannelParams::from_config(cfg)),
+            ldst: LdStParams::from_config(cfg),
+            channel: ChannelParams::from_config(cfg),
             link: Arc::new(LinkParams::from_config(cfg)),
             cp: CpParams::from_config(cfg),
             run_ahead: cfg.partitioning.run_ahead,

@@ -572,7 +572,7 @@ impl<'t> GpuPartition<'t> {
                     sms.push(SmUnit {
                         index: s,
                         sm: Sm::new(params.sm.clone(), 0, false),
-                        ldst: LdStUnit::new(params.ldst.clone(), params.map.clone(), s),
+                        ldst: LdStUnit::new(&params.ldst, params.map.clone(), s),
                         kernel: None,
                         per_kernel: Vec::new(),
                         base: (0, 0),
@@ -584,11 +584,7 @@ impl<'t> GpuPartition<'t> {
                     Slot::Sm(sms.len() - 1)
                 }
                 Some(Unit::Channel(c)) => {
-                    channels.push(MemChannel::new(
-                        params.channel.clone(),
-                        params.map.clone(),
-                        c,
-                    ));
+                    channels.push(MemChannel::new(&params.channel, params.map.clone(), c));
                     Slot::Channel(channels.len() - 1)
                 }
                 None => Slot::Remote,
@@ -1196,9 +1192,9 @@ mod tests {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
         let cfg = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
         let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
-        let params = Arc::new(crate::mem::ChannelParams::from_config(&cfg));
+        let params = crate::mem::ChannelParams::from_config(&cfg);
         let least = params.noc.latency_ps + params.l2.hit_ps;
-        let mut ch = MemChannel::new(params, map.clone(), 0);
+        let mut ch = MemChannel::new(&params, map.clone(), 0);
         let sm = map.ids.sm(0);
         // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some
         // requests arriving together so that they queue at the slice's ports.

@@ -39,9 +39,12 @@
 //! takes one channel cycle, and HBM2's tCCD_L (2 cycles in DRAMsim3's HBM2 tables) only
 //! binds consecutive bursts to one bank group, which the interleave spreads.
 
+use super::l2_slice::L2Config;
 use super::port::BwPort;
 use super::DramMap;
-use crate::config::{config_enum, section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS};
+use crate::config::{
+    config_enum, section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS,
+};
 use crate::Picos;
 
 config_enum! {
@@ -127,6 +130,60 @@ section! {
         /// Presets: high minus low watermark of the simulator config's
         /// `-dram_write_queue_size`, where it enables one.
         write_drain_requests: u32 = Kind::U32, unit "requests", Some("1"), range (1, 65_536);
+    }
+}
+
+impl DramConfig {
+    /// Rejects impossible values of this section, with the L2 whose slices and lines the
+    /// channels serve (module `config::validate` checks the rest).
+    pub(crate) fn check(&self, v: &Check, l2: &L2Config) -> Result<(), ConfigError> {
+        let d = self;
+        v.nonzero("dram.channels", d.channels as u64)?;
+        v.ensure(
+            l2.slices.is_multiple_of(d.channels),
+            "dram.channels",
+            || {
+                format!(
+                    "{} channels do not split the {} L2 slices (l2.slices) evenly: each slice caches \
+                 one channel's addresses",
+                    d.channels, l2.slices
+                )
+            },
+        )?;
+        v.clock("dram.clock_hz", d.clock_hz)?;
+        v.nonzero(
+            "dram.bandwidth_bytes_per_cycle",
+            d.bandwidth_bytes_per_cycle as u64,
+        )?;
+        v.nonzero("dram.latency_ps", d.latency_ps)?;
+        v.pow2("dram.banks", d.banks as u64)?;
+        v.pow2("dram.row_bytes", d.row_bytes as u64)?;
+        v.nonzero("dram.t_rcd_cycles", d.t_rcd_cycles as u64)?;
+        v.nonzero("dram.t_rp_cycles", d.t_rp_cycles as u64)?;
+        v.nonzero("dram.queue_entries", d.queue_entries as u64)?;
+        v.pow2("dram.interleave_bytes", d.interleave_bytes as u64)?;
+        v.ensure(
+            d.t_refi_ps == 0 || d.t_rfc_ps < d.t_refi_ps,
+            "dram.t_rfc_ps",
+            || {
+                format!(
+                    "{} ps is not below dram.t_refi_ps ({} ps): the channel would only refresh",
+                    d.t_rfc_ps, d.t_refi_ps
+                )
+            },
+        )?;
+        v.nonzero("dram.write_drain_requests", d.write_drain_requests as u64)?;
+        v.ensure(
+            d.interleave_bytes.is_multiple_of(l2.line_bytes),
+            "dram.interleave_bytes",
+            || {
+                format!(
+                    "{} is not a multiple of l2.line_bytes ({}): a line would span channels",
+                    d.interleave_bytes, l2.line_bytes
+                )
+            },
+        )?;
+        Ok(())
     }
 }
 

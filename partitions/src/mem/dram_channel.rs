@@ -76,7 +76,8 @@ pub enum ChannelError {
 
 /// DRAM channel `channel` (numbered across the package) and the slices it holds.
 pub struct MemChannel {
-    pub(super) params: Arc<ChannelParams>,
+    /// Its own copy: read on every packet, beside the state it updates.
+    pub(super) params: ChannelParams,
     pub(super) map: Arc<AddressMap>,
     pub(super) channel: u32,
     pub(super) unit: u32,
@@ -93,7 +94,7 @@ pub struct MemChannel {
 }
 
 impl MemChannel {
-    pub fn new(params: Arc<ChannelParams>, map: Arc<AddressMap>, channel: u32) -> MemChannel {
+    pub fn new(params: &ChannelParams, map: Arc<AddressMap>, channel: u32) -> MemChannel {
         let (l2, noc) = (&params.l2, &params.noc);
         let slices = (0..map.slices_per_channel.d)
             .map(|_| Slice::new(l2, noc, l2.sets, l2.assoc, l2.mshrs))
@@ -117,7 +118,7 @@ impl MemChannel {
             stats: MemStats::default(),
             llc,
             private,
-            params,
+            params: params.clone(),
             map,
             homes: VecDeque::new(),
         }

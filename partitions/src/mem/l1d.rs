@@ -11,7 +11,7 @@ use super::coalesce::Geometry;
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::{popcount, LdStUnit, Net, Space};
-use crate::config::{config_enum, section, GpuConfig, Kind, MAX_CYCLES};
+use crate::config::{config_enum, section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::Picos;
 
 config_enum! {
@@ -75,6 +75,21 @@ section! {
         write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
         /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
         write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
+    }
+}
+
+impl L1dConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let l1 = self;
+        v.cache("l1d", l1.size_bytes as u64, l1.assoc, l1.line_bytes)?;
+        v.sector("l1d", l1.sector_bytes, l1.line_bytes)?;
+        v.nonzero("l1d.banks", l1.banks as u64)?;
+        v.nonzero("l1d.hit_latency_cycles", l1.hit_latency_cycles as u64)?;
+        v.nonzero("l1d.mshrs", l1.mshrs as u64)?;
+        v.nonzero("l1d.mshr_max_merge", l1.mshr_max_merge as u64)?;
+        Ok(())
     }
 }
 

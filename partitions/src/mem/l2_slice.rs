@@ -9,7 +9,7 @@ use super::dram_channel::{From, MemChannel};
 use super::noc::NocParams;
 use super::port::BwPort;
 use super::{popcount, Mshrs};
-use crate::config::{section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
 use crate::Picos;
 
 section! {
@@ -54,6 +54,50 @@ section! {
         /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
         /// simulator config's L2 write policy.
         write_back: bool = Kind::Bool, unit "-", None;
+    }
+}
+
+impl L2Config {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let l2 = self;
+        v.clock("l2.clock_hz", l2.clock_hz)?;
+        v.nonzero("l2.slices", l2.slices as u64)?;
+        v.nonzero("l2.size_bytes", l2.size_bytes)?;
+        v.ensure(
+            l2.size_bytes.is_multiple_of(l2.slices as u64),
+            "l2.size_bytes",
+            || {
+                format!(
+                    "{} bytes do not split evenly among {} slices (l2.slices)",
+                    l2.size_bytes, l2.slices
+                )
+            },
+        )?;
+        v.cache(
+            "l2",
+            l2.size_bytes / l2.slices as u64,
+            l2.assoc,
+            l2.line_bytes,
+        )
+        .map_err(|e| match e {
+            ConfigError::Key { origin, key, msg } if key == "l2.size_bytes" => ConfigError::Key {
+                origin,
+                key,
+                msg: format!("per slice ({} slices): {msg}", l2.slices),
+            },
+            e => e,
+        })?;
+        v.sector("l2", l2.sector_bytes, l2.line_bytes)?;
+        v.nonzero("l2.hit_latency_cycles", l2.hit_latency_cycles as u64)?;
+        v.nonzero("l2.atomic_latency_cycles", l2.atomic_latency_cycles as u64)?;
+        v.nonzero("l2.mshrs_per_slice", l2.mshrs_per_slice as u64)?;
+        v.nonzero(
+            "l2.bandwidth_bytes_per_cycle",
+            l2.bandwidth_bytes_per_cycle as u64,
+        )?;
+        Ok(())
     }
 }
 

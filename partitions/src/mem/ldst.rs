@@ -60,7 +60,8 @@ impl LdStParams {
 
 /// The LD/ST unit, L1D and shared memory of one SM.
 pub struct LdStUnit {
-    pub(super) params: Arc<LdStParams>,
+    /// Its own copy: read on every access, beside the state it updates.
+    pub(super) params: LdStParams,
     pub(super) map: Arc<AddressMap>,
     /// Its unit id.
     pub(super) unit: u32,
@@ -101,7 +102,7 @@ pub struct BadReply {
 
 impl LdStUnit {
     /// The unit of SM `sm`.
-    pub fn new(params: Arc<LdStParams>, map: Arc<AddressMap>, sm: u32) -> LdStUnit {
+    pub fn new(params: &LdStParams, map: Arc<AddressMap>, sm: u32) -> LdStUnit {
         let (l1, sh) = (&params.l1d, &params.shared);
         LdStUnit {
             unit: map.ids.sm(sm),
@@ -123,7 +124,7 @@ impl LdStUnit {
                 && l1.geom.sector_bytes == params.l2_geom.sector_bytes,
             stats: MemStats::default(),
             chiplet: sm / map.ids.sms,
-            params,
+            params: params.clone(),
             map,
         }
     }

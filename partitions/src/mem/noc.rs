@@ -4,7 +4,7 @@
 //! [`crate::mem`]).
 
 use super::port::BwPort;
-use crate::config::{section, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
 use crate::Picos;
 
 section! {
@@ -20,6 +20,21 @@ section! {
         /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
         /// Presets: the simulator config's flit size.
         bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None, range (1, 65_536);
+    }
+}
+
+impl NocConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let n = self;
+        v.clock("noc.clock_hz", n.clock_hz)?;
+        v.nonzero("noc.latency_cycles", n.latency_cycles as u64)?;
+        v.nonzero(
+            "noc.bandwidth_bytes_per_cycle",
+            n.bandwidth_bytes_per_cycle as u64,
+        )?;
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 //! [`LdStUnit`]'s `shared_port`.
 
 use super::LdStUnit;
-use crate::config::{section, GpuConfig, Kind, MAX_CYCLES};
+use crate::config::{section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::Picos;
 
 section! {
@@ -18,6 +18,18 @@ section! {
         /// Cycles from a conflict-free shared load's issue to its data. Presets: a measured
         /// shared-memory latency, else the simulator config's `-gpgpu_smem_latency`.
         latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+    }
+}
+
+impl SharedMemConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let sm = self;
+        v.pow2("shared_mem.banks", sm.banks as u64)?;
+        v.pow2("shared_mem.bank_bytes", sm.bank_bytes as u64)?;
+        v.nonzero("shared_mem.latency_cycles", sm.latency_cycles as u64)?;
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 use super::icache::IcacheConfig;
 use super::scheduler::SchedulerPolicy;
 use crate::config::GpuConfig;
-use crate::config::{section, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_SMS};
+use crate::config::{section, Check, ConfigError, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_SMS};
 use tessera_traces::OpClass;
 
 section! {
@@ -94,6 +94,197 @@ section! {
         op_latency: OpLatencyTable = Kind::Section(OpLatencyTable::KEYS), unit "-", None;
         /// The instruction cache of each SM.
         icache: IcacheConfig = Kind::Section(IcacheConfig::KEYS), unit "-", None;
+    }
+}
+
+impl CoreConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let k = self;
+        v.nonzero("core.sm_count", k.sm_count as u64)?;
+        v.clock("core.clock_hz", k.clock_hz)?;
+        v.ensure(k.warp_size == 32, "core.warp_size", || {
+            format!(
+                "must be 32 (the core model has 32 lanes), found {}",
+                k.warp_size
+            )
+        })?;
+        v.nonzero("core.max_threads_per_sm", k.max_threads_per_sm as u64)?;
+        v.nonzero("core.max_warps_per_sm", k.max_warps_per_sm as u64)?;
+        v.ensure(
+            k.max_warps_per_sm as u64 * k.warp_size as u64 == k.max_threads_per_sm as u64,
+            "core.max_warps_per_sm",
+            || {
+                format!(
+                    "{} warps x {} threads differs from core.max_threads_per_sm ({})",
+                    k.max_warps_per_sm, k.warp_size, k.max_threads_per_sm
+                )
+            },
+        )?;
+        v.nonzero("core.max_ctas_per_sm", k.max_ctas_per_sm as u64)?;
+        v.nonzero("core.max_threads_per_cta", k.max_threads_per_cta as u64)?;
+        v.ensure(
+            k.max_threads_per_cta <= k.max_threads_per_sm,
+            "core.max_threads_per_cta",
+            || {
+                format!(
+                    "{} is more than core.max_threads_per_sm ({})",
+                    k.max_threads_per_cta, k.max_threads_per_sm
+                )
+            },
+        )?;
+        v.nonzero("core.registers_per_sm", k.registers_per_sm as u64)?;
+        v.nonzero("core.max_registers_per_cta", k.max_registers_per_cta as u64)?;
+        v.ensure(
+            k.max_registers_per_cta <= k.registers_per_sm,
+            "core.max_registers_per_cta",
+            || {
+                format!(
+                    "{} is more than core.registers_per_sm ({})",
+                    k.max_registers_per_cta, k.registers_per_sm
+                )
+            },
+        )?;
+        v.nonzero(
+            "core.max_registers_per_thread",
+            k.max_registers_per_thread as u64,
+        )?;
+        v.pow2(
+            "core.register_alloc_granularity",
+            k.register_alloc_granularity as u64,
+        )?;
+        v.nonzero(
+            "core.register_file_partitions",
+            k.register_file_partitions as u64,
+        )?;
+        v.ensure(
+            k.registers_per_sm
+                .is_multiple_of(k.register_file_partitions),
+            "core.register_file_partitions",
+            || {
+                format!(
+                    "{} does not divide core.registers_per_sm ({})",
+                    k.register_file_partitions, k.registers_per_sm
+                )
+            },
+        )?;
+        v.nonzero(
+            "core.shared_mem_per_sm_bytes",
+            k.shared_mem_per_sm_bytes as u64,
+        )?;
+        v.nonzero(
+            "core.max_shared_mem_per_cta_bytes",
+            k.max_shared_mem_per_cta_bytes as u64,
+        )?;
+        v.pow2(
+            "core.shared_mem_alloc_granularity_bytes",
+            k.shared_mem_alloc_granularity_bytes as u64,
+        )?;
+        v.ensure(
+            k.max_shared_mem_per_cta_bytes as u64 + k.shared_mem_reserved_per_cta_bytes as u64
+                <= k.shared_mem_per_sm_bytes as u64,
+            "core.max_shared_mem_per_cta_bytes",
+            || {
+                format!(
+                    "{} plus core.shared_mem_reserved_per_cta_bytes ({}) is more than \
+                     core.shared_mem_per_sm_bytes ({})",
+                    k.max_shared_mem_per_cta_bytes,
+                    k.shared_mem_reserved_per_cta_bytes,
+                    k.shared_mem_per_sm_bytes
+                )
+            },
+        )?;
+        v.nonzero("core.schedulers_per_sm", k.schedulers_per_sm as u64)?;
+        v.ensure(
+            k.schedulers_per_sm <= k.max_warps_per_sm,
+            "core.schedulers_per_sm",
+            || {
+                format!(
+                    "{} schedulers for {} warp slots (core.max_warps_per_sm): a scheduler would \
+                     have no warp",
+                    k.schedulers_per_sm, k.max_warps_per_sm
+                )
+            },
+        )?;
+        v.nonzero(
+            "core.two_level_active_warps",
+            k.two_level_active_warps as u64,
+        )?;
+        if k.scheduler == SchedulerPolicy::TwoLevel {
+            let per_scheduler = k.max_warps_per_sm / k.schedulers_per_sm;
+            v.ensure(
+                k.two_level_active_warps <= per_scheduler,
+                "core.two_level_active_warps",
+                || {
+                    format!(
+                        "{} is more than the {per_scheduler} warps each scheduler holds",
+                        k.two_level_active_warps
+                    )
+                },
+            )?;
+        }
+        v.nonzero("core.register_banks", k.register_banks as u64)?;
+        v.ensure(
+            k.register_banks.is_multiple_of(k.schedulers_per_sm),
+            "core.register_banks",
+            || {
+                format!(
+                    "{} banks do not split evenly among {} schedulers (core.schedulers_per_sm)",
+                    k.register_banks, k.schedulers_per_sm
+                )
+            },
+        )?;
+        v.nonzero("core.operand_collectors", k.operand_collectors as u64)?;
+        v.ensure(
+            k.operand_collectors.is_multiple_of(k.schedulers_per_sm),
+            "core.operand_collectors",
+            || {
+                format!(
+                    "{} collectors do not split evenly among {} schedulers (core.schedulers_per_sm)",
+                    k.operand_collectors, k.schedulers_per_sm
+                )
+            },
+        )?;
+        let ops = &k.op_latency;
+        for (class, t) in [
+            ("int", &ops.int),
+            ("int_mul", &ops.int_mul),
+            ("fp16", &ops.fp16),
+            ("fp32", &ops.fp32),
+            ("fp64", &ops.fp64),
+            ("sfu", &ops.sfu),
+            ("tensor", &ops.tensor),
+            ("convert", &ops.convert),
+            ("warp_shuffle", &ops.warp_shuffle),
+            ("special_reg", &ops.special_reg),
+            ("uniform", &ops.uniform),
+            ("branch", &ops.branch),
+            ("nop", &ops.nop),
+            ("other", &ops.other),
+        ] {
+            v.nonzero(
+                &format!("core.op_latency.{class}.latency_cycles"),
+                t.latency_cycles as u64,
+            )?;
+            v.nonzero(
+                &format!("core.op_latency.{class}.initiation_cycles"),
+                t.initiation_cycles as u64,
+            )?;
+        }
+        let ic = &k.icache;
+        if ic.enabled {
+            v.cache("core.icache", ic.size_bytes as u64, ic.assoc, ic.line_bytes)?;
+            v.nonzero(
+                "core.icache.hit_latency_cycles",
+                ic.hit_latency_cycles as u64,
+            )?;
+            v.nonzero(
+                "core.icache.miss_latency_cycles",
+                ic.miss_latency_cycles as u64,
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -72,16 +72,16 @@ impl MemSystem {
     /// memory (every SM and channel of the system is here, numbered across it).
     pub fn with_commands(cfg: &GpuConfig, commands: &[tessera_traces::Command]) -> MemSystem {
         let map = Arc::new(AddressMap::with_commands(cfg, commands));
-        let ldst = Arc::new(LdStParams::from_config(cfg));
-        let channel = Arc::new(ChannelParams::from_config(cfg));
+        let ldst = LdStParams::from_config(cfg);
+        let channel = ChannelParams::from_config(cfg);
         let link = Arc::new(LinkParams::from_config(cfg));
         let ids = *map.ids();
         MemSystem {
             sms: (0..ids.total_sms())
-                .map(|s| LdStUnit::new(ldst.clone(), map.clone(), s))
+                .map(|s| LdStUnit::new(&ldst, map.clone(), s))
                 .collect(),
             channels: (0..ids.total_channels())
-                .map(|c| MemChannel::new(channel.clone(), map.clone(), c))
+                .map(|c| MemChannel::new(&channel, map.clone(), c))
                 .collect(),
             links: if ids.chiplets > 1 {
                 (0..ids.chiplets)
