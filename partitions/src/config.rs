@@ -2,19 +2,27 @@
 //! issue 4, item 3).
 //!
 //! A configuration is a tree of sections (`package`, `system`, `partitioning`, `core`, `l1d`,
-//! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct declared below with every key
-//! documented where it is declared: what it is, its unit (the unit is also in the key's
-//! name: `_hz`, `_ps`, `_cycles`, `_bytes`, `_bytes_per_cycle`) and where the presets in
-//! `configs/` take its value from. The declarations also produce the static key table
-//! ([`GpuConfig::KEYS`]) from which the loader checks files and `--set` overrides (unknown
-//! keys, types, defaults) and from which `docs/config.md` is generated
-//! ([`reference_markdown`]), so the reference cannot drift from the code.
+//! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct
+//! declared with `section!` beside the unit it configures (`l1d` in `mem/l1d.rs`, `core` in
+//! `sm/spec.rs`, ...; the tree itself, `package`, `system` and `partitioning` here) and
+//! re-exported here, with every key documented where it is declared: what it is, its unit
+//! (the unit is also in the key's name: `_hz`, `_ps`, `_cycles`, `_bytes`,
+//! `_bytes_per_cycle`) and where the presets in `configs/` take its value from. The
+//! declarations also produce the static key table ([`GpuConfig::KEYS`]) from which the
+//! loader checks files and `--set` overrides (unknown keys, types, defaults) and from which
+//! `docs/config.md` is generated ([`reference_markdown`]), so the reference cannot drift
+//! from the code.
 //!
 //! Loading ([`GpuConfig::load`]): a file may name a `base:` file (relative to itself,
 //! recursively, cycles detected) whose values it overrides key by key; `--set a.b.c=value`
 //! overrides apply to the merged tree; missing keys take their documented default or are
-//! errors; then [`GpuConfig::validate`] rejects impossible values. Every error names the
-//! file (or the `--set` argument) and the key path.
+//! errors; then [`GpuConfig::validate`] rejects impossible values (each section's own
+//! checks are its `check` method, beside it; `config/validate.rs` runs them in order with
+//! the checks across sections). Every error names the file (or the `--set` argument) and
+//! the key path.
+//!
+//! No unit reads a `GpuConfig`: each is built from its own parameters (`L1dParams`, ...),
+//! which one `from_config` makes from the config.
 //!
 //! Clock domains: `core.clock_hz`, `noc.clock_hz`, `l2.clock_hz` and `dram.clock_hz`. A
 //! `_cycles` key counts cycles of the clock of the section it is in (`core`, `l1d`,

@@ -22,6 +22,9 @@
 //! crosses (usually `cta_dispatch_ps`, one core cycle in the presets); every partitioning
 //! gives byte-identical stats (tested).
 //!
+//! Parameters: [`build`] makes each kind of unit's parameters once from the config
+//! (`UnitParams`, each by its `from_config`); the units are built from them.
+//!
 //! Time: picoseconds between units, core cycles inside an SM (cycle `c` is the instant
 //! `c * core_period_ps`; a time in picoseconds becomes the first cycle at or after it).
 //! CTAs are decoded lazily by each partition's [`tessera_traces::ChunkDecoder`] when they

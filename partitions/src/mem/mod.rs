@@ -34,9 +34,12 @@
 //!   slices are built on; `port.rs` bandwidth-limited ports.
 //!
 //! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
-//! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
-//! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
-//! `spec.rs` (the parameters), `stats.rs` (the counters). The tests drive the units
+//! `request.rs` (a warp's memory instruction), `address_map.rs` ([`AddressMap`]: where a
+//! line lives, from `unit_ids.rs` (unit numbering), `home.rs` (the home chiplet and GPU
+//! of an address) and `dram_map.rs` (the DRAM address map)), `stats.rs` (the counters).
+//! Each unit's parameters are beside it, made by one `from_config` each: [`L1dParams`],
+//! [`SharedMemParams`], [`NocParams`] (`noc.rs`), [`LdStParams`], [`L2SliceParams`],
+//! [`LlcSliceParams`], [`DramParams`], [`ChannelParams`], [`LinkParams`]. The tests drive the units
 //! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
@@ -108,7 +111,7 @@
 //!   dram.channels` of its chiplet's L2 slices, the LLC slice homed at its channel and the
 //!   channel. An SM sends loads and stores to the L2 slice of *its own* chiplet that caches
 //!   the line (line index `i`: slice `i % l2.slices`, set `i / l2.slices`,
-//!   `MemSpec::private_slot`), whatever the line's home; atomics go to the home LLC slice
+//!   `AddressMap::private_slot`), whatever the line's home; atomics go to the home LLC slice
 //!   (through the link interface when remote) and are performed there as at a memory-side
 //!   slice. At the L2 slice a load's valid sectors hit as above; its missing sectors join
 //!   the line's MSHR when one is in flight (`l2_pending_hits`, asking the LLC only for

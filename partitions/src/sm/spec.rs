@@ -1,4 +1,5 @@
-//! The immutable spec of one SM core's issue stage, built once from the configuration.
+//! The `core` config section (with its opcode timing table) and the immutable parameters
+//! of one SM core's issue stage made from it ([`SmSpec`]).
 
 use super::icache::IcacheConfig;
 use super::scheduler::SchedulerPolicy;
