@@ -2,27 +2,33 @@
 //! issue 4, item 3).
 //!
 //! A configuration is a tree of sections (`package`, `system`, `partitioning`, `core`, `l1d`,
-//! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct declared below with every key
-//! documented where it is declared: what it is, its unit (the unit is also in the key's
-//! name: `_hz`, `_ps`, `_cycles`, `_bytes`, `_bytes_per_cycle`) and where the presets in
-//! `configs/` take its value from. The declarations also produce the static key table
-//! ([`GpuConfig::KEYS`]) from which the loader checks files and `--set` overrides (unknown
-//! keys, types, defaults) and from which `docs/config.md` is generated
-//! ([`reference_markdown`]), so the reference cannot drift from the code.
+//! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct
+//! declared with `section!` beside the unit it configures (`l1d` in `mem/l1d.rs`, `core` in
+//! `sm/spec.rs`, ...; the tree itself, `package`, `system` and `partitioning` here) and
+//! re-exported here, with every key documented where it is declared: what it is, its unit
+//! (the unit is also in the key's name: `_hz`, `_ps`, `_cycles`, `_bytes`,
+//! `_bytes_per_cycle`) and where the presets in `configs/` take its value from. The
+//! declarations also produce the static key table ([`GpuConfig::KEYS`]) from which the
+//! loader checks files and `--set` overrides (unknown keys, types, defaults) and from which
+//! `docs/config.md` is generated ([`reference_markdown`]), so the reference cannot drift
+//! from the code.
 //!
 //! Loading ([`GpuConfig::load`]): a file may name a `base:` file (relative to itself,
 //! recursively, cycles detected) whose values it overrides key by key; `--set a.b.c=value`
 //! overrides apply to the merged tree; missing keys take their documented default or are
-//! errors; then [`GpuConfig::validate`] rejects impossible values. Every error names the
-//! file (or the `--set` argument) and the key path.
+//! errors; then [`GpuConfig::validate`] rejects impossible values (each section's own
+//! checks are its `check` method, beside it; `config/validate.rs` runs them in order with
+//! the checks across sections). Every error names the file (or the `--set` argument) and
+//! the key path.
+//!
+//! No unit reads a `GpuConfig`: each is built from its own parameters (`L1dParams`, ...),
+//! which one `from_config` makes from the config.
 //!
 //! Clock domains: `core.clock_hz`, `noc.clock_hz`, `l2.clock_hz` and `dram.clock_hz`. A
 //! `_cycles` key counts cycles of the clock of the section it is in (`core`, `l1d`,
 //! `shared_mem` and `core.icache` count core cycles). Each period is
 //! [`GpuConfig::period_ps`]`(clock_hz)` = `round(1e12 / clock_hz)` picoseconds, fixed at
 //! load (DESIGN.md section 3).
-
-use serde::{Deserialize, Serialize};
 
 mod load;
 mod occupancy;
@@ -35,6 +41,22 @@ mod tests;
 pub use load::parse_set;
 pub use occupancy::{CtaFitError, Occupancy, OccupancyLimit};
 pub use reference::{leaf_keys, reference_markdown};
+pub(crate) use validate::Check;
+
+// The sections declared beside the units they configure.
+pub use crate::gpu::launch::LaunchConfig;
+pub use crate::mem::dram::{DramConfig, DramScheduler};
+pub use crate::mem::dram_channel::MemcpyConfig;
+pub use crate::mem::home::HomePolicy;
+pub use crate::mem::l1d::{L1dConfig, WriteAllocate, WritePolicy};
+pub use crate::mem::l2_slice::L2Config;
+pub use crate::mem::link::{LinkConfig, LinkTopology};
+pub use crate::mem::llc_slice::LlcConfig;
+pub use crate::mem::noc::NocConfig;
+pub use crate::mem::shared_mem::SharedMemConfig;
+pub use crate::sm::icache::IcacheConfig;
+pub use crate::sm::scheduler::SchedulerPolicy;
+pub use crate::sm::spec::{CoreConfig, OpLatencyTable, OpTiming};
 
 use crate::Picos;
 
@@ -112,7 +134,7 @@ macro_rules! section {
         }
     ) => {
         $(#[doc = $sdoc])*
-        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[derive(Clone, Debug, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
             $(
@@ -123,21 +145,22 @@ macro_rules! section {
 
         impl $name {
             /// The keys of this section, in declaration order (the reference table).
-            pub const KEYS: &'static [KeyInfo] = &[
+            pub const KEYS: &'static [$crate::config::KeyInfo] = &[
                 $(
-                    KeyInfo {
+                    $crate::config::KeyInfo {
                         name: stringify!($field),
                         kind: $kind,
                         unit: $unit,
                         default: $default,
                         doc: concat!($($doc, "\n"),*),
-                        range: section!(@range $($range)?),
+                        range: $crate::config::section!(@range $($range)?),
                     },
                 )*
             ];
         }
     };
 }
+pub(crate) use section;
 
 /// Declares a config enum: snake_case names in YAML, and the list of names for the table.
 macro_rules! config_enum {
@@ -151,7 +174,7 @@ macro_rules! config_enum {
         }
     ) => {
         $(#[doc = $edoc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize)]
         pub enum $name {
             $(
                 $(#[doc = $doc])*
@@ -175,6 +198,7 @@ macro_rules! config_enum {
         }
     };
 }
+pub(crate) use config_enum;
 
 config_enum! {
     /// How the simulated system is cut into partitions (DESIGN.md sections 4 and 5).
@@ -189,78 +213,6 @@ config_enum! {
 }
 
 config_enum! {
-    /// Warp scheduling policy of each sub-core scheduler.
-    pub enum SchedulerPolicy {
-        /// Loose round robin.
-        Lrr = "lrr",
-        /// Greedy then oldest.
-        Gto = "gto",
-        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside;
-        /// a warp waiting on a global/local memory result yields its slot to the oldest
-        /// pending warp that is not.
-        TwoLevel = "two_level",
-    }
-}
-
-config_enum! {
-    /// What a store does at a cache.
-    pub enum WritePolicy {
-        /// Stores update a hit line and always go on to the next level.
-        WriteThrough = "write_through",
-        /// Stores dirty the line; it is written back on eviction or flush.
-        WriteBack = "write_back",
-        /// Stores invalidate a hit line and go on to the next level.
-        WriteEvict = "write_evict",
-        /// Write-back for local memory, write-through for global (Fermi's L1).
-        LocalWriteBack = "local_write_back",
-    }
-}
-
-config_enum! {
-    /// What a store that misses does at a cache.
-    pub enum WriteAllocate {
-        /// The line is not allocated.
-        NoAllocate = "no_allocate",
-        /// The line is fetched, then written.
-        FetchOnWrite = "fetch_on_write",
-        /// The written sectors are allocated without a fetch; the rest is fetched only if
-        /// a later load needs it.
-        LazyFetchOnRead = "lazy_fetch_on_read",
-    }
-}
-
-config_enum! {
-    /// Request scheduling at a DRAM channel.
-    pub enum DramScheduler {
-        /// First-ready first-come-first-served: row hits first, then oldest.
-        FrFcfs = "fr_fcfs",
-        /// Strictly in arrival order.
-        Fcfs = "fcfs",
-    }
-}
-
-config_enum! {
-    /// Which chiplet is the home of an address (its DRAM, and its memory-side L2 slice).
-    pub enum HomePolicy {
-        /// Pages of `package.home_page_bytes` go to chiplets in turn: page `p` is homed at
-        /// chiplet `p mod chiplets` (addresses inside a chiplet are compacted, page `p`
-        /// being that chiplet's page `p / chiplets`).
-        PageInterleave = "page_interleave",
-        /// Page `p` is homed at chiplet `hash(p) mod chiplets` (XOR-fold of the page number),
-        /// which spreads strided footprints that page interleaving maps to one chiplet.
-        Hash = "hash",
-        /// First touch, as the trace's array annotations predict it (the policy of the
-        /// CPCoh study, dalmia-2023 section 5.4.3.1): kernel by kernel in command order, a
-        /// page is homed at the chiplet whose CTAs' annotated footprint covers it first
-        /// (the lowest such chiplet within one kernel, since its chiplets start together).
-        /// Pages no annotation covers (and every page of a trace without annotations, such
-        /// as an Accel-Sim import) are page-interleaved. Decided before the run from the
-        /// annotations, not by the simulated order of accesses.
-        FirstTouch = "first_touch",
-    }
-}
-
-config_enum! {
     /// How the global CP splits a kernel's grid across chiplets.
     pub enum GridSplit {
         /// Chiplet `k` of `n` gets CTAs `[k N / n, (k + 1) N / n)` (listing order), as in
@@ -268,21 +220,6 @@ config_enum! {
         Contiguous = "contiguous",
         /// Chiplet `k` gets CTAs `k, k + n, k + 2n, ...`.
         RoundRobin = "round_robin",
-    }
-}
-
-config_enum! {
-    /// How the chiplets of a package are wired (interconnect crate, `Topology`).
-    pub enum LinkTopology {
-        /// A link between every pair of chiplets.
-        FullyConnected = "fully_connected",
-        /// Chiplet `i` linked to `i - 1` and `i + 1` (mod chiplets); shortest way round.
-        Ring = "ring",
-        /// A grid `package.mesh_cols` wide; X first, then Y.
-        Mesh2d = "mesh2d",
-        /// Every chiplet linked to one switch (a crossbar): two link traversals between any
-        /// two chiplets, the switch's port to each chiplet serializing what goes down to it.
-        Switch = "switch",
     }
 }
 
@@ -424,57 +361,6 @@ section! {
 }
 
 section! {
-    /// The last-level cache of a chiplet with `package.l2: private` (ignored with
-    /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
-    /// (L2 misses, remote and write-through stores, L2 write-backs and atomics of every
-    /// chiplet come here), sectored like the L2 (`l2.sector_bytes`), LRU, write-back to its
-    /// DRAM channel. Its clock, data-port bandwidth and atomic ALU are the L2's
-    /// (`l2.clock_hz`, `l2.bandwidth_bytes_per_cycle`, `l2.atomic_latency_cycles`). Every key
-    /// has a default, so memory-side configs leave the section out.
-    pub struct LlcConfig {
-        /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
-        /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
-        /// Table 5.1 "L3 Size 16 MB" over the chiplets.
-        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304"), range (1, 1 << 30);
-        /// Ways per set. Presets: Table 5.1 "16 way".
-        assoc: u32 = Kind::U32, unit "ways", Some("16"), range (1, 4096);
-        /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
-        /// Presets: Table 5.1 "64B line".
-        line_bytes: u32 = Kind::U32, unit "bytes", Some("128"), range (1, 4096);
-        /// Cycles from a request's arrival at the slice to its response's departure on a
-        /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
-        /// the NoC traversals (derivation in the preset).
-        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100"), range (1, MAX_CYCLES);
-        /// Miss status holding registers per LLC slice (misses to its DRAM channel in
-        /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
-        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64"), range (1, 65_536);
-    }
-}
-
-section! {
-    /// One direction of an inter-chiplet link: the sending chiplet's link interface
-    /// serializes packets (header and data sectors plus `packet_overhead_bytes`) at
-    /// `bandwidth_bytes_per_cycle` of `clock_hz`, in order, and the receiving interface has
-    /// a packet `latency_ps` after its last byte left (store and forward: the receiver
-    /// checks a whole packet before routing it on). Packets then cross the receiving
-    /// chiplet's NoC (`noc.latency_cycles`) to the L2 slice or SM. The least link latency
-    /// is the lookahead of a cut between chiplets (DESIGN.md section 4).
-    pub struct LinkConfig {
-        /// Link clock. Presets: the core clock (the bandwidth is given per core cycle).
-        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000"), range CLOCK_RANGE;
-        /// Bytes per link cycle, one direction. Presets: the package's per-chiplet link
-        /// bandwidth divided by the clock (each preset shows its arithmetic).
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64"), range (1, 65_536);
-        /// From the last byte leaving the sender to the packet at the receiving interface.
-        /// At least 1 ps (it bounds the lookahead). Presets: cited per preset.
-        latency_ps: u64 = Kind::U64, unit "ps", Some("20000"), range (1, MAX_PS);
-        /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
-        /// header (assumed).
-        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8"), range (0, 4096);
-    }
-}
-
-section! {
     /// A whole GPU system: what `tessera run --config` reads.
     pub struct GpuConfig {
         /// Name of the configuration, reported in stats. Presets: the preset's file name.
@@ -536,392 +422,6 @@ section! {
         /// byte for byte), far fewer host cache misses. `false` runs every event in global
         /// time order; it exists to check and measure that. Presets: the default, `true`.
         run_ahead: bool = Kind::Bool, unit "-", Some("true");
-    }
-}
-
-section! {
-    /// The SM core (DESIGN.md section 5, "SM core").
-    pub struct CoreConfig {
-        /// SMs per chiplet. Presets: the vendor or paper SM count.
-        sm_count: u32 = Kind::U32, unit "SMs", None, range (1, MAX_SMS);
-        /// SM clock. Presets: the clock of the simulator config or paper modelled, or the
-        /// vendor boost clock.
-        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
-        /// Threads per warp. The core model is NVIDIA-style with 32 lanes; any other value
-        /// is rejected (a trace is checked against this core model, not a preset's brand).
-        warp_size: u32 = Kind::U32, unit "threads", Some("32"), range (32, 32);
-        /// Resident threads per SM (an occupancy limit). Presets: the simulator config's
-        /// `-gpgpu_shader_core_pipeline` or the paper's table.
-        max_threads_per_sm: u32 = Kind::U32, unit "threads", None, range (1, 65_536);
-        /// Resident warp slots per SM; must equal `max_threads_per_sm / warp_size`.
-        max_warps_per_sm: u32 = Kind::U32, unit "warps", None, range (1, 2048);
-        /// Resident CTAs per SM (an occupancy limit). Presets: CUDA's occupancy header
-        /// (`cudaOccMaxBlocksPerMultiprocessor`) for the compute capability.
-        max_ctas_per_sm: u32 = Kind::U32, unit "CTAs", None, range (1, 2048);
-        /// Largest CTA a launch may have. Presets: CUDA's 1024-thread block limit.
-        max_threads_per_cta: u32 = Kind::U32, unit "threads", None, range (1, 65_536);
-        /// 32-bit registers in an SM's register file. Presets: the simulator config's
-        /// `-gpgpu_shader_registers` or the paper's table.
-        registers_per_sm: u32 = Kind::U32, unit "registers", None, range (1, 1 << 24);
-        /// Registers one CTA may hold (CUDA's `regsPerBlock`). Presets: the simulator
-        /// config's `-gpgpu_registers_per_block`, or the whole file.
-        max_registers_per_cta: u32 = Kind::U32, unit "registers", None, range (1, 1 << 24);
-        /// Registers one thread may use (a trace using more can never run). Presets: CUDA's
-        /// occupancy header (`cudaOccRegAllocationMaxPerThread`).
-        max_registers_per_thread: u32 = Kind::U32, unit "registers", None, range (1, 65_536);
-        /// Register allocation unit: a warp's registers (`regs_per_thread * 32`) are rounded
-        /// up to a multiple of this. Presets: CUDA's occupancy header
-        /// (`cudaOccRegAllocationGranularity`).
-        register_alloc_granularity: u32 = Kind::U32, unit "registers per warp", None, range (1, 65_536);
-        /// Sub-partitions with separate register files; a warp's registers come from one of
-        /// them, so occupancy counts warps per partition. Presets: CUDA's occupancy header
-        /// (`cudaOccSubPartitionsPerMultiprocessor`).
-        register_file_partitions: u32 = Kind::U32, unit "partitions", None, range (1, 64);
-        /// Shared memory per SM available to CTAs (the largest carveout). Presets: vendor
-        /// figure or the simulator config's `-gpgpu_shmem_size`.
-        shared_mem_per_sm_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 16 << 20);
-        /// Shared memory one CTA may request (static + dynamic, before the reservation
-        /// below). Presets: the simulator config's `-gpgpu_shmem_per_block` or the
-        /// opt-in maximum.
-        max_shared_mem_per_cta_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 16 << 20);
-        /// Shared memory allocation unit: a CTA's shared memory (plus the reservation) is
-        /// rounded up to a multiple of this. Presets: CUDA's occupancy header
-        /// (`cudaOccSMemAllocationGranularity`).
-        shared_mem_alloc_granularity_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 65_536);
-        /// Shared memory the driver reserves per resident CTA (compute capability 8.x and
-        /// later; `cudaOccSMemPerBlock` adds it). Presets: 1024 on Ampere, else 0.
-        shared_mem_reserved_per_cta_bytes: u32 = Kind::U32, unit "bytes", Some("0"), range (0, 1 << 20);
-        /// Warp schedulers (sub-cores) per SM; each owns an equal share of the warps,
-        /// register banks and functional units. Presets: the simulator config's
-        /// `-gpgpu_num_sched_per_core` or the paper's table.
-        schedulers_per_sm: u32 = Kind::U32, unit "schedulers", None, range (1, 2048);
-        /// Warp scheduling policy of every scheduler. Presets: the simulator config's
-        /// `-gpgpu_scheduler` or the paper's table.
-        scheduler: SchedulerPolicy = Kind::Enum(SchedulerPolicy::NAMES), unit "-", None;
-        /// Size of the active pool of each scheduler under `two_level` (ignored otherwise;
-        /// 0 is taken as 1). Presets: GPGPU-Sim's `two_level_active:6` example.
-        two_level_active_warps: u32 = Kind::U32, unit "warps per scheduler", Some("6"), range (1, 2048);
-        /// Register-file banks per SM, split evenly among the schedulers; two operands of an
-        /// instruction in one bank take two cycles to read. Presets: the simulator config's
-        /// `-gpgpu_num_reg_banks`.
-        register_banks: u32 = Kind::U32, unit "banks", None, range (1, 4096);
-        /// Operand-collector units per SM (instructions gathering operands at once), split
-        /// evenly among the schedulers. Presets: the simulator config's collector units.
-        operand_collectors: u32 = Kind::U32, unit "collectors", None, range (1, 4096);
-        /// Model operand collection: an issued instruction holds one of its scheduler's
-        /// `operand_collectors / schedulers_per_sm` collector units until its source
-        /// operands are read, each of its scheduler's `register_banks / schedulers_per_sm`
-        /// banks serving one read per core cycle; a conflict delays the instruction (its
-        /// unit and result) by the extra cycles. `false`: every operand is read at once
-        /// and collectors are unlimited. Presets: `true` (GPGPU-Sim/Accel-Sim model the
-        /// operand collector).
-        operand_collection: bool = Kind::Bool, unit "-", Some("true");
-        /// Offset a warp's register-to-bank mapping by its warp slot (bank =
-        /// `(register + warp slot) % banks per scheduler`; without it, `register % banks
-        /// per scheduler`). Presets: the simulator config's `-gpgpu_reg_bank_use_warp_id`
-        /// (GPGPU-Sim's default, off).
-        reg_bank_use_warp_id: bool = Kind::Bool, unit "-", Some("false");
-        /// Latency and initiation interval of each non-memory opcode class (the classes of
-        /// `tessera_traces::OpClass`). Memory classes take their latency from the memory
-        /// hierarchy; `barrier`, `fence` and `exit` from what they wait for.
-        op_latency: OpLatencyTable = Kind::Section(OpLatencyTable::KEYS), unit "-", None;
-        /// The instruction cache of each SM.
-        icache: IcacheConfig = Kind::Section(IcacheConfig::KEYS), unit "-", None;
-    }
-}
-
-section! {
-    /// Timing of one opcode class on its functional unit (per sub-core).
-    pub struct OpTiming {
-        /// Cycles from issue until a dependent instruction may issue (the result latency).
-        /// Presets: measured dependent-issue latencies where a study gives them, else the
-        /// simulator config's `-trace_opcode_latency_initiation_*` first number.
-        latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-        /// Cycles between two issues of this class on one sub-core's unit (1 = fully
-        /// pipelined, one warp instruction per cycle). Presets: measured throughput where
-        /// a study gives it, else the simulator config's second number.
-        initiation_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-    }
-}
-
-section! {
-    /// Per-opcode-class functional-unit timing, keyed by `tessera_traces::OpClass::name`.
-    pub struct OpLatencyTable {
-        /// Integer ALU: add, logic, shifts, compares, moves (IADD3, LOP3, SHF, ISETP, MOV...).
-        int: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Integer multiply and multiply-add (IMAD, IMUL...).
-        int_mul: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Half precision (HADD2, HFMA2...).
-        fp16: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Single precision (FADD, FFMA, FMUL...).
-        fp32: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Double precision (DADD, DFMA, DMUL...).
-        fp64: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Special-function unit (MUFU: reciprocal, sqrt, transcendentals).
-        sfu: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Tensor cores (HMMA, IMMA, DMMA...), per SASS instruction.
-        tensor: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Type conversions (F2F, F2I, I2F...).
-        convert: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Warp shuffles and votes (SHFL, VOTE, MATCH, REDUX).
-        warp_shuffle: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Special-register reads (S2R, CS2R...).
-        special_reg: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Uniform datapath (UIADD3, UMOV...).
-        uniform: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Branches and reconvergence (BRA, BSSY, BSYNC, CALL, RET...).
-        branch: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// No-ops and dependency waits (NOP, DEPBAR, YIELD).
-        nop: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-        /// Instructions of class `other` (counted, not modelled specially).
-        other: OpTiming = Kind::Section(OpTiming::KEYS), unit "-", None;
-    }
-}
-
-section! {
-    /// The instruction cache of each SM (misses go to L2 over the NoC).
-    pub struct IcacheConfig {
-        /// Model instruction fetch through the I-cache; `false` is a perfect I-cache (every
-        /// fetch hits). Presets: `true` (the hardware has one).
-        enabled: bool = Kind::Bool, unit "-", None;
-        /// Capacity. Presets: the simulator config's `-gpgpu_cache:il1`.
-        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
-        /// Ways per set. Presets: as `size_bytes`.
-        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
-        /// Line size (power of two). Presets: as `size_bytes`.
-        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
-        /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
-        /// delivers a hit the next cycle; no study measures it).
-        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-        /// Cycles from fetch to instruction available on a miss (the line comes from L2;
-        /// a fixed latency, not a request to the memory system yet). Presets: the L2-hit
-        /// latency a load sees minus the L1 hit, or the preset's NoC and L2 latencies.
-        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-    }
-}
-
-section! {
-    /// The L1 data cache of each SM. A load's end-to-end latency on an L1 hit is
-    /// `hit_latency_cycles`.
-    pub struct L1dConfig {
-        /// Cache global loads in L1; `false` sends them all to L2 (`-gpgpu_gmem_skip_L1D`).
-        enabled: bool = Kind::Bool, unit "-", Some("true");
-        /// Capacity (fixed; the shared-memory carveout is `core.shared_mem_per_sm_bytes`).
-        /// Presets: the simulator config's L1 or what the unified L1/shared SRAM leaves
-        /// beside the full shared-memory carveout.
-        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4 << 20);
-        /// Ways per set; `size_bytes / (assoc * line_bytes)` sets, a power of two.
-        /// Presets: the simulator config's `-gpgpu_cache:dl1`.
-        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
-        /// Line size (power of two). Presets: 128.
-        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
-        /// Sector size, the unit of coalescing and of fills; divides `line_bytes`.
-        /// Presets: 32 for sectored caches (Volta on), 128 for Fermi's.
-        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
-        /// Banks; accesses to one bank in one cycle serialize. Presets: the simulator
-        /// config's `-gpgpu_l1_banks`.
-        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
-        /// Cycles from a load's issue to its data on an L1 hit, as a pointer chase measures
-        /// it. Presets: a measured pointer-chase L1 hit, else the simulator config's
-        /// `-gpgpu_l1_latency`.
-        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-        /// Miss status holding registers: distinct lines with misses in flight.
-        /// Presets: the simulator config's MSHR entries (`A:<n>:<merge>`).
-        mshrs: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
-        /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
-        mshr_max_merge: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
-        /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
-        write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
-        /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
-        write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
-    }
-}
-
-section! {
-    /// Shared memory timing (its size is `core.shared_mem_per_sm_bytes`).
-    pub struct SharedMemConfig {
-        /// Banks; lanes hitting different words of one bank serialize. Presets: the
-        /// simulator config's `-gpgpu_shmem_num_banks`.
-        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
-        /// Width of one bank (power of two). Presets: 4, checked against measured shared
-        /// memory bandwidth of about 128 B per cycle per SM.
-        bank_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1024);
-        /// Cycles from a conflict-free shared load's issue to its data. Presets: a measured
-        /// shared-memory latency, else the simulator config's `-gpgpu_smem_latency`.
-        latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
-    }
-}
-
-section! {
-    /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
-    /// and an arbiter at the receiver (DESIGN.md section 5).
-    pub struct NocConfig {
-        /// NoC clock. Presets: the simulator config's interconnect clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
-        /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
-        /// (no study isolates it); it is part of the measured L2 hit latency, see
-        /// `l2.hit_latency_cycles`.
-        latency_cycles: u32 = Kind::U32, unit "NoC cycles", None, range (1, MAX_CYCLES);
-        /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
-        /// Presets: the simulator config's flit size.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None, range (1, 65_536);
-    }
-}
-
-section! {
-    /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
-    /// caches any line and misses go to the `llc`). A load's end-to-end latency on an L2 hit is about
-    /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
-    /// its own clock, plus queueing.
-    pub struct L2Config {
-        /// L2 clock. Presets: the simulator config's L2 clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
-        /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
-        /// slice caches the addresses of one channel; a private L2 interleaves lines over
-        /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
-        /// memory sub-partitions.
-        slices: u32 = Kind::U32, unit "slices", None, range (1, 4096);
-        /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
-        /// simulator config's.
-        size_bytes: u64 = Kind::U64, unit "bytes", None, range (1, 1 << 30);
-        /// Ways per set of each slice; each slice has `size_bytes / slices / (assoc *
-        /// line_bytes)` sets, a power of two. Presets: the simulator config's
-        /// `-gpgpu_cache:dl2`.
-        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
-        /// Line size (power of two). Presets: as `assoc`.
-        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
-        /// Sector size, the unit of fills from DRAM; divides `line_bytes`.
-        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
-        /// Cycles a slice takes from a request's arrival to the response's departure on a
-        /// hit. Presets: a measured pointer-chase L2 hit minus `l1d.hit_latency_cycles` and
-        /// two NoC traversals (derivation in the preset), else the simulator config's
-        /// `-gpgpu_l2_rop_latency`.
-        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
-        /// Extra cycles an atomic or reduction occupies the slice's ALU beyond a hit
-        /// (atomics execute at L2). Presets: the measured atomic latency minus the L2 hit
-        /// latency on a TITAN V (ASIM-OUT), the only measured atomic figure.
-        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
-        /// Miss status holding registers per slice. Presets: the simulator config's L2
-        /// MSHR entries.
-        mshrs_per_slice: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
-        /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
-        /// slices, or one 32 B sector per cycle.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);
-        /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
-        /// simulator config's L2 write policy.
-        write_back: bool = Kind::Bool, unit "-", None;
-    }
-}
-
-section! {
-    /// DRAM channels of a chiplet. Peak bandwidth is `channels * bandwidth_bytes_per_cycle *
-    /// clock_hz`. A load's end-to-end latency on an L2 miss is about the L2 hit latency plus
-    /// `latency_ps` plus the bank timing its row-buffer state needs.
-    pub struct DramConfig {
-        /// Independent channels, each with its own queue, banks and bus; addresses
-        /// interleave across them every `interleave_bytes`. Presets: the simulator config's
-        /// `-gpgpu_n_mem` or the bus width over the channel width.
-        channels: u32 = Kind::U32, unit "channels", None, range (1, 1024);
-        /// DRAM command clock; `bandwidth_bytes_per_cycle`, `t_rcd_cycles` and `t_rp_cycles`
-        /// count its cycles. Presets: vendor memory clock or the simulator config's DRAM
-        /// clock domain.
-        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
-        /// Data bytes one channel moves per DRAM clock cycle (bus width times transfers per
-        /// clock). Presets: derived so that the peak equals the vendor bandwidth.
-        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None, range (1, 65_536);
-        /// Fixed latency of an access on top of its bank timing: controller, PHY, column
-        /// access and data return, on a row hit. Presets: measured DRAM latency minus the
-        /// measured L2 hit latency minus `t_rp + t_rcd` (derivation in the preset), else the
-        /// simulator config's `-dram_latency` converted from core cycles.
-        latency_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
-        /// Banks per channel (power of two). Presets: the simulator config's `nbk`.
-        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
-        /// Bytes of one open row of a bank (power of two). Presets: assumed (the memory
-        /// type's page size; no source in the references).
-        row_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
-        /// Activate-to-read delay, paid when the row is not open. Presets: the simulator
-        /// config's `RCD` timing or the paper's tRCD.
-        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
-        /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
-        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
-        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`). Not modelled
-        /// yet: every channel serves requests in arrival order at each bank and at the bus
-        /// (earliest gap first), whatever this says; kept so presets state the hardware.
-        scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
-        /// Requests a channel's scheduler can hold. Presets: the simulator config's
-        /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
-        /// requests in flight).
-        queue_entries: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
-        /// Address interleave granularity across channels (power of two, a multiple of
-        /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
-        interleave_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 30);
-        /// Average interval between two all-bank refreshes (REF) of a channel, JEDEC tREFI;
-        /// 0 models no refresh (`t_rfc_ps` is then ignored). Channel `c`'s refreshes fall due at `k * t_refi_ps + c *
-        /// t_refi_ps / channels` (staggered). Presets: the memory type's tREFI (3.9 us for
-        /// HBM2 and GDDR5) from the JEDEC-based DRAM simulators' tables.
-        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
-        /// Time a refresh makes the whole channel unavailable, JEDEC tRFC (all-bank); must be
-        /// below `t_refi_ps`. A due refresh takes the channel's bus for
-        /// this long in the first gap at or after its due time (a busy channel postpones it,
-        /// never skips it), so a saturated channel loses `t_rfc_ps / t_refi_ps` of its peak;
-        /// the rows it closes are reopened by the next access. Per-bank refresh, which a
-        /// controller may use to hide part of this, is not modelled. Presets: the tRFC of
-        /// the channel's density (e.g. HBM2 8 Gb: 350 ns) from the same tables.
-        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
-        /// Idle cycles of a channel's data bus when it turns from writes to reads: the last
-        /// write's data to the first read's data, i.e. JEDEC tWTR plus the read latency CL.
-        /// Presets: `CL + CDLR` of the simulator config's timing (GPGPU-Sim's tWTR is `WL +
-        /// BL/ratio + CDLR` between the commands; read data follows its command by CL, write
-        /// data by WL).
-        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
-        /// Idle cycles of a channel's data bus when it turns from reads to writes (the last
-        /// read's data to the first write's data). Presets: 2, the bus turnaround of
-        /// GPGPU-Sim's tRTW (`CL + BL/ratio + 2 - WL` between the commands).
-        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
-        /// Writes are posted: a channel queues them (a write is done, for the L2, when it
-        /// is queued) and sends them to the DRAM in one burst of this many requests when
-        /// that many are queued (a drain from the high to the low watermark of a write
-        /// queue), paying `read_to_write_cycles` before and `write_to_read_cycles` after;
-        /// 1 sends each write alone. Writes still queued when a run ends take no bus time.
-        /// Presets: high minus low watermark of the simulator config's
-        /// `-dram_write_queue_size`, where it enables one.
-        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1"), range (1, 65_536);
-    }
-}
-
-section! {
-    /// The kernel launch path (DESIGN.md section 5): host -> global CP -> local CP -> SMs,
-    /// and completion back. Back-to-back launches are spaced by at least `host_to_gcp_ps`
-    /// (the host submits one at a time); a kernel's first CTA starts `host_to_gcp_ps +
-    /// gcp_to_lcp_ps + cta_dispatch_ps` after its launch command.
-    pub struct LaunchConfig {
-        /// Host runtime and driver time to submit one launch to the global CP. Presets:
-        /// a measured back-to-back launch period, or a measured launch latency minus the
-        /// GPU-side segments below (derivation in the preset).
-        host_to_gcp_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
-        /// Global CP to local CP: kernel slice dispatch. Presets: the kernel-dispatch
-        /// latency measured by WANG15 Table 3 (283 cycles at 706 MHz).
-        gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
-        /// Local CP to an SM, per CTA dispatched, and back, per CTA completion report (the
-        /// local CP sends an SM its next CTA when the report arrives); at least one SM
-        /// cycle (the port contract). Presets: one SM cycle (Accel-Sim's
-        /// `-gpgpu_TB_launch_latency 0`, raised to the minimum).
-        cta_dispatch_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
-        /// The local CP's receipt of the last CTA's completion report to the kernel's
-        /// completion seen by the host (local CP -> global CP -> host). Presets: assumed
-        /// equal to `gcp_to_lcp_ps`.
-        completion_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
-    }
-}
-
-section! {
-    /// Host-to-device copies in the command list.
-    pub struct MemcpyConfig {
-        /// A copy also installs the copied lines in L2 (Accel-Sim's
-        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit; with `package.l2:
-        /// private`, in the LLC slices at the lines' homes instead (the copy arrives at the
-        /// home memory; the private L2s start cold). Presets: that option.
-        fills_l2: bool = Kind::Bool, unit "-", None;
     }
 }
 
@@ -1056,31 +556,19 @@ impl GpuConfig {
         regs_per_thread: u32,
         shmem_bytes: u32,
     ) -> Result<Occupancy, CtaFitError> {
-        occupancy::occupancy(&self.core, threads_per_cta, regs_per_thread, shmem_bytes)
+        self.core
+            .occupancy(threads_per_cta, regs_per_thread, shmem_bytes)
     }
 }
 
-impl OpLatencyTable {
-    /// The timing of `class`, or `None` for the classes whose latency comes from elsewhere
-    /// (memory classes, `barrier`, `fence`, `exit`).
-    pub fn get(&self, class: tessera_traces::OpClass) -> Option<&OpTiming> {
-        use tessera_traces::OpClass as C;
-        Some(match class {
-            C::Int => &self.int,
-            C::IntMul => &self.int_mul,
-            C::Fp16 => &self.fp16,
-            C::Fp32 => &self.fp32,
-            C::Fp64 => &self.fp64,
-            C::Sfu => &self.sfu,
-            C::Tensor => &self.tensor,
-            C::Convert => &self.convert,
-            C::WarpShuffle => &self.warp_shuffle,
-            C::SpecialReg => &self.special_reg,
-            C::Uniform => &self.uniform,
-            C::Branch => &self.branch,
-            C::Nop => &self.nop,
-            C::Other => &self.other,
-            _ => return None,
-        })
+impl CoreConfig {
+    /// [`GpuConfig::occupancy`] of an SM of this core.
+    pub fn occupancy(
+        &self,
+        threads_per_cta: u32,
+        regs_per_thread: u32,
+        shmem_bytes: u32,
+    ) -> Result<Occupancy, CtaFitError> {
+        occupancy::occupancy(self, threads_per_cta, regs_per_thread, shmem_bytes)
     }
 }

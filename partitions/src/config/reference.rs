@@ -1,5 +1,5 @@
 //! The configuration reference (`docs/config.md`), generated from the key table that the
-//! section declarations in `config.rs` produce.
+//! section declarations (in `config.rs` and beside the units) produce.
 
 use super::validate::range_text;
 use super::{GpuConfig, KeyInfo, Kind};

@@ -2,10 +2,8 @@
 
 use serde_yaml::Value;
 
-use super::{
-    ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, LinkTopology, PartitionMode,
-    SchedulerPolicy, CLOCK_RANGE,
-};
+use super::{ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, PartitionMode, CLOCK_RANGE};
+use crate::mem::link::LinkTopology;
 
 /// Which end of the key table's ranges [`Check::ranges`] checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,12 +62,14 @@ pub(super) fn out_of_range(v: impl std::fmt::Display, range: (u64, u64), unit: &
     )
 }
 
-struct Check<'a> {
+/// Where values came from, for the errors; the checks of one section alone are methods
+/// of the section, beside its unit (`L1dConfig::check`, ...).
+pub(crate) struct Check<'a> {
     origin: &'a dyn Fn(&str) -> String,
 }
 
 impl Check<'_> {
-    fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+    pub(crate) fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
         ConfigError::Key {
             origin: (self.origin)(key),
             key: key.to_string(),
@@ -77,7 +77,12 @@ impl Check<'_> {
         }
     }
 
-    fn ensure(&self, ok: bool, key: &str, msg: impl FnOnce() -> String) -> Result<(), ConfigError> {
+    pub(crate) fn ensure(
+        &self,
+        ok: bool,
+        key: &str,
+        msg: impl FnOnce() -> String,
+    ) -> Result<(), ConfigError> {
         if ok {
             Ok(())
         } else {
@@ -85,18 +90,18 @@ impl Check<'_> {
         }
     }
 
-    fn nonzero(&self, key: &str, v: u64) -> Result<(), ConfigError> {
+    pub(crate) fn nonzero(&self, key: &str, v: u64) -> Result<(), ConfigError> {
         self.ensure(v > 0, key, || "must be at least 1, found 0".into())
     }
 
-    fn pow2(&self, key: &str, v: u64) -> Result<(), ConfigError> {
+    pub(crate) fn pow2(&self, key: &str, v: u64) -> Result<(), ConfigError> {
         self.nonzero(key, v)?;
         self.ensure(v.is_power_of_two(), key, || {
             format!("must be a power of two, found {v}")
         })
     }
 
-    fn clock(&self, key: &str, hz: u64) -> Result<(), ConfigError> {
+    pub(crate) fn clock(&self, key: &str, hz: u64) -> Result<(), ConfigError> {
         self.ensure((CLOCK_RANGE.0..=CLOCK_RANGE.1).contains(&hz), key, || {
             out_of_range(hz, CLOCK_RANGE, "Hz")
         })
@@ -135,7 +140,13 @@ impl Check<'_> {
 
     /// A cache of `size` bytes in `sets` sets of `assoc` lines of `line` bytes, `sets` a
     /// power of two.
-    fn cache(&self, section: &str, size: u64, assoc: u32, line: u32) -> Result<(), ConfigError> {
+    pub(crate) fn cache(
+        &self,
+        section: &str,
+        size: u64,
+        assoc: u32,
+        line: u32,
+    ) -> Result<(), ConfigError> {
         let size_key = format!("{section}.size_bytes");
         let assoc_key = format!("{section}.assoc");
         let line_key = format!("{section}.line_bytes");
@@ -159,7 +170,7 @@ impl Check<'_> {
         })
     }
 
-    fn sector(&self, section: &str, sector: u32, line: u32) -> Result<(), ConfigError> {
+    pub(crate) fn sector(&self, section: &str, sector: u32, line: u32) -> Result<(), ConfigError> {
         let key = format!("{section}.sector_bytes");
         self.nonzero(&key, sector as u64)?;
         self.ensure(line.is_multiple_of(sector), &key, || {
@@ -299,298 +310,15 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
 
     // Core.
     let k = &c.core;
-    v.nonzero("core.sm_count", k.sm_count as u64)?;
-    v.clock("core.clock_hz", k.clock_hz)?;
-    v.ensure(k.warp_size == 32, "core.warp_size", || {
-        format!(
-            "must be 32 (the core model has 32 lanes), found {}",
-            k.warp_size
-        )
-    })?;
-    v.nonzero("core.max_threads_per_sm", k.max_threads_per_sm as u64)?;
-    v.nonzero("core.max_warps_per_sm", k.max_warps_per_sm as u64)?;
-    v.ensure(
-        k.max_warps_per_sm as u64 * k.warp_size as u64 == k.max_threads_per_sm as u64,
-        "core.max_warps_per_sm",
-        || {
-            format!(
-                "{} warps x {} threads differs from core.max_threads_per_sm ({})",
-                k.max_warps_per_sm, k.warp_size, k.max_threads_per_sm
-            )
-        },
-    )?;
-    v.nonzero("core.max_ctas_per_sm", k.max_ctas_per_sm as u64)?;
-    v.nonzero("core.max_threads_per_cta", k.max_threads_per_cta as u64)?;
-    v.ensure(
-        k.max_threads_per_cta <= k.max_threads_per_sm,
-        "core.max_threads_per_cta",
-        || {
-            format!(
-                "{} is more than core.max_threads_per_sm ({})",
-                k.max_threads_per_cta, k.max_threads_per_sm
-            )
-        },
-    )?;
-    v.nonzero("core.registers_per_sm", k.registers_per_sm as u64)?;
-    v.nonzero("core.max_registers_per_cta", k.max_registers_per_cta as u64)?;
-    v.ensure(
-        k.max_registers_per_cta <= k.registers_per_sm,
-        "core.max_registers_per_cta",
-        || {
-            format!(
-                "{} is more than core.registers_per_sm ({})",
-                k.max_registers_per_cta, k.registers_per_sm
-            )
-        },
-    )?;
-    v.nonzero(
-        "core.max_registers_per_thread",
-        k.max_registers_per_thread as u64,
-    )?;
-    v.pow2(
-        "core.register_alloc_granularity",
-        k.register_alloc_granularity as u64,
-    )?;
-    v.nonzero(
-        "core.register_file_partitions",
-        k.register_file_partitions as u64,
-    )?;
-    v.ensure(
-        k.registers_per_sm
-            .is_multiple_of(k.register_file_partitions),
-        "core.register_file_partitions",
-        || {
-            format!(
-                "{} does not divide core.registers_per_sm ({})",
-                k.register_file_partitions, k.registers_per_sm
-            )
-        },
-    )?;
-    v.nonzero(
-        "core.shared_mem_per_sm_bytes",
-        k.shared_mem_per_sm_bytes as u64,
-    )?;
-    v.nonzero(
-        "core.max_shared_mem_per_cta_bytes",
-        k.max_shared_mem_per_cta_bytes as u64,
-    )?;
-    v.pow2(
-        "core.shared_mem_alloc_granularity_bytes",
-        k.shared_mem_alloc_granularity_bytes as u64,
-    )?;
-    v.ensure(
-        k.max_shared_mem_per_cta_bytes as u64 + k.shared_mem_reserved_per_cta_bytes as u64
-            <= k.shared_mem_per_sm_bytes as u64,
-        "core.max_shared_mem_per_cta_bytes",
-        || {
-            format!(
-                "{} plus core.shared_mem_reserved_per_cta_bytes ({}) is more than \
-                 core.shared_mem_per_sm_bytes ({})",
-                k.max_shared_mem_per_cta_bytes,
-                k.shared_mem_reserved_per_cta_bytes,
-                k.shared_mem_per_sm_bytes
-            )
-        },
-    )?;
-    v.nonzero("core.schedulers_per_sm", k.schedulers_per_sm as u64)?;
-    v.ensure(
-        k.schedulers_per_sm <= k.max_warps_per_sm,
-        "core.schedulers_per_sm",
-        || {
-            format!(
-                "{} schedulers for {} warp slots (core.max_warps_per_sm): a scheduler would \
-                 have no warp",
-                k.schedulers_per_sm, k.max_warps_per_sm
-            )
-        },
-    )?;
-    v.nonzero(
-        "core.two_level_active_warps",
-        k.two_level_active_warps as u64,
-    )?;
-    if k.scheduler == SchedulerPolicy::TwoLevel {
-        let per_scheduler = k.max_warps_per_sm / k.schedulers_per_sm;
-        v.ensure(
-            k.two_level_active_warps <= per_scheduler,
-            "core.two_level_active_warps",
-            || {
-                format!(
-                    "{} is more than the {per_scheduler} warps each scheduler holds",
-                    k.two_level_active_warps
-                )
-            },
-        )?;
-    }
-    v.nonzero("core.register_banks", k.register_banks as u64)?;
-    v.ensure(
-        k.register_banks.is_multiple_of(k.schedulers_per_sm),
-        "core.register_banks",
-        || {
-            format!(
-                "{} banks do not split evenly among {} schedulers (core.schedulers_per_sm)",
-                k.register_banks, k.schedulers_per_sm
-            )
-        },
-    )?;
-    v.nonzero("core.operand_collectors", k.operand_collectors as u64)?;
-    v.ensure(
-        k.operand_collectors.is_multiple_of(k.schedulers_per_sm),
-        "core.operand_collectors",
-        || {
-            format!(
-                "{} collectors do not split evenly among {} schedulers (core.schedulers_per_sm)",
-                k.operand_collectors, k.schedulers_per_sm
-            )
-        },
-    )?;
-    let ops = &k.op_latency;
-    for (class, t) in [
-        ("int", &ops.int),
-        ("int_mul", &ops.int_mul),
-        ("fp16", &ops.fp16),
-        ("fp32", &ops.fp32),
-        ("fp64", &ops.fp64),
-        ("sfu", &ops.sfu),
-        ("tensor", &ops.tensor),
-        ("convert", &ops.convert),
-        ("warp_shuffle", &ops.warp_shuffle),
-        ("special_reg", &ops.special_reg),
-        ("uniform", &ops.uniform),
-        ("branch", &ops.branch),
-        ("nop", &ops.nop),
-        ("other", &ops.other),
-    ] {
-        v.nonzero(
-            &format!("core.op_latency.{class}.latency_cycles"),
-            t.latency_cycles as u64,
-        )?;
-        v.nonzero(
-            &format!("core.op_latency.{class}.initiation_cycles"),
-            t.initiation_cycles as u64,
-        )?;
-    }
-    let ic = &k.icache;
-    if ic.enabled {
-        v.cache("core.icache", ic.size_bytes as u64, ic.assoc, ic.line_bytes)?;
-        v.nonzero(
-            "core.icache.hit_latency_cycles",
-            ic.hit_latency_cycles as u64,
-        )?;
-        v.nonzero(
-            "core.icache.miss_latency_cycles",
-            ic.miss_latency_cycles as u64,
-        )?;
-    }
+    k.check(v)?;
 
-    // L1D.
-    let l1 = &c.l1d;
-    v.cache("l1d", l1.size_bytes as u64, l1.assoc, l1.line_bytes)?;
-    v.sector("l1d", l1.sector_bytes, l1.line_bytes)?;
-    v.nonzero("l1d.banks", l1.banks as u64)?;
-    v.nonzero("l1d.hit_latency_cycles", l1.hit_latency_cycles as u64)?;
-    v.nonzero("l1d.mshrs", l1.mshrs as u64)?;
-    v.nonzero("l1d.mshr_max_merge", l1.mshr_max_merge as u64)?;
-
-    // Shared memory.
-    let sm = &c.shared_mem;
-    v.pow2("shared_mem.banks", sm.banks as u64)?;
-    v.pow2("shared_mem.bank_bytes", sm.bank_bytes as u64)?;
-    v.nonzero("shared_mem.latency_cycles", sm.latency_cycles as u64)?;
-
-    // NoC.
-    let n = &c.noc;
-    v.clock("noc.clock_hz", n.clock_hz)?;
-    v.nonzero("noc.latency_cycles", n.latency_cycles as u64)?;
-    v.nonzero(
-        "noc.bandwidth_bytes_per_cycle",
-        n.bandwidth_bytes_per_cycle as u64,
-    )?;
-
-    // L2.
+    c.l1d.check(v)?;
+    c.shared_mem.check(v)?;
+    c.noc.check(v)?;
     let l2 = &c.l2;
-    v.clock("l2.clock_hz", l2.clock_hz)?;
-    v.nonzero("l2.slices", l2.slices as u64)?;
-    v.nonzero("l2.size_bytes", l2.size_bytes)?;
-    v.ensure(
-        l2.size_bytes.is_multiple_of(l2.slices as u64),
-        "l2.size_bytes",
-        || {
-            format!(
-                "{} bytes do not split evenly among {} slices (l2.slices)",
-                l2.size_bytes, l2.slices
-            )
-        },
-    )?;
-    v.cache(
-        "l2",
-        l2.size_bytes / l2.slices as u64,
-        l2.assoc,
-        l2.line_bytes,
-    )
-    .map_err(|e| match e {
-        ConfigError::Key { origin, key, msg } if key == "l2.size_bytes" => ConfigError::Key {
-            origin,
-            key,
-            msg: format!("per slice ({} slices): {msg}", l2.slices),
-        },
-        e => e,
-    })?;
-    v.sector("l2", l2.sector_bytes, l2.line_bytes)?;
-    v.nonzero("l2.hit_latency_cycles", l2.hit_latency_cycles as u64)?;
-    v.nonzero("l2.atomic_latency_cycles", l2.atomic_latency_cycles as u64)?;
-    v.nonzero("l2.mshrs_per_slice", l2.mshrs_per_slice as u64)?;
-    v.nonzero(
-        "l2.bandwidth_bytes_per_cycle",
-        l2.bandwidth_bytes_per_cycle as u64,
-    )?;
-
-    // DRAM.
+    l2.check(v)?;
     let d = &c.dram;
-    v.nonzero("dram.channels", d.channels as u64)?;
-    v.ensure(
-        l2.slices.is_multiple_of(d.channels),
-        "dram.channels",
-        || {
-            format!(
-                "{} channels do not split the {} L2 slices (l2.slices) evenly: each slice caches \
-             one channel's addresses",
-                d.channels, l2.slices
-            )
-        },
-    )?;
-    v.clock("dram.clock_hz", d.clock_hz)?;
-    v.nonzero(
-        "dram.bandwidth_bytes_per_cycle",
-        d.bandwidth_bytes_per_cycle as u64,
-    )?;
-    v.nonzero("dram.latency_ps", d.latency_ps)?;
-    v.pow2("dram.banks", d.banks as u64)?;
-    v.pow2("dram.row_bytes", d.row_bytes as u64)?;
-    v.nonzero("dram.t_rcd_cycles", d.t_rcd_cycles as u64)?;
-    v.nonzero("dram.t_rp_cycles", d.t_rp_cycles as u64)?;
-    v.nonzero("dram.queue_entries", d.queue_entries as u64)?;
-    v.pow2("dram.interleave_bytes", d.interleave_bytes as u64)?;
-    v.ensure(
-        d.t_refi_ps == 0 || d.t_rfc_ps < d.t_refi_ps,
-        "dram.t_rfc_ps",
-        || {
-            format!(
-                "{} ps is not below dram.t_refi_ps ({} ps): the channel would only refresh",
-                d.t_rfc_ps, d.t_refi_ps
-            )
-        },
-    )?;
-    v.nonzero("dram.write_drain_requests", d.write_drain_requests as u64)?;
-    v.ensure(
-        d.interleave_bytes.is_multiple_of(l2.line_bytes),
-        "dram.interleave_bytes",
-        || {
-            format!(
-                "{} is not a multiple of l2.line_bytes ({}): a line would span channels",
-                d.interleave_bytes, l2.line_bytes
-            )
-        },
-    )?;
+    d.check(v, l2)?;
 
     // The LLC, used only with a private L2.
     if c.package.l2 == L2Organization::Private {

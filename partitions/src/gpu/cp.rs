@@ -49,12 +49,13 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{GpuConfig, GridSplit};
+use crate::config::GridSplit;
 use crate::mem::{Net, Packet, UnitIds};
 use crate::stats::KernelStats;
 use crate::Picos;
 use tessera_traces::{Command, KernelMeta};
 
+use super::launch::CpParams;
 use super::{cycle_at, GpuError};
 
 /// A kernel submitted by the host, not yet started.
@@ -171,7 +172,7 @@ impl CommandProcessor {
     /// an error before anything runs, and so is a command for a device the system does not
     /// have (with several GPUs).
     pub fn build(
-        cfg: &GpuConfig,
+        params: &CpParams,
         commands: &[Command],
         kernels: &[KernelMeta],
     ) -> Result<Vec<CommandProcessor>, GpuError> {
@@ -179,7 +180,8 @@ impl CommandProcessor {
             .iter()
             .enumerate()
             .map(|(k, meta)| {
-                cfg.max_ctas_per_sm(meta.threads_per_cta() as u32, meta.nregs, meta.shmem_bytes)
+                params
+                    .max_ctas_per_sm(meta.threads_per_cta() as u32, meta.nregs, meta.shmem_bytes)
                     .map_err(|e| GpuError::CtaNeverFits {
                         index: k,
                         name: meta.name.clone(),
@@ -187,8 +189,8 @@ impl CommandProcessor {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let l = &cfg.launch;
-        let ids = UnitIds::new(cfg);
+        let l = params;
+        let ids = params.ids;
         let gpus = ids.gpus();
         if gpus > 1 {
             for (i, c) in commands.iter().enumerate() {
@@ -203,7 +205,6 @@ impl CommandProcessor {
                 }
             }
         }
-        let host = &cfg.system.host_link;
         Ok((0..ids.chiplets)
             .map(|k| {
                 let gpu = ids.gpu_of_chiplet(k);
@@ -213,13 +214,13 @@ impl CommandProcessor {
                     gpu,
                     gpu_base,
                     ids,
-                    period: cfg.core_period_ps(),
+                    period: l.core_ps,
                     host_to_gcp_ps: l.host_to_gcp_ps,
                     gcp_to_lcp_ps: l.gcp_to_lcp_ps,
                     cta_dispatch_ps: l.cta_dispatch_ps,
                     completion_ps: l.completion_ps,
-                    to_host_ps: if gpus > 1 { host.completion_ps } else { 0 },
-                    split: cfg.package.grid_split,
+                    to_host_ps: l.to_host_ps,
+                    split: l.split,
                     per_sm: per_sm.clone(),
                     host: (k == 0).then(|| Host {
                         commands: commands.to_vec(),
@@ -234,8 +235,8 @@ impl CommandProcessor {
                             .count(),
                         launched: 0,
                         completed: 0,
-                        copy_bytes_per_s: host.bandwidth_bytes_per_s,
-                        copy_latency_ps: host.latency_ps,
+                        copy_bytes_per_s: l.copy_bytes_per_s,
+                        copy_latency_ps: l.copy_latency_ps,
                     }),
                     global: (k == gpu_base).then(|| GlobalCp {
                         queue: VecDeque::new(),
@@ -245,7 +246,7 @@ impl CommandProcessor {
                     }),
                     pending: VecDeque::new(),
                     slice: None,
-                    flush_l2: cfg.package.l2 == crate::config::L2Organization::Private,
+                    flush_l2: l.flush_l2,
                     pending_flush: VecDeque::new(),
                     flushing: None,
                 }

@@ -22,19 +22,25 @@
 //! crosses (usually `cta_dispatch_ps`, one core cycle in the presets); every partitioning
 //! gives byte-identical stats (tested).
 //!
+//! Parameters: [`build`] makes each kind of unit's parameters once from the config
+//! (`UnitParams`, each by its `from_config`); the units are built from them.
+//!
 //! Time: picoseconds between units, core cycles inside an SM (cycle `c` is the instant
 //! `c * core_period_ps`; a time in picoseconds becomes the first cycle at or after it).
 //! CTAs are decoded lazily by each partition's [`tessera_traces::ChunkDecoder`] when they
 //! arrive at an SM, so memory follows the resident CTAs, not the trace.
 
 mod cp;
+pub(crate) mod launch;
 mod partition;
 mod wake;
 
 use std::sync::Arc;
 
 use crate::config::GpuConfig;
-use crate::mem::{Access, MemSpec, MemStats, Space, Unit, UnitIds};
+use crate::mem::{
+    Access, AddressMap, ChannelParams, LdStParams, LinkParams, MemStats, Space, Unit, UnitIds,
+};
 use crate::observe::Observer;
 use crate::sm::{SmError, SmSpec, SmStats};
 use crate::stats::{
@@ -46,7 +52,36 @@ use tessera_interconnect::{Link, PortId};
 use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
 
 pub use cp::CommandProcessor;
+pub use launch::CpParams;
 pub use partition::GpuPartition;
+
+/// The parameters of every unit of a GPU, each made from the config by its own
+/// constructor (`L1dParams::from_config`, ...) once per build, and shared by the units of
+/// every partition.
+pub(crate) struct UnitParams {
+    pub(crate) map: Arc<AddressMap>,
+    pub(crate) sm: Arc<SmSpec>,
+    pub(crate) ldst: LdStParams,
+    pub(crate) channel: ChannelParams,
+    pub(crate) link: Arc<LinkParams>,
+    pub(crate) cp: CpParams,
+    /// `partitioning.run_ahead`.
+    pub(crate) run_ahead: bool,
+}
+
+impl UnitParams {
+    fn for_trace(cfg: &GpuConfig, trace: &TraceFile) -> UnitParams {
+        UnitParams {
+            map: Arc::new(AddressMap::for_trace(cfg, trace)),
+            sm: Arc::new(SmSpec::from_config(cfg)),
+            ldst: LdStParams::from_config(cfg),
+            channel: ChannelParams::from_config(cfg),
+            link: Arc::new(LinkParams::from_config(cfg)),
+            cp: CpParams::from_config(cfg),
+            run_ahead: cfg.partitioning.run_ahead,
+        }
+    }
+}
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -132,8 +167,10 @@ fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
 }
 
 /// The links between units with their least latencies, for the lookahead.
-fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
-    let l = &cfg.launch;
+fn links(params: &UnitParams) -> Vec<Link> {
+    let ids = &params.map.ids;
+    let l = &params.cp;
+    let noc_ps = params.ldst.noc.latency_ps;
     let mut v = Vec::new();
     let link = |src: u32, dst: u32, latency: Picos| Link {
         src: PortId(src),
@@ -156,7 +193,7 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
                 v.push(link(ids.link(k), ids.sm(s), noc_ps));
             }
         }
-        if cfg.package.l2 == crate::config::L2Organization::Private {
+        if params.map.private {
             // Kernel-boundary flushes (local CP <-> its channels) and private L2 slices to
             // the chiplet's LLC slices.
             for c in channels.clone() {
@@ -184,8 +221,8 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
     }
     let n = ids.gpu_chiplets;
     if n > 1 {
-        let latency = cfg.package.link.latency_ps;
-        let topo = crate::mem::topology(cfg);
+        let latency = params.link.link.latency_ps;
+        let topo = params.link.topology;
         for g in 0..ids.gpus() {
             let base = ids.gpu_first_chiplet(g);
             for (from, to) in topo.links(n) {
@@ -209,11 +246,11 @@ fn links(cfg: &GpuConfig, ids: &UnitIds, noc_ps: Picos) -> Vec<Link> {
         for g in 1..ids.gpus() {
             let gcp = ids.cp(ids.gpu_first_chiplet(g));
             v.push(link(UnitIds::CP, gcp, l.host_to_gcp_ps));
-            v.push(link(gcp, UnitIds::CP, cfg.system.host_link.completion_ps));
+            v.push(link(gcp, UnitIds::CP, l.to_host_ps));
         }
         // The GPU fabric: every chiplet's port up to the switch, which forwards to the
         // chiplets of every other GPU.
-        let latency = cfg.system.gpu_link.latency_ps;
+        let latency = params.link.gpu_link.latency_ps;
         for a in 0..ids.chiplets {
             for b in (0..ids.chiplets).filter(|&b| ids.gpu_of_chiplet(b) != ids.gpu_of_chiplet(a)) {
                 v.push(link(ids.link(a), ids.link(b), latency));
@@ -274,10 +311,9 @@ pub fn build_hosted<'t>(
             crate::mem::MAX_UNIT
         )));
     }
-    let mem_spec = Arc::new(MemSpec::for_trace(cfg, trace));
-    let sm_spec = Arc::new(SmSpec::from_config(cfg));
+    let params = UnitParams::for_trace(cfg, trace);
     let mut cps: Vec<Option<CommandProcessor>> =
-        CommandProcessor::build(cfg, trace.commands(), trace.kernels())?
+        CommandProcessor::build(&params.cp, trace.commands(), trace.kernels())?
             .into_iter()
             .map(Some)
             .collect();
@@ -289,7 +325,7 @@ pub fn build_hosted<'t>(
     let partitions = hosted
         .iter()
         .map(|&p| {
-            GpuPartition::new(p, cfg, trace, &mem_spec, &sm_spec, &mut cps, |u| {
+            GpuPartition::new(p, &params, trace, &mut cps, |u| {
                 partition_of_unit(&ids, per, u) == p
             })
         })
@@ -299,7 +335,7 @@ pub fn build_hosted<'t>(
         ports: (0..ids.count())
             .map(|u| (PortId(u), partition_of_unit(&ids, per, u)))
             .collect(),
-        links: links(cfg, &ids, mem_spec.noc_latency_ps()),
+        links: links(&params),
     })
 }
 

@@ -31,14 +31,14 @@ use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 
 use super::cp::CommandProcessor;
 use super::wake::WakeQueue;
-use super::{classify, cycle_at, GpuError};
+use super::{classify, cycle_at, GpuError, UnitParams};
 use crate::mem::coalesce::LaneAddrs;
 use crate::mem::{
     Access, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Net, Packet, Space, Unit,
     UnitIds,
 };
 use crate::observe::{Observer, Probe};
-use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmSpec};
+use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm};
 use crate::Picos;
 
 /// A packet waiting at its destination, ordered by `(arrive_at, source unit, source
@@ -537,14 +537,12 @@ impl<'t> GpuPartition<'t> {
     /// Partition `index`, hosting the units `hosted(unit id)` says are its own.
     pub(super) fn new(
         index: usize,
-        cfg: &crate::config::GpuConfig,
+        params: &UnitParams,
         trace: &'t TraceFile,
-        mem_spec: &Arc<crate::mem::MemSpec>,
-        spec: &Arc<SmSpec>,
         all_cps: &mut [Option<CommandProcessor>],
         hosted: impl Fn(u32) -> bool,
     ) -> GpuPartition<'t> {
-        let ids = UnitIds::new(cfg);
+        let ids = params.map.ids;
         let n = ids.count() as usize;
         let mut slot = vec![Slot::Remote; n];
         let mut sms = Vec::new();
@@ -564,14 +562,18 @@ impl<'t> GpuPartition<'t> {
                     None => Slot::Remote,
                 },
                 Some(Unit::Link(k)) => {
-                    links.push(LinkInterface::new(cfg, mem_spec.clone(), k));
+                    links.push(LinkInterface::new(
+                        params.link.clone(),
+                        params.map.clone(),
+                        k,
+                    ));
                     Slot::Link(links.len() - 1)
                 }
                 Some(Unit::Sm(s)) => {
                     sms.push(SmUnit {
                         index: s,
-                        sm: Sm::new(spec.clone(), 0),
-                        ldst: LdStUnit::new(mem_spec.clone(), s),
+                        sm: Sm::new(params.sm.clone(), 0),
+                        ldst: LdStUnit::new(&params.ldst, params.map.clone(), s),
                         kernel: None,
                         per_kernel: Vec::new(),
                         base: (0, 0),
@@ -583,7 +585,7 @@ impl<'t> GpuPartition<'t> {
                     Slot::Sm(sms.len() - 1)
                 }
                 Some(Unit::Channel(c)) => {
-                    channels.push(MemChannel::new(cfg, mem_spec.clone(), c));
+                    channels.push(MemChannel::new(&params.channel, params.map.clone(), c));
                     Slot::Channel(channels.len() - 1)
                 }
                 None => Slot::Remote,
@@ -598,24 +600,21 @@ impl<'t> GpuPartition<'t> {
         }
         let mut dec = trace.decoder();
         dec.set_release_pages(true);
+        let noc_ps = params.ldst.noc.latency_ps;
         let mut p = GpuPartition {
             index,
             trace,
             dec,
-            period: cfg.core_period_ps(),
-            cta_dispatch_ps: cfg.launch.cta_dispatch_ps,
+            period: params.cp.core_ps,
+            cta_dispatch_ps: params.cp.cta_dispatch_ps,
             // Off: a horizon of `t` itself, one event per visit.
-            unit_lookahead: if cfg.partitioning.run_ahead {
-                mem_spec.noc_latency_ps()
-            } else {
-                0
-            },
-            sm_lookahead: match cfg.partitioning.run_ahead {
+            unit_lookahead: if params.run_ahead { noc_ps } else { 0 },
+            sm_lookahead: match params.run_ahead {
                 false => 0,
-                true if ids.count() == ids.per_chiplet() && !mem_spec.private => {
-                    mem_spec.noc_latency_ps() + mem_spec.l2_hit_ps
+                true if ids.count() == ids.per_chiplet() && !params.map.private => {
+                    noc_ps + params.channel.l2.hit_ps
                 }
-                true => mem_spec.noc_latency_ps(),
+                true => noc_ps,
             },
             end: 0,
             preps: vec![None; trace.kernels().len()],
@@ -1208,15 +1207,16 @@ mod tests {
         }
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
         let cfg = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
-        let spec = Arc::new(crate::mem::MemSpec::new(&cfg));
-        let least = spec.noc_latency_ps() + spec.l2_hit_ps;
-        let mut ch = MemChannel::new(&cfg, spec.clone(), 0);
-        let sm = spec.ids.sm(0);
+        let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
+        let params = crate::mem::ChannelParams::from_config(&cfg);
+        let least = params.noc.latency_ps + params.l2.hit_ps;
+        let mut ch = MemChannel::new(&params, map.clone(), 0);
+        let sm = map.ids.sm(0);
         // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some
         // requests arriving together so that they queue at the slice's ports.
         let lines: Vec<u64> = (0u64..)
             .map(|k| k * 128)
-            .filter(|&l| spec.l2_home(l).0 == 0)
+            .filter(|&l| map.l2_home(l).0 == 0)
             .take(64)
             .collect();
         let mut net = Replies(Vec::new());

@@ -39,10 +39,197 @@
 //! takes one channel cycle, and HBM2's tCCD_L (2 cycles in DRAMsim3's HBM2 tables) only
 //! binds consecutive bursts to one bank group, which the interleave spreads.
 
+use super::l2_slice::L2Config;
 use super::port::BwPort;
 use super::DramMap;
-use crate::config::GpuConfig;
+use crate::config::{
+    config_enum, section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES, MAX_PS,
+};
 use crate::Picos;
+
+config_enum! {
+    /// Request scheduling at a DRAM channel.
+    pub enum DramScheduler {
+        /// First-ready first-come-first-served: row hits first, then oldest.
+        FrFcfs = "fr_fcfs",
+        /// Strictly in arrival order.
+        Fcfs = "fcfs",
+    }
+}
+
+section! {
+    /// DRAM channels of a chiplet. Peak bandwidth is `channels * bandwidth_bytes_per_cycle *
+    /// clock_hz`. A load's end-to-end latency on an L2 miss is about the L2 hit latency plus
+    /// `latency_ps` plus the bank timing its row-buffer state needs.
+    pub struct DramConfig {
+        /// Independent channels, each with its own queue, banks and bus; addresses
+        /// interleave across them every `interleave_bytes`. Presets: the simulator config's
+        /// `-gpgpu_n_mem` or the bus width over the channel width.
+        channels: u32 = Kind::U32, unit "channels", None, range (1, 1024);
+        /// DRAM command clock; `bandwidth_bytes_per_cycle`, `t_rcd_cycles` and `t_rp_cycles`
+        /// count its cycles. Presets: vendor memory clock or the simulator config's DRAM
+        /// clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
+        /// Data bytes one channel moves per DRAM clock cycle (bus width times transfers per
+        /// clock). Presets: derived so that the peak equals the vendor bandwidth.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per DRAM cycle", None, range (1, 65_536);
+        /// Fixed latency of an access on top of its bank timing: controller, PHY, column
+        /// access and data return, on a row hit. Presets: measured DRAM latency minus the
+        /// measured L2 hit latency minus `t_rp + t_rcd` (derivation in the preset), else the
+        /// simulator config's `-dram_latency` converted from core cycles.
+        latency_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
+        /// Banks per channel (power of two). Presets: the simulator config's `nbk`.
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
+        /// Bytes of one open row of a bank (power of two). Presets: assumed (the memory
+        /// type's page size; no source in the references).
+        row_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
+        /// Activate-to-read delay, paid when the row is not open. Presets: the simulator
+        /// config's `RCD` timing or the paper's tRCD.
+        t_rcd_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
+        /// Precharge delay, paid when another row is open. Presets: `RP` or tRP.
+        t_rp_cycles: u32 = Kind::U32, unit "DRAM cycles", None, range (1, MAX_CYCLES);
+        /// Request scheduling. Presets: FR-FCFS (`-gpgpu_dram_scheduler 1`). Not modelled
+        /// yet: every channel serves requests in arrival order at each bank and at the bus
+        /// (earliest gap first), whatever this says; kept so presets state the hardware.
+        scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
+        /// Requests a channel's scheduler can hold. Presets: the simulator config's
+        /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
+        /// requests in flight).
+        queue_entries: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
+        /// Address interleave granularity across channels (power of two, a multiple of
+        /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
+        interleave_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 30);
+        /// Average interval between two all-bank refreshes (REF) of a channel, JEDEC tREFI;
+        /// 0 models no refresh (`t_rfc_ps` is then ignored). Channel `c`'s refreshes fall due at `k * t_refi_ps + c *
+        /// t_refi_ps / channels` (staggered). Presets: the memory type's tREFI (3.9 us for
+        /// HBM2 and GDDR5) from the JEDEC-based DRAM simulators' tables.
+        t_refi_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
+        /// Time a refresh makes the whole channel unavailable, JEDEC tRFC (all-bank); must be
+        /// below `t_refi_ps`. A due refresh takes the channel's bus for
+        /// this long in the first gap at or after its due time (a busy channel postpones it,
+        /// never skips it), so a saturated channel loses `t_rfc_ps / t_refi_ps` of its peak;
+        /// the rows it closes are reopened by the next access. Per-bank refresh, which a
+        /// controller may use to hide part of this, is not modelled. Presets: the tRFC of
+        /// the channel's density (e.g. HBM2 8 Gb: 350 ns) from the same tables.
+        t_rfc_ps: u64 = Kind::U64, unit "ps", Some("0"), range (0, MAX_PS);
+        /// Idle cycles of a channel's data bus when it turns from writes to reads: the last
+        /// write's data to the first read's data, i.e. JEDEC tWTR plus the read latency CL.
+        /// Presets: `CL + CDLR` of the simulator config's timing (GPGPU-Sim's tWTR is `WL +
+        /// BL/ratio + CDLR` between the commands; read data follows its command by CL, write
+        /// data by WL).
+        write_to_read_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
+        /// Idle cycles of a channel's data bus when it turns from reads to writes (the last
+        /// read's data to the first write's data). Presets: 2, the bus turnaround of
+        /// GPGPU-Sim's tRTW (`CL + BL/ratio + 2 - WL` between the commands).
+        read_to_write_cycles: u32 = Kind::U32, unit "DRAM cycles", Some("0"), range (0, MAX_CYCLES);
+        /// Writes are posted: a channel queues them (a write is done, for the L2, when it
+        /// is queued) and sends them to the DRAM in one burst of this many requests when
+        /// that many are queued (a drain from the high to the low watermark of a write
+        /// queue), paying `read_to_write_cycles` before and `write_to_read_cycles` after;
+        /// 1 sends each write alone. Writes still queued when a run ends take no bus time.
+        /// Presets: high minus low watermark of the simulator config's
+        /// `-dram_write_queue_size`, where it enables one.
+        write_drain_requests: u32 = Kind::U32, unit "requests", Some("1"), range (1, 65_536);
+    }
+}
+
+impl DramConfig {
+    /// Rejects impossible values of this section, with the L2 whose slices and lines the
+    /// channels serve (module `config::validate` checks the rest).
+    pub(crate) fn check(&self, v: &Check, l2: &L2Config) -> Result<(), ConfigError> {
+        let d = self;
+        v.nonzero("dram.channels", d.channels as u64)?;
+        v.ensure(
+            l2.slices.is_multiple_of(d.channels),
+            "dram.channels",
+            || {
+                format!(
+                    "{} channels do not split the {} L2 slices (l2.slices) evenly: each slice caches \
+                 one channel's addresses",
+                    d.channels, l2.slices
+                )
+            },
+        )?;
+        v.clock("dram.clock_hz", d.clock_hz)?;
+        v.nonzero(
+            "dram.bandwidth_bytes_per_cycle",
+            d.bandwidth_bytes_per_cycle as u64,
+        )?;
+        v.nonzero("dram.latency_ps", d.latency_ps)?;
+        v.pow2("dram.banks", d.banks as u64)?;
+        v.pow2("dram.row_bytes", d.row_bytes as u64)?;
+        v.nonzero("dram.t_rcd_cycles", d.t_rcd_cycles as u64)?;
+        v.nonzero("dram.t_rp_cycles", d.t_rp_cycles as u64)?;
+        v.nonzero("dram.queue_entries", d.queue_entries as u64)?;
+        v.pow2("dram.interleave_bytes", d.interleave_bytes as u64)?;
+        v.ensure(
+            d.t_refi_ps == 0 || d.t_rfc_ps < d.t_refi_ps,
+            "dram.t_rfc_ps",
+            || {
+                format!(
+                    "{} ps is not below dram.t_refi_ps ({} ps): the channel would only refresh",
+                    d.t_rfc_ps, d.t_refi_ps
+                )
+            },
+        )?;
+        v.nonzero("dram.write_drain_requests", d.write_drain_requests as u64)?;
+        v.ensure(
+            d.interleave_bytes.is_multiple_of(l2.line_bytes),
+            "dram.interleave_bytes",
+            || {
+                format!(
+                    "{} is not a multiple of l2.line_bytes ({}): a line would span channels",
+                    d.interleave_bytes, l2.line_bytes
+                )
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// The parameters of the DRAM of a channel (`dram`), converted to picoseconds and bytes.
+#[derive(Clone, Debug)]
+pub struct DramParams {
+    /// `dram.channels` (refreshes are staggered over them).
+    pub(crate) channels: u32,
+    pub(crate) map: DramMap,
+    pub(crate) banks: u32,
+    pub(crate) row_bytes: u64,
+    pub(crate) clock_hz: u64,
+    /// `dram.bandwidth_bytes_per_cycle`.
+    pub(crate) bytes_per_cycle: u64,
+    pub(crate) t_rcd_ps: Picos,
+    pub(crate) t_rp_ps: Picos,
+    pub(crate) latency_ps: Picos,
+    pub(crate) t_refi_ps: Picos,
+    pub(crate) t_rfc_ps: Picos,
+    pub(crate) read_to_write_cycles: u64,
+    pub(crate) write_to_read_cycles: u64,
+    pub(crate) write_drain_requests: usize,
+}
+
+impl DramParams {
+    pub fn from_config(cfg: &GpuConfig) -> DramParams {
+        let d = &cfg.dram;
+        let period = cfg.dram_period_ps();
+        DramParams {
+            channels: d.channels.max(1),
+            map: DramMap::from_config(cfg),
+            banks: d.banks.max(1),
+            row_bytes: (d.row_bytes as u64).max(1),
+            clock_hz: d.clock_hz,
+            bytes_per_cycle: d.bandwidth_bytes_per_cycle.max(1) as u64,
+            t_rcd_ps: d.t_rcd_cycles as Picos * period,
+            t_rp_ps: d.t_rp_cycles as Picos * period,
+            latency_ps: d.latency_ps,
+            t_refi_ps: d.t_refi_ps,
+            t_rfc_ps: d.t_rfc_ps,
+            read_to_write_cycles: d.read_to_write_cycles as u64,
+            write_to_read_cycles: d.write_to_read_cycles as u64,
+            write_drain_requests: d.write_drain_requests.max(1) as usize,
+        }
+    }
+}
 
 /// Picoseconds per second.
 const PS_PER_S: u128 = 1_000_000_000_000;
@@ -125,61 +312,59 @@ pub(crate) struct DramAddr {
 }
 
 impl Dram {
-    /// Every channel of `cfg` (the unit tests drive the DRAM alone).
+    /// Every channel (the unit tests drive the DRAM alone).
     #[cfg(test)]
-    pub(crate) fn new(cfg: &GpuConfig) -> Dram {
-        Dram::with_channels(cfg, 0..cfg.dram.channels.max(1))
+    pub(crate) fn new(p: &DramParams) -> Dram {
+        Dram::with_channels(p, 0..p.channels)
     }
 
-    /// Channel `c` of `cfg` alone (what a channel unit owns): accesses to any address go
-    /// to it, with its own refresh phase.
-    pub(crate) fn channel(cfg: &GpuConfig, c: u32) -> Dram {
-        Dram::with_channels(cfg, c..c + 1)
+    /// Channel `c` alone (what a channel unit owns): accesses to any address go to it, with
+    /// its own refresh phase.
+    pub(crate) fn channel(p: &DramParams, c: u32) -> Dram {
+        Dram::with_channels(p, c..c + 1)
     }
 
-    fn with_channels(cfg: &GpuConfig, which: std::ops::Range<u32>) -> Dram {
-        let d = &cfg.dram;
-        let period = cfg.dram_period_ps();
-        let nch = d.channels.max(1) as u64;
-        let bpc = d.bandwidth_bytes_per_cycle.max(1) as u64;
-        let bus_bytes_per_s = bpc as u128 * d.clock_hz.max(1) as u128;
-        let refresh_on = d.t_refi_ps > 0;
+    fn with_channels(p: &DramParams, which: std::ops::Range<u32>) -> Dram {
+        let nch = p.channels as u64;
+        let bpc = p.bytes_per_cycle;
+        let bus_bytes_per_s = bpc as u128 * p.clock_hz.max(1) as u128;
+        let refresh_on = p.t_refi_ps > 0;
         let channels = which
             .map(|c| c as u64)
             .map(|c| Channel {
-                banks: (0..d.banks.max(1))
+                banks: (0..p.banks)
                     .map(|_| Bank {
                         open_row: None,
                         opened_in: 0,
                         busy: BwPort::time(),
                     })
                     .collect(),
-                bus: BwPort::new(bpc, d.clock_hz),
+                bus: BwPort::new(bpc, p.clock_hz),
                 booked_until: 0,
                 next_refresh: 0,
-                refresh_offset: if refresh_on { d.t_refi_ps * c / nch } else { 0 },
+                refresh_offset: if refresh_on { p.t_refi_ps * c / nch } else { 0 },
                 writes: Vec::new(),
             })
             .collect();
         let refresh_bytes = if refresh_on {
-            ((d.t_rfc_ps as u128 * bus_bytes_per_s + PS_PER_S / 2) / PS_PER_S) as u64
+            ((p.t_rfc_ps as u128 * bus_bytes_per_s + PS_PER_S / 2) / PS_PER_S) as u64
         } else {
             0
         };
         let mut dram = Dram {
             channels,
-            map: DramMap::new(cfg),
-            row_bytes: (d.row_bytes as u64).max(1),
-            t_rcd_ps: d.t_rcd_cycles as Picos * period,
-            t_rp_ps: d.t_rp_cycles as Picos * period,
-            latency_ps: d.latency_ps,
+            map: p.map,
+            row_bytes: p.row_bytes,
+            t_rcd_ps: p.t_rcd_ps,
+            t_rp_ps: p.t_rp_ps,
+            latency_ps: p.latency_ps,
             bus_bytes_per_s,
-            t_refi_ps: d.t_refi_ps,
+            t_refi_ps: p.t_refi_ps,
             refresh_bytes,
             refresh_ps: 0,
-            rtw_bytes: d.read_to_write_cycles as u64 * bpc,
-            wtr_bytes: d.write_to_read_cycles as u64 * bpc,
-            drain_requests: d.write_drain_requests.max(1) as usize,
+            rtw_bytes: p.read_to_write_cycles * bpc,
+            wtr_bytes: p.write_to_read_cycles * bpc,
+            drain_requests: p.write_drain_requests,
             counters: DramCounters::default(),
         };
         dram.refresh_ps = dram.bus_ps(refresh_bytes);
@@ -346,7 +531,7 @@ mod tests {
     /// 256 B interleave, offered at `offer` times the peak so that every channel is
     /// saturated. Returns (delivered bytes / (busy span x peak), the counters).
     fn triad_efficiency(cfg: &GpuConfig, lines: u64, offer: f64) -> (f64, DramCounters) {
-        let mut d = Dram::new(cfg);
+        let mut d = Dram::new(&DramParams::from_config(cfg));
         let peak = cfg.dram_peak_bytes_per_s() as f64;
         let line = 128u64;
         let (b, c, a) = (0u64, 64 << 20, 128 << 20);
@@ -440,7 +625,7 @@ mod tests {
     fn refresh_blocks_the_bus_and_closes_rows() {
         let mut cfg = a100();
         cfg.dram.channels = 1;
-        let mut d = Dram::new(&cfg);
+        let mut d = Dram::new(&DramParams::from_config(&cfg));
         let per = cfg.dram_period_ps();
         let lat = cfg.dram.latency_ps;
         let t_rcd = cfg.dram.t_rcd_cycles as Picos * per;
@@ -474,7 +659,7 @@ mod tests {
         cfg.dram.t_refi_ps = 0;
         cfg.dram.t_rfc_ps = 0;
         cfg.dram.write_drain_requests = 4;
-        let mut d = Dram::new(&cfg);
+        let mut d = Dram::new(&DramParams::from_config(&cfg));
         let per_byte_ps = 1e12 / (32.0 * 1.215e9);
         let t0 = 1_000_000;
         for i in 0..3u64 {

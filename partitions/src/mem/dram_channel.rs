@@ -11,17 +11,56 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::address_map::AddressMap;
+use super::dram::DramParams;
 use super::dram::{Dram, DramOp};
+use super::l2_slice::L2SliceParams;
 use super::l2_slice::Slice;
+use super::llc_slice::LlcSliceParams;
+use super::noc::NocParams;
 use super::private_l2::PrivSlice;
 use super::{
-    popcount, L2SliceStats, LlcSliceStats, MemSpec, Net, NocStats, Packet, PrivateL2Stats,
-    HEADER_BYTES,
+    popcount, L2SliceStats, LlcSliceStats, Net, NocStats, Packet, PrivateL2Stats, HEADER_BYTES,
 };
-use crate::config::GpuConfig;
+use crate::config::{section, GpuConfig, Kind};
 use crate::counters::unit_counters;
 use crate::observe::{MemAccess, MemLevel, Observer, Probe};
 use crate::Picos;
+
+section! {
+    /// Host-to-device copies in the command list.
+    pub struct MemcpyConfig {
+        /// A copy also installs the copied lines in L2 (Accel-Sim's
+        /// `-gpgpu_perf_sim_memcpy`), so the first kernel may hit; with `package.l2:
+        /// private`, in the LLC slices at the lines' homes instead (the copy arrives at the
+        /// home memory; the private L2s start cold). Presets: that option.
+        fills_l2: bool = Kind::Bool, unit "-", None;
+    }
+}
+
+/// The parameters of a DRAM channel unit: its DRAM, its L2 slices (and LLC slice with a
+/// private L2), their NoC ports, and whether a copy fills the slices.
+#[derive(Clone, Debug)]
+pub struct ChannelParams {
+    pub(crate) l2: L2SliceParams,
+    pub(crate) llc: LlcSliceParams,
+    pub(crate) noc: NocParams,
+    pub(crate) dram: DramParams,
+    /// `memcpy.fills_l2`.
+    pub(crate) fills_l2: bool,
+}
+
+impl ChannelParams {
+    pub fn from_config(cfg: &GpuConfig) -> ChannelParams {
+        ChannelParams {
+            l2: L2SliceParams::from_config(cfg),
+            llc: LlcSliceParams::from_config(cfg),
+            noc: NocParams::from_config(cfg),
+            dram: DramParams::from_config(cfg),
+            fills_l2: cfg.memcpy.fills_l2,
+        }
+    }
+}
 
 /// Which ports of the unit a packet leaves by.
 #[derive(Clone, Copy, Debug)]
@@ -77,7 +116,9 @@ impl ChannelStats {
 
 /// DRAM channel `channel` (numbered across the package) and the slices it holds.
 pub struct MemChannel {
-    pub(super) spec: Arc<MemSpec>,
+    /// Its own copy: read on every packet, beside the state it updates.
+    pub(super) params: ChannelParams,
+    pub(super) map: Arc<AddressMap>,
     pub(super) channel: u32,
     pub(super) unit: u32,
     pub(super) slices: Vec<Slice>,
@@ -95,12 +136,14 @@ pub struct MemChannel {
 }
 
 impl MemChannel {
-    pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, channel: u32) -> MemChannel {
-        let slices = (0..spec.slices_per_channel.d)
-            .map(|_| Slice::new(&spec, spec.l2_sets, spec.l2_assoc, spec.l2_mshrs))
+    pub fn new(params: &ChannelParams, map: Arc<AddressMap>, channel: u32) -> MemChannel {
+        let (l2, noc) = (&params.l2, &params.noc);
+        let slices = (0..map.slices_per_channel.d)
+            .map(|_| Slice::new(l2, noc, l2.sets, l2.assoc, l2.mshrs))
             .collect::<Vec<Slice>>();
-        let (llc, private) = if spec.private {
-            let llc = Slice::new(&spec, spec.llc_sets, spec.llc_assoc, spec.llc_mshrs);
+        let (llc, private) = if map.private {
+            let c = &params.llc;
+            let llc = Slice::new(l2, noc, c.sets, c.assoc, c.mshrs);
             let private = slices
                 .iter()
                 .map(|s| PrivSlice::new(s.cache.ways()))
@@ -110,22 +153,23 @@ impl MemChannel {
             (None, Vec::new())
         };
         MemChannel {
-            unit: spec.ids.channel(channel),
+            unit: map.ids.channel(channel),
             channel,
             slices,
-            dram: Dram::channel(cfg, channel % spec.ids.channels),
+            dram: Dram::channel(&params.dram, channel % map.ids.channels),
             stats: ChannelStats::default(),
             probe: None,
             llc,
             private,
-            spec,
+            params: params.clone(),
+            map,
             homes: VecDeque::new(),
         }
     }
 
     /// Its chiplet.
     pub(super) fn chiplet(&self) -> u32 {
-        self.spec.ids.chiplet_of_channel(self.channel)
+        self.map.ids.chiplet_of_channel(self.channel)
     }
 
     /// Its package-wide channel index.
@@ -178,7 +222,7 @@ impl MemChannel {
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
-        if self.spec.private {
+        if self.map.private {
             return self.on_packet_private(now, pkt, net);
         }
         let (line, sectors) = match pkt {
@@ -196,7 +240,7 @@ impl MemChannel {
             Some((l, h)) if l == line => h,
             _ => {
                 self.homes.clear();
-                self.spec.l2_home(line)
+                self.map.l2_home(line)
             }
         };
         if home != self.channel {
@@ -206,7 +250,7 @@ impl MemChannel {
                 home,
             });
         }
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         match pkt {
             Packet::Read { tag, sm, .. } => {
                 let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
@@ -224,7 +268,7 @@ impl MemChannel {
                     .reserve(now, ready, (ops as u64).max(1));
                 let found = self.slices[slice].cache.find(set, line);
                 self.l2_store_effect(now, slice, set, start, line, sectors, found);
-                let at = start + self.spec.l2_atomic_ps;
+                let at = start + self.params.l2.atomic_ps;
                 self.reply(now, From::L2(slice), sm, at, line, sectors, tag, net);
             }
             _ => {
@@ -310,14 +354,14 @@ impl MemChannel {
     /// slice's MSHRs (called for the packets a visit is about to take, so the misses overlap;
     /// results are unchanged).
     pub fn prefetch(&mut self, pkt: &Packet) {
-        if self.spec.private {
+        if self.map.private {
             return;
         }
         if let Packet::Read { line, .. }
         | Packet::Write { line, .. }
         | Packet::Atomic { line, .. } = *pkt
         {
-            let h = self.spec.l2_home(line);
+            let h = self.map.l2_home(line);
             self.homes.push_back((line, h));
             let (home, slice, set) = h;
             if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
@@ -344,7 +388,7 @@ impl MemChannel {
         tag: u32,
         net: &mut dyn Net,
     ) {
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         self.stats.noc.reply_bytes += data + HEADER_BYTES;
         let pkt = Packet::Reply {
             line,
@@ -384,14 +428,14 @@ impl MemChannel {
         };
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
-        let ids = &self.spec.ids;
+        let ids = &self.map.ids;
         let chiplet = ids.chiplet_of_channel(self.channel);
         let dst = if ids.chiplet_of(dst) == chiplet {
             dst
         } else {
             ids.link(chiplet)
         };
-        net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
+        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt);
     }
 
     /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);
@@ -405,8 +449,8 @@ impl MemChannel {
         sectors: u64,
         op: DramOp,
     ) -> Picos {
-        let bytes = popcount(sectors) * self.spec.l2_geom.sector_bytes;
-        let a = self.dram.map(self.spec.chiplet_local(line));
+        let bytes = popcount(sectors) * self.params.l2.geom.sector_bytes;
+        let a = self.dram.map(self.map.chiplet_local(line));
         let done = self.dram.access(now, t, a, bytes, op);
         match op {
             DramOp::Read => {
@@ -429,33 +473,33 @@ impl MemChannel {
     /// left in the LLC instead (the last `llc.size_bytes` per chiplet): the copy arrives
     /// from the host at the lines' homes, so the private L2s start every run cold.
     pub fn memcpy(&mut self, now: Picos, addr: u64, bytes: u64) {
-        if !self.spec.fills_l2 || bytes == 0 {
+        if !self.params.fills_l2 || bytes == 0 {
             return;
         }
         let end = addr.saturating_add(bytes);
         // Every chiplet's L2 together (each memory-side L2 holds only its chiplet's lines),
         // or every chiplet's LLC.
-        let per_chiplet = if self.spec.private {
-            self.spec.llc_size_bytes
+        let per_chiplet = if self.map.private {
+            self.params.llc.size_bytes
         } else {
-            self.spec.l2_size_bytes
+            self.params.l2.size_bytes
         };
-        let l2_bytes = per_chiplet * self.spec.ids.gpu_chiplets as u64;
+        let l2_bytes = per_chiplet * self.map.ids.gpu_chiplets as u64;
         let start = if bytes > l2_bytes {
             (end - l2_bytes).max(addr)
         } else {
             addr
         };
-        let lb = self.spec.l2_geom.line_bytes;
-        let map = self.spec.dram_map;
+        let lb = self.params.l2.geom.line_bytes;
+        let map = self.map.dram_map;
         let (n, il) = (map.channels.d, map.interleave.d);
-        if self.spec.ids.chiplets > 1 {
+        if self.map.ids.chiplets > 1 {
             // Visit only the pages homed on this channel's chiplet.
             let chiplet = self.chiplet();
-            let page = self.spec.home.page_bytes();
+            let page = self.map.home.page_bytes();
             let mut p = start - start % page;
             while p < end {
-                if self.spec.locate(p).0 == chiplet {
+                if self.map.locate(p).0 == chiplet {
                     let hi = p.saturating_add(page).min(end);
                     self.memcpy_lines(now, p.max(start), hi);
                 }
@@ -485,12 +529,12 @@ impl MemChannel {
     /// Installs the lines of `[start, end)` homed at this channel (clean, data there at
     /// `now`).
     fn memcpy_lines(&mut self, now: Picos, start: u64, end: u64) {
-        let geom = self.spec.l2_geom;
+        let geom = self.params.l2.geom;
         let lb = geom.line_bytes;
         let mut line = start - start % lb;
         while line < end {
-            if self.spec.private {
-                let (home, set) = self.spec.llc_home(line);
+            if self.map.private {
+                let (home, set) = self.map.llc_home(line);
                 if home == self.channel {
                     self.memcpy_llc_line(now, line, set, start, end);
                 }
@@ -500,7 +544,7 @@ impl MemChannel {
                 }
                 continue;
             }
-            let (home, slice, set) = self.spec.l2_home(line);
+            let (home, slice, set) = self.map.l2_home(line);
             let lo = line.max(start);
             let hi = line.saturating_add(lb).min(end);
             // (`hi == lo` only for a copy saturated at the top of the address space, which

@@ -11,7 +11,7 @@ pub(crate) struct DramMap {
 }
 
 impl DramMap {
-    pub(crate) fn new(cfg: &GpuConfig) -> DramMap {
+    pub(crate) fn from_config(cfg: &GpuConfig) -> DramMap {
         DramMap {
             channels: Divisor::new(cfg.dram.channels as u64),
             interleave: Divisor::new(cfg.dram.interleave_bytes as u64),

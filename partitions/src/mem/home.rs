@@ -4,7 +4,29 @@
 use std::sync::Arc;
 
 use super::fastdiv::Divisor;
-use crate::config::{GpuConfig, GridSplit, HomePolicy};
+use crate::config::config_enum;
+use crate::config::{GpuConfig, GridSplit};
+
+config_enum! {
+    /// Which chiplet is the home of an address (its DRAM, and its memory-side L2 slice).
+    pub enum HomePolicy {
+        /// Pages of `package.home_page_bytes` go to chiplets in turn: page `p` is homed at
+        /// chiplet `p mod chiplets` (addresses inside a chiplet are compacted, page `p`
+        /// being that chiplet's page `p / chiplets`).
+        PageInterleave = "page_interleave",
+        /// Page `p` is homed at chiplet `hash(p) mod chiplets` (XOR-fold of the page number),
+        /// which spreads strided footprints that page interleaving maps to one chiplet.
+        Hash = "hash",
+        /// First touch, as the trace's array annotations predict it (the policy of the
+        /// CPCoh study, dalmia-2023 section 5.4.3.1): kernel by kernel in command order, a
+        /// page is homed at the chiplet whose CTAs' annotated footprint covers it first
+        /// (the lowest such chiplet within one kernel, since its chiplets start together).
+        /// Pages no annotation covers (and every page of a trace without annotations, such
+        /// as an Accel-Sim import) are page-interleaved. Decided before the run from the
+        /// annotations, not by the simulated order of accesses.
+        FirstTouch = "first_touch",
+    }
+}
 
 /// Which chiplet is the home of an address, and the address inside that chiplet's memory
 /// (`package.home`, `package.home_page_bytes`).

@@ -7,13 +7,128 @@
 //! go through the LD/ST unit's ports (`ldst.rs`).
 
 use super::cache::{Evicted, PENDING};
+use super::coalesce::Geometry;
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::{popcount, LdStUnit, Net, Space};
-use crate::config::{WriteAllocate, WritePolicy};
+use crate::config::{config_enum, section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::{MemAccess, MemLevel};
 use crate::Picos;
+
+config_enum! {
+    /// What a store does at a cache.
+    pub enum WritePolicy {
+        /// Stores update a hit line and always go on to the next level.
+        WriteThrough = "write_through",
+        /// Stores dirty the line; it is written back on eviction or flush.
+        WriteBack = "write_back",
+        /// Stores invalidate a hit line and go on to the next level.
+        WriteEvict = "write_evict",
+        /// Write-back for local memory, write-through for global (Fermi's L1).
+        LocalWriteBack = "local_write_back",
+    }
+}
+
+config_enum! {
+    /// What a store that misses does at a cache.
+    pub enum WriteAllocate {
+        /// The line is not allocated.
+        NoAllocate = "no_allocate",
+        /// The line is fetched, then written.
+        FetchOnWrite = "fetch_on_write",
+        /// The written sectors are allocated without a fetch; the rest is fetched only if
+        /// a later load needs it.
+        LazyFetchOnRead = "lazy_fetch_on_read",
+    }
+}
+
+section! {
+    /// The L1 data cache of each SM. A load's end-to-end latency on an L1 hit is
+    /// `hit_latency_cycles`.
+    pub struct L1dConfig {
+        /// Cache global loads in L1; `false` sends them all to L2 (`-gpgpu_gmem_skip_L1D`).
+        enabled: bool = Kind::Bool, unit "-", Some("true");
+        /// Capacity (fixed; the shared-memory carveout is `core.shared_mem_per_sm_bytes`).
+        /// Presets: the simulator config's L1 or what the unified L1/shared SRAM leaves
+        /// beside the full shared-memory carveout.
+        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4 << 20);
+        /// Ways per set; `size_bytes / (assoc * line_bytes)` sets, a power of two.
+        /// Presets: the simulator config's `-gpgpu_cache:dl1`.
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
+        /// Line size (power of two). Presets: 128.
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Sector size, the unit of coalescing and of fills; divides `line_bytes`.
+        /// Presets: 32 for sectored caches (Volta on), 128 for Fermi's.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Banks; accesses to one bank in one cycle serialize. Presets: the simulator
+        /// config's `-gpgpu_l1_banks`.
+        banks: u32 = Kind::U32, unit "banks", None, range (1, 1024);
+        /// Cycles from a load's issue to its data on an L1 hit, as a pointer chase measures
+        /// it. Presets: a measured pointer-chase L1 hit, else the simulator config's
+        /// `-gpgpu_l1_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+        /// Miss status holding registers: distinct lines with misses in flight.
+        /// Presets: the simulator config's MSHR entries (`A:<n>:<merge>`).
+        mshrs: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
+        /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
+        mshr_max_merge: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
+        /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
+        write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
+        /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
+        write_allocate: WriteAllocate = Kind::Enum(WriteAllocate::NAMES), unit "-", None;
+    }
+}
+
+impl L1dConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let l1 = self;
+        v.cache("l1d", l1.size_bytes as u64, l1.assoc, l1.line_bytes)?;
+        v.sector("l1d", l1.sector_bytes, l1.line_bytes)?;
+        v.nonzero("l1d.banks", l1.banks as u64)?;
+        v.nonzero("l1d.hit_latency_cycles", l1.hit_latency_cycles as u64)?;
+        v.nonzero("l1d.mshrs", l1.mshrs as u64)?;
+        v.nonzero("l1d.mshr_max_merge", l1.mshr_max_merge as u64)?;
+        Ok(())
+    }
+}
+
+/// The parameters of an SM's L1D (`l1d`), converted: sets, picoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct L1dParams {
+    pub(crate) geom: Geometry,
+    /// `l1d.hit_latency_cycles` in picoseconds.
+    pub(crate) hit_ps: Picos,
+    /// `size_bytes / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    pub(crate) mshrs: u32,
+    pub(crate) enabled: bool,
+    pub(crate) write_policy: WritePolicy,
+    pub(crate) write_allocate: WriteAllocate,
+    /// The core clock: the tag/data stage takes one line per cycle.
+    pub(crate) clock_hz: u64,
+}
+
+impl L1dParams {
+    pub fn from_config(cfg: &GpuConfig) -> L1dParams {
+        let l = &cfg.l1d;
+        let geom = Geometry::new(l.line_bytes, l.sector_bytes);
+        L1dParams {
+            hit_ps: l.hit_latency_cycles as Picos * cfg.core_period_ps(),
+            sets: l.size_bytes as u64 / ((l.assoc as u64).max(1) * geom.line_bytes).max(1),
+            geom,
+            assoc: l.assoc,
+            mshrs: l.mshrs.max(1),
+            enabled: l.enabled,
+            write_policy: l.write_policy,
+            write_allocate: l.write_allocate,
+            clock_hz: cfg.core.clock_hz,
+        }
+    }
+}
 
 unit_counters! {
     /// The L1D counters of one SM, in sectors unless named otherwise: `hits + misses =
@@ -138,8 +253,8 @@ impl LdStUnit {
         }
         self.stats.l1d.accesses += popcount(la.sectors);
         let hits_before = self.stats.l1d.hits;
-        let set = self.spec.l1_geom.line_index(la.line_addr);
-        let hit_at = t + self.spec.l1_hit_ps;
+        let set = self.params.l1d.geom.line_index(la.line_addr);
+        let hit_at = t + self.params.l1d.hit_ps;
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
@@ -237,7 +352,7 @@ impl LdStUnit {
                 return;
             }
         }
-        if self.busy_mshrs >= self.spec.l1_mshrs {
+        if self.busy_mshrs >= self.params.l1d.mshrs {
             self.stats.l1d.mshr_waits += 1;
             self.waiting.push_back(miss);
             return;
@@ -283,7 +398,7 @@ impl LdStUnit {
         way: Option<Option<usize>>,
         net: &mut dyn Net,
     ) -> usize {
-        let set = self.spec.l1_geom.line_index(line);
+        let set = self.params.l1d.geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
                 self.l1.touch(set, i);
@@ -315,7 +430,7 @@ impl LdStUnit {
         space: Space,
         net: &mut dyn Net,
     ) -> Picos {
-        let hit_at = t + self.spec.l1_hit_ps;
+        let hit_at = t + self.params.l1d.hit_ps;
         if !use_l1 {
             return self
                 .send_write(now, t, la.line_addr, la.sectors, net)
@@ -323,7 +438,7 @@ impl LdStUnit {
         }
         let n = popcount(la.sectors);
         self.stats.l1d.accesses += n;
-        let set = self.spec.l1_geom.line_index(la.line_addr);
+        let set = self.params.l1d.geom.line_index(la.line_addr);
         // Nothing below changes the L1 before the way found here is used.
         let way = self.l1.find(set, la.line_addr);
         let present = match way {
@@ -333,7 +448,7 @@ impl LdStUnit {
         self.stats.l1d.hits += popcount(present);
         self.stats.l1d.misses += n - popcount(present);
         self.observed(t, la.line_addr, la.sectors, popcount(present), true);
-        let write_back = match self.spec.l1_write_policy {
+        let write_back = match self.params.l1d.write_policy {
             WritePolicy::WriteBack => true,
             WritePolicy::LocalWriteBack => space == Space::Local,
             WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
@@ -351,16 +466,16 @@ impl LdStUnit {
             return hit_at;
         }
         let missing = la.sectors & !present;
-        if self.spec.l1_write_policy == WritePolicy::WriteEvict {
+        if self.params.l1d.write_policy == WritePolicy::WriteEvict {
             if let Some(i) = way {
                 self.l1.invalidate_sectors(i, la.sectors);
             }
         } else if missing != 0 {
-            let alloc = match self.spec.l1_write_allocate {
+            let alloc = match self.params.l1d.write_allocate {
                 WriteAllocate::NoAllocate => 0,
                 WriteAllocate::FetchOnWrite => missing,
                 WriteAllocate::LazyFetchOnRead => {
-                    missing & self.spec.l1_geom.covered_sectors(la.bytes)
+                    missing & self.params.l1d.geom.covered_sectors(la.bytes)
                 }
             };
             if alloc != 0 {

@@ -3,13 +3,149 @@
 //! MSHRs, data port, atomic ALU and NoC ports, and one lookup.
 
 use super::cache::{Evicted, SectorCache};
+use super::coalesce::Geometry;
 use super::dram::DramOp;
 use super::dram_channel::{From, MemChannel};
+use super::noc::NocParams;
 use super::port::BwPort;
-use super::{popcount, MemSpec, Mshrs};
+use super::{popcount, Mshrs};
+use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
 use crate::Picos;
+
+section! {
+    /// The L2 of a chiplet: memory-side or private (`package.l2`; with `private`, a slice
+    /// caches any line and misses go to the `llc`). A load's end-to-end latency on an L2 hit is about
+    /// `l1d.hit_latency_cycles + 2 * noc.latency_cycles + l2.hit_latency_cycles`, each in
+    /// its own clock, plus queueing.
+    pub struct L2Config {
+        /// L2 clock. Presets: the simulator config's L2 clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
+        /// L2 slices per chiplet; a multiple of `dram.channels` (with a memory-side L2 each
+        /// slice caches the addresses of one channel; a private L2 interleaves lines over
+        /// all the chiplet's slices, `l2.slices / dram.channels` beside each channel). Presets: vendor slice count or the simulator config's
+        /// memory sub-partitions.
+        slices: u32 = Kind::U32, unit "slices", None, range (1, 4096);
+        /// Total capacity of all slices of a chiplet. Presets: vendor L2 size or the
+        /// simulator config's.
+        size_bytes: u64 = Kind::U64, unit "bytes", None, range (1, 1 << 30);
+        /// Ways per set of each slice; each slice has `size_bytes / slices / (assoc *
+        /// line_bytes)` sets, a power of two. Presets: the simulator config's
+        /// `-gpgpu_cache:dl2`.
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
+        /// Line size (power of two). Presets: as `assoc`.
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Sector size, the unit of fills from DRAM; divides `line_bytes`.
+        sector_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Cycles a slice takes from a request's arrival to the response's departure on a
+        /// hit. Presets: a measured pointer-chase L2 hit minus `l1d.hit_latency_cycles` and
+        /// two NoC traversals (derivation in the preset), else the simulator config's
+        /// `-gpgpu_l2_rop_latency`.
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
+        /// Extra cycles an atomic or reduction occupies the slice's ALU beyond a hit
+        /// (atomics execute at L2). Presets: the measured atomic latency minus the L2 hit
+        /// latency on a TITAN V (ASIM-OUT), the only measured atomic figure.
+        atomic_latency_cycles: u32 = Kind::U32, unit "L2 cycles", None, range (1, MAX_CYCLES);
+        /// Miss status holding registers per slice. Presets: the simulator config's L2
+        /// MSHR entries.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
+        /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
+        /// slices, or one 32 B sector per cycle.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);
+        /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
+        /// simulator config's L2 write policy.
+        write_back: bool = Kind::Bool, unit "-", None;
+    }
+}
+
+impl L2Config {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let l2 = self;
+        v.clock("l2.clock_hz", l2.clock_hz)?;
+        v.nonzero("l2.slices", l2.slices as u64)?;
+        v.nonzero("l2.size_bytes", l2.size_bytes)?;
+        v.ensure(
+            l2.size_bytes.is_multiple_of(l2.slices as u64),
+            "l2.size_bytes",
+            || {
+                format!(
+                    "{} bytes do not split evenly among {} slices (l2.slices)",
+                    l2.size_bytes, l2.slices
+                )
+            },
+        )?;
+        v.cache(
+            "l2",
+            l2.size_bytes / l2.slices as u64,
+            l2.assoc,
+            l2.line_bytes,
+        )
+        .map_err(|e| match e {
+            ConfigError::Key { origin, key, msg } if key == "l2.size_bytes" => ConfigError::Key {
+                origin,
+                key,
+                msg: format!("per slice ({} slices): {msg}", l2.slices),
+            },
+            e => e,
+        })?;
+        v.sector("l2", l2.sector_bytes, l2.line_bytes)?;
+        v.nonzero("l2.hit_latency_cycles", l2.hit_latency_cycles as u64)?;
+        v.nonzero("l2.atomic_latency_cycles", l2.atomic_latency_cycles as u64)?;
+        v.nonzero("l2.mshrs_per_slice", l2.mshrs_per_slice as u64)?;
+        v.nonzero(
+            "l2.bandwidth_bytes_per_cycle",
+            l2.bandwidth_bytes_per_cycle as u64,
+        )?;
+        Ok(())
+    }
+}
+
+/// The parameters of an L2 slice (`l2`), converted; an LLC slice shares its clock, data
+/// port, atomic ALU and line geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct L2SliceParams {
+    pub(crate) geom: Geometry,
+    /// `l2.hit_latency_cycles` and `l2.atomic_latency_cycles` in picoseconds.
+    pub(crate) hit_ps: Picos,
+    pub(crate) atomic_ps: Picos,
+    pub(crate) write_back: bool,
+    pub(crate) mshrs: u32,
+    /// Sets of one slice: `size_bytes / slices / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    /// Of a chiplet's slices together (what a copy can leave in them).
+    pub(crate) size_bytes: u64,
+    pub(crate) clock_hz: u64,
+    pub(crate) bytes_per_cycle: u64,
+    /// `package.cache_remote_reads` (a private L2 only).
+    pub(crate) cache_remote_reads: bool,
+}
+
+impl L2SliceParams {
+    pub fn from_config(cfg: &GpuConfig) -> L2SliceParams {
+        let l = &cfg.l2;
+        let geom = Geometry::new(l.line_bytes, l.sector_bytes);
+        let l2_ps = cfg.l2_period_ps();
+        L2SliceParams {
+            hit_ps: l.hit_latency_cycles as Picos * l2_ps,
+            atomic_ps: l.atomic_latency_cycles as Picos * l2_ps,
+            write_back: l.write_back,
+            mshrs: l.mshrs_per_slice,
+            sets: l.size_bytes
+                / l.slices.max(1) as u64
+                / ((l.assoc as u64).max(1) * geom.line_bytes).max(1),
+            geom,
+            assoc: l.assoc,
+            size_bytes: l.size_bytes,
+            clock_hz: l.clock_hz,
+            bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
+            cache_remote_reads: cfg.package.cache_remote_reads,
+        }
+    }
+}
 
 unit_counters! {
     /// The L2 counters of one channel's slices (memory-side or private), in sectors unless
@@ -60,16 +196,22 @@ pub(super) struct Lookup {
 }
 
 impl Slice {
-    /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, on the L2 clock.
-    pub(super) fn new(spec: &MemSpec, sets: u64, assoc: u32, mshrs: u32) -> Slice {
-        let noc = || BwPort::new(spec.noc_bytes_per_cycle, spec.noc_clock_hz);
+    /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, with the L2's clock, data
+    /// port and ALU.
+    pub(super) fn new(
+        l2: &L2SliceParams,
+        noc: &NocParams,
+        sets: u64,
+        assoc: u32,
+        mshrs: u32,
+    ) -> Slice {
         Slice {
-            cache: SectorCache::new(sets, assoc, spec.l2_geom.sectors_per_line()),
+            cache: SectorCache::new(sets, assoc, l2.geom.sectors_per_line()),
             mshrs: Mshrs::new(mshrs),
-            data_port: BwPort::new(spec.l2_bytes_per_cycle, spec.l2_clock_hz),
-            alu: BwPort::new(1, spec.l2_clock_hz),
-            noc_in: noc(),
-            noc_out: noc(),
+            data_port: BwPort::new(l2.bytes_per_cycle, l2.clock_hz),
+            alu: BwPort::new(1, l2.clock_hz),
+            noc_in: noc.port(),
+            noc_out: noc.port(),
         }
     }
 
@@ -130,7 +272,7 @@ impl MemChannel {
         sectors: u64,
     ) -> (Picos, u64, Option<usize>) {
         self.stats.l2.accesses += popcount(sectors);
-        let l = self.slices[slice].lookup(set, ta + self.spec.l2_hit_ps, line_addr, sectors);
+        let l = self.slices[slice].lookup(set, ta + self.params.l2.hit_ps, line_addr, sectors);
         self.stats.l2.hits += l.hits;
         self.observed(MemLevel::L2, ta, line_addr, sectors, l.hits, false);
         self.stats.l2.misses += l.pending;
@@ -151,7 +293,7 @@ impl MemChannel {
         line_addr: u64,
         sectors: u64,
     ) -> Picos {
-        let l2_hit_ps = self.spec.l2_hit_ps;
+        let l2_hit_ps = self.params.l2.hit_ps;
         let (mut resp, missing, found) = self.l2_lookup(slice, set, ta, line_addr, sectors);
         if missing != 0 {
             self.stats.l2.misses += popcount(missing);
@@ -214,7 +356,7 @@ impl MemChannel {
         sectors: u64,
         found: Option<usize>,
     ) {
-        if self.spec.l2_write_back {
+        if self.params.l2.write_back {
             let (i, ev) = self.slices[slice]
                 .cache
                 .touch_or_allocate(set, line_addr, found);
@@ -250,7 +392,7 @@ impl MemChannel {
             popcount(present),
             true,
         );
-        let t = ta + self.spec.l2_hit_ps;
+        let t = ta + self.params.l2.hit_ps;
         self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
     }
 

@@ -7,15 +7,21 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::address_map::AddressMap;
 use super::cache::SectorCache;
+use super::coalesce::Geometry;
 use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
+use super::l1d::L1dParams;
 use super::l1d::{Miss, Mshr, Op, NO_WAY};
 use super::mshr_index::MshrIndex;
+use super::noc::NocParams;
 use super::port::BwPort;
+use super::shared_mem::SharedMemParams;
 use super::{
-    popcount, Access, L1dStats, MemRequest, MemSpec, Net, NocStats, Packet, SharedMemStats, Space,
+    popcount, Access, L1dStats, MemRequest, Net, NocStats, Packet, SharedMemStats, Space,
     HEADER_BYTES,
 };
+use crate::config::GpuConfig;
 use crate::observe::{Observer, Probe};
 use crate::Picos;
 
@@ -33,6 +39,27 @@ pub enum Issued {
 pub(super) struct InstWait {
     pub(super) outstanding: u32,
     pub(super) ready: Picos,
+}
+
+/// The parameters of an SM's LD/ST unit: its L1D, shared-memory banks and NoC ports, and
+/// the L2's line geometry its requests use.
+#[derive(Clone, Debug)]
+pub struct LdStParams {
+    pub(crate) l1d: L1dParams,
+    pub(crate) shared: SharedMemParams,
+    pub(crate) noc: NocParams,
+    pub(crate) l2_geom: Geometry,
+}
+
+impl LdStParams {
+    pub fn from_config(cfg: &GpuConfig) -> LdStParams {
+        LdStParams {
+            l1d: L1dParams::from_config(cfg),
+            shared: SharedMemParams::from_config(cfg),
+            noc: NocParams::from_config(cfg),
+            l2_geom: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes),
+        }
+    }
 }
 
 /// The counters of one SM's LD/ST unit, L1D and shared memory.
@@ -65,7 +92,9 @@ impl LdStStats {
 
 /// The LD/ST unit, L1D and shared memory of one SM.
 pub struct LdStUnit {
-    pub(super) spec: Arc<MemSpec>,
+    /// Its own copy: read on every access, beside the state it updates.
+    pub(super) params: LdStParams,
+    pub(super) map: Arc<AddressMap>,
     /// Its unit id.
     pub(super) unit: u32,
     pub(super) l1: SectorCache,
@@ -107,33 +136,31 @@ pub struct BadReply {
 
 impl LdStUnit {
     /// The unit of SM `sm`.
-    pub fn new(spec: Arc<MemSpec>, sm: u32) -> LdStUnit {
-        let noc = |s: &MemSpec| BwPort::new(s.noc_bytes_per_cycle, s.noc_clock_hz);
+    pub fn new(params: &LdStParams, map: Arc<AddressMap>, sm: u32) -> LdStUnit {
+        let (l1, sh) = (&params.l1d, &params.shared);
         LdStUnit {
-            unit: spec.ids.sm(sm),
-            l1: SectorCache::new(spec.l1_sets, spec.l1_assoc, spec.l1_geom.sectors_per_line()),
-            l1_port: BwPort::new(spec.l1_geom.line_bytes, spec.core_clock_hz),
-            shared_port: BwPort::new(
-                spec.shared_banks as u64 * spec.shared_bank_bytes as u64,
-                spec.core_clock_hz,
-            ),
-            noc_out: noc(&spec),
-            noc_in: noc(&spec),
+            unit: map.ids.sm(sm),
+            l1: SectorCache::new(l1.sets, l1.assoc, l1.geom.sectors_per_line()),
+            l1_port: BwPort::new(l1.geom.line_bytes, l1.clock_hz),
+            shared_port: BwPort::new(sh.banks as u64 * sh.bank_bytes as u64, sh.clock_hz),
+            noc_out: params.noc.port(),
+            noc_in: params.noc.port(),
             mshrs: Vec::new(),
             more_waiters: Vec::new(),
             free_mshrs: Vec::new(),
             busy_mshrs: 0,
-            by_line: MshrIndex::new(spec.l1_mshrs),
+            by_line: MshrIndex::new(l1.mshrs),
             waiting: VecDeque::new(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
-            same_lines: spec.l1_geom.line_bytes == spec.l2_geom.line_bytes
-                && spec.l1_geom.sector_bytes == spec.l2_geom.sector_bytes,
+            same_lines: l1.geom.line_bytes == params.l2_geom.line_bytes
+                && l1.geom.sector_bytes == params.l2_geom.sector_bytes,
             stats: LdStStats::default(),
             probe: None,
-            chiplet: sm / spec.ids.sms,
-            spec,
+            chiplet: sm / map.ids.sms,
+            params: params.clone(),
+            map,
         }
     }
 
@@ -141,9 +168,9 @@ impl LdStUnit {
     /// unit of this chiplet whose slice caches the line; else as [`LdStUnit::route_home`].
     #[inline(always)]
     fn route(&mut self, line_addr: u64) -> u32 {
-        if self.spec.private {
-            let (ch, _, _) = self.spec.private_slot(self.chiplet, line_addr);
-            return self.spec.ids.channel(ch);
+        if self.map.private {
+            let (ch, _, _) = self.map.private_slot(self.chiplet, line_addr);
+            return self.map.ids.channel(ch);
         }
         self.route_home(line_addr)
     }
@@ -156,8 +183,8 @@ impl LdStUnit {
     /// lines; the SM's L1D treats it as any global line).
     #[inline(always)]
     fn route_home(&mut self, line_addr: u64) -> u32 {
-        let (ch, _, _) = self.spec.l2_home(line_addr);
-        let ids = &self.spec.ids;
+        let (ch, _, _) = self.map.l2_home(line_addr);
+        let ids = &self.map.ids;
         let home = ids.chiplet_of_channel(ch);
         if home == self.chiplet {
             ids.channel(ch)
@@ -201,30 +228,30 @@ impl LdStUnit {
     ) -> Issued {
         if req.space == Space::Shared {
             let passes = (!req.lanes.is_empty()).then(|| {
-                let s = &*self.spec;
-                coalesce::shared_passes(
-                    req.lanes,
-                    req.width_bytes,
-                    s.shared_banks,
-                    s.shared_bank_bytes,
-                )
+                let s = &self.params.shared;
+                coalesce::shared_passes(req.lanes, req.width_bytes, s.banks, s.bank_bytes)
             });
             return Issued::Done(self.shared(now, passes));
         }
         self.stats.global_requests += 1;
-        let hit_ps = self.spec.l1_hit_ps;
+        let hit_ps = self.params.l1d.hit_ps;
         let mut lines = std::mem::take(&mut self.lines);
         match req.contiguous {
             Some((addr, len)) if req.access != Access::Atomic && len > 0 => {
                 lines.clear();
-                add_range(&self.spec.l1_geom, addr, len, &mut lines);
+                add_range(&self.params.l1d.geom, addr, len, &mut lines);
             }
             _ => {
                 if req.lanes.is_empty() {
                     self.lines = lines;
                     return Issued::Done(now + hit_ps);
                 }
-                coalesce::coalesce(&self.spec.l1_geom, req.lanes, req.width_bytes, &mut lines);
+                coalesce::coalesce(
+                    &self.params.l1d.geom,
+                    req.lanes,
+                    req.width_bytes,
+                    &mut lines,
+                );
             }
         }
         self.issue_lines(now, req.access, req.space, lines, req.lanes, token, net)
@@ -246,18 +273,18 @@ impl LdStUnit {
     ) -> Issued {
         if space == Space::Shared {
             let passes = (!lanes.is_empty()).then(|| {
-                let s = &*self.spec;
-                coalesce::shared_passes_addrs(lanes, width, s.shared_banks, s.shared_bank_bytes)
+                let s = &self.params.shared;
+                coalesce::shared_passes_addrs(lanes, width, s.banks, s.bank_bytes)
             });
             return Issued::Done(self.shared(now, passes));
         }
         debug_assert!(access != Access::Atomic);
         self.stats.global_requests += 1;
         if lanes.is_empty() {
-            return Issued::Done(now + self.spec.l1_hit_ps);
+            return Issued::Done(now + self.params.l1d.hit_ps);
         }
         let mut lines = std::mem::take(&mut self.lines);
-        coalesce::coalesce_addrs(&self.spec.l1_geom, lanes, width, &mut lines);
+        coalesce::coalesce_addrs(&self.params.l1d.geom, lanes, width, &mut lines);
         self.issue_lines(now, access, space, lines, &[], token, net)
     }
 
@@ -276,13 +303,13 @@ impl LdStUnit {
         token: u32,
         net: &mut dyn Net,
     ) -> Issued {
-        let hit_ps = self.spec.l1_hit_ps;
-        let use_l1 = space == Space::Local || self.spec.l1_enabled;
+        let hit_ps = self.params.l1d.hit_ps;
+        let use_l1 = space == Space::Local || self.params.l1d.enabled;
         let mut w = InstWait {
             outstanding: 0,
             ready: now + hit_ps,
         };
-        let geom = self.spec.l1_geom;
+        let geom = self.params.l1d.geom;
         if use_l1 {
             for la in &lines {
                 self.l1.prefetch(geom.line_index(la.line_addr));
@@ -361,9 +388,9 @@ impl LdStUnit {
         if self.mshrs.get(m).is_none_or(|x| x.replies == 0) {
             return Err(bad);
         }
-        let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
         let ti = self.noc_in.reserve(now, now, bytes);
-        let hit_ps = self.spec.l1_hit_ps;
+        let hit_ps = self.params.l1d.hit_ps;
         let x = &mut self.mshrs[m];
         x.ready = x.ready.max(ti + hit_ps);
         x.replies -= 1;
@@ -374,7 +401,7 @@ impl LdStUnit {
         let line = x.line;
         if x.fill_l1 {
             self.by_line.remove(line, tag, &mut self.mshrs);
-            let set = self.spec.l1_geom.line_index(line);
+            let set = self.params.l1d.geom.line_index(line);
             let hint = self.mshrs[m].l1_way;
             let way = if hint != NO_WAY && self.l1.tag(hint as usize) == line {
                 Some(hint as usize)
@@ -400,7 +427,7 @@ impl LdStUnit {
         self.free_mshrs.push(tag);
         self.busy_mshrs -= 1;
         // Misses waiting for an MSHR leave when the fill frees one.
-        while self.busy_mshrs < self.spec.l1_mshrs {
+        while self.busy_mshrs < self.params.l1d.mshrs {
             let Some(miss) = self.waiting.pop_front() else {
                 break;
             };
@@ -462,7 +489,7 @@ impl LdStUnit {
         tag: u32,
         net: &mut dyn Net,
     ) {
-        let sb = self.spec.l2_geom.sector_bytes;
+        let sb = self.params.l2_geom.sector_bytes;
         let (bytes, pkt) = match op {
             Op::Read => (
                 HEADER_BYTES,
@@ -490,7 +517,7 @@ impl LdStUnit {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
         };
-        net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+        net.send(self.unit, dst, dep + self.params.noc.latency_ps, pkt);
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
@@ -504,10 +531,10 @@ impl LdStUnit {
             });
             return;
         }
-        let sb = self.spec.l1_geom.sector_bytes;
+        let sb = self.params.l1d.geom.sector_bytes;
         for s in 0..64u64 {
             if sectors & (1 << s) != 0 {
-                add_range(&self.spec.l2_geom, line_addr + s * sb, sb, out);
+                add_range(&self.params.l2_geom, line_addr + s * sb, sb, out);
             }
         }
     }
@@ -547,14 +574,14 @@ impl LdStUnit {
         sectors: u64,
         net: &mut dyn Net,
     ) -> Picos {
-        let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
         let dep = self.noc_out.reserve(now, t, bytes);
         self.stats.noc.request_bytes += bytes;
         let dst = self.route(line);
         net.send(
             self.unit,
             dst,
-            dep + self.spec.noc_latency_ps,
+            dep + self.params.noc.latency_ps,
             Packet::Write { line, sectors },
         );
         dep

@@ -36,10 +36,51 @@ use std::sync::Arc;
 
 use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
-use super::{MemSpec, Net, Packet, Unit};
-use crate::config::{GpuConfig, GpuLinkTopology, LinkTopology};
+use super::address_map::AddressMap;
+use super::coalesce::Geometry;
+use super::noc::NocParams;
+use super::{Net, Packet, Unit};
+use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
 use crate::observe::{LinkPacket, Observer, Probe};
 use crate::Picos;
+
+config_enum! {
+    /// How the chiplets of a package are wired (interconnect crate, `Topology`).
+    pub enum LinkTopology {
+        /// A link between every pair of chiplets.
+        FullyConnected = "fully_connected",
+        /// Chiplet `i` linked to `i - 1` and `i + 1` (mod chiplets); shortest way round.
+        Ring = "ring",
+        /// A grid `package.mesh_cols` wide; X first, then Y.
+        Mesh2d = "mesh2d",
+        /// Every chiplet linked to one switch (a crossbar): two link traversals between any
+        /// two chiplets, the switch's port to each chiplet serializing what goes down to it.
+        Switch = "switch",
+    }
+}
+
+section! {
+    /// One direction of an inter-chiplet link: the sending chiplet's link interface
+    /// serializes packets (header and data sectors plus `packet_overhead_bytes`) at
+    /// `bandwidth_bytes_per_cycle` of `clock_hz`, in order, and the receiving interface has
+    /// a packet `latency_ps` after its last byte left (store and forward: the receiver
+    /// checks a whole packet before routing it on). Packets then cross the receiving
+    /// chiplet's NoC (`noc.latency_cycles`) to the L2 slice or SM. The least link latency
+    /// is the lookahead of a cut between chiplets (DESIGN.md section 4).
+    pub struct LinkConfig {
+        /// Link clock. Presets: the core clock (the bandwidth is given per core cycle).
+        clock_hz: u64 = Kind::U64, unit "Hz", Some("1000000000"), range CLOCK_RANGE;
+        /// Bytes per link cycle, one direction. Presets: the package's per-chiplet link
+        /// bandwidth divided by the clock (each preset shows its arithmetic).
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per link cycle", Some("64"), range (1, 65_536);
+        /// From the last byte leaving the sender to the packet at the receiving interface.
+        /// At least 1 ps (it bounds the lookahead). Presets: cited per preset.
+        latency_ps: u64 = Kind::U64, unit "ps", Some("20000"), range (1, MAX_PS);
+        /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
+        /// header (assumed).
+        packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8"), range (0, 4096);
+    }
+}
 
 /// The counters of one direction of a link, for the stats (`from`/`to`: chiplets, `None`
 /// for the switch; `gpu_link`: a port of the GPU fabric, `system.gpu_link`, where `None` is
@@ -66,39 +107,57 @@ pub struct RouteError {
     pub pkt: Packet,
 }
 
-/// The topology of `cfg`'s package.
-pub fn topology(cfg: &GpuConfig) -> Topology {
-    match cfg.package.topology {
-        LinkTopology::FullyConnected => Topology::FullyConnected,
-        LinkTopology::Ring => Topology::Ring,
-        LinkTopology::Mesh2d => Topology::Mesh2D {
-            cols: cfg.package.mesh_cols,
-        },
-        LinkTopology::Switch => Topology::Switch,
-    }
+/// The parameters of a chiplet's link interface (`package.topology`, `package.link`,
+/// `system.gpu_link`), as the interconnect's links take them.
+#[derive(Clone, Debug)]
+pub struct LinkParams {
+    pub(crate) topology: Topology,
+    /// One direction of each inter-chiplet link.
+    pub(crate) link: LinkSpec,
+    /// One direction of a chiplet's port to the GPU switch: the GPU's bandwidth split
+    /// evenly over its chiplets' ports.
+    pub(crate) gpu_link: LinkSpec,
+    /// The GPU switch's name in the stats.
+    pub(crate) gpu_switch: &'static str,
+    /// `l2.sector_bytes`, the data unit of a packet's size on the wire.
+    pub(crate) sector_bytes: u64,
+    /// The NoC's latency to the units of the chiplet a packet is routed to.
+    pub(crate) noc_latency_ps: Picos,
 }
 
-/// One direction of each link, from `cfg`.
-pub fn link_spec(cfg: &GpuConfig) -> LinkSpec {
-    let l = &cfg.package.link;
-    LinkSpec {
-        bandwidth_bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
-        clock_hz: l.clock_hz,
-        latency_ps: l.latency_ps,
-        packet_overhead_bytes: l.packet_overhead_bytes as u64,
-    }
-}
-
-/// One direction of a chiplet's port to the GPU switch, from `cfg` (`system.gpu_link`:
-/// the GPU's bandwidth split evenly over its chiplets' ports).
-pub fn gpu_link_spec(cfg: &GpuConfig) -> LinkSpec {
-    let l = &cfg.system.gpu_link;
-    LinkSpec {
-        bandwidth_bytes_per_cycle: (l.bandwidth_bytes_per_cycle / cfg.chiplets.max(1)).max(1)
-            as u64,
-        clock_hz: l.clock_hz,
-        latency_ps: l.latency_ps,
-        packet_overhead_bytes: l.packet_overhead_bytes as u64,
+impl LinkParams {
+    pub fn from_config(cfg: &GpuConfig) -> LinkParams {
+        let l = &cfg.package.link;
+        let g = &cfg.system.gpu_link;
+        LinkParams {
+            topology: match cfg.package.topology {
+                LinkTopology::FullyConnected => Topology::FullyConnected,
+                LinkTopology::Ring => Topology::Ring,
+                LinkTopology::Mesh2d => Topology::Mesh2D {
+                    cols: cfg.package.mesh_cols,
+                },
+                LinkTopology::Switch => Topology::Switch,
+            },
+            link: LinkSpec {
+                bandwidth_bytes_per_cycle: l.bandwidth_bytes_per_cycle as u64,
+                clock_hz: l.clock_hz,
+                latency_ps: l.latency_ps,
+                packet_overhead_bytes: l.packet_overhead_bytes as u64,
+            },
+            gpu_link: LinkSpec {
+                bandwidth_bytes_per_cycle: (g.bandwidth_bytes_per_cycle / cfg.chiplets.max(1))
+                    .max(1) as u64,
+                clock_hz: g.clock_hz,
+                latency_ps: g.latency_ps,
+                packet_overhead_bytes: g.packet_overhead_bytes as u64,
+            },
+            gpu_switch: match g.topology {
+                GpuLinkTopology::Nvswitch => "nvswitch",
+                GpuLinkTopology::PcieHost => "pcie_host",
+            },
+            sector_bytes: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes).sector_bytes,
+            noc_latency_ps: NocParams::from_config(cfg).latency_ps,
+        }
     }
 }
 
@@ -106,7 +165,8 @@ pub fn gpu_link_spec(cfg: &GpuConfig) -> LinkSpec {
 /// switch, the switch's port down to it), and with several GPUs its port to the GPU switch
 /// and the switch's port down to it.
 pub struct LinkInterface {
-    spec: Arc<MemSpec>,
+    params: Arc<LinkParams>,
+    map: Arc<AddressMap>,
     chiplet: u32,
     unit: u32,
     topology: Topology,
@@ -126,11 +186,11 @@ pub struct LinkInterface {
 }
 
 impl LinkInterface {
-    pub fn new(cfg: &GpuConfig, spec: Arc<MemSpec>, chiplet: u32) -> LinkInterface {
-        let topology = topology(cfg);
-        let n = spec.ids.gpu_chiplets;
+    pub fn new(params: Arc<LinkParams>, map: Arc<AddressMap>, chiplet: u32) -> LinkInterface {
+        let topology = params.topology;
+        let n = map.ids.gpu_chiplets;
         let local = chiplet % n;
-        let ls = link_spec(cfg);
+        let ls = params.link;
         let egress = if n > 1 {
             topology
                 .links(n)
@@ -141,21 +201,19 @@ impl LinkInterface {
         } else {
             Vec::new()
         };
-        let gpus = spec.ids.gpus() > 1;
-        let gs = gpu_link_spec(cfg);
+        let gpus = map.ids.gpus() > 1;
+        let gs = params.gpu_link;
         LinkInterface {
-            unit: spec.ids.link(chiplet),
-            spec,
+            unit: map.ids.link(chiplet),
+            gpu_switch: params.gpu_switch,
+            params,
+            map,
             chiplet,
             egress,
             from_switch: (n > 1 && topology == Topology::Switch).then(|| ChipletLink::new(ls)),
             topology,
             gpu_up: gpus.then(|| ChipletLink::new(gs)),
             gpu_down: gpus.then(|| ChipletLink::new(gs)),
-            gpu_switch: match cfg.system.gpu_link.topology {
-                GpuLinkTopology::Nvswitch => "nvswitch",
-                GpuLinkTopology::PcieHost => "pcie_host",
-            },
             probe: None,
         }
     }
@@ -192,12 +250,12 @@ impl LinkInterface {
     /// The chiplet a packet is going to, and the unit there: the home channel of a
     /// request's line, the SM of a reply.
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
-        let ids = &self.spec.ids;
+        let ids = &self.map.ids;
         match *pkt {
             Packet::Read { line, .. }
             | Packet::Write { line, .. }
             | Packet::Atomic { line, .. } => {
-                let channel = self.spec.l2_home(line).0;
+                let channel = self.map.l2_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::Reply { sm, .. } => match ids.unit(sm) {
@@ -206,7 +264,7 @@ impl LinkInterface {
             },
             // Private L2 <-> home LLC (`package.l2: private`).
             Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
-                let channel = self.spec.llc_home(line).0;
+                let channel = self.map.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
             Packet::LlcReply { unit, .. } => match ids.unit(unit) {
@@ -230,8 +288,8 @@ impl LinkInterface {
             pkt,
         };
         let (dst, to) = self.destination(&pkt).ok_or_else(err)?;
-        let ids = self.spec.ids;
-        let bytes = pkt.wire_bytes(self.spec.l2_geom.sector_bytes);
+        let ids = self.map.ids;
+        let bytes = pkt.wire_bytes(self.params.sector_bytes);
         let gpu = ids.gpu_of_chiplet(self.chiplet);
         match ids.unit(src) {
             Some(Unit::Link(k)) if ids.gpu_of_chiplet(k) != gpu => {
@@ -256,7 +314,7 @@ impl LinkInterface {
             _ => {}
         }
         if dst == self.chiplet {
-            net.send(self.unit, to, now + self.spec.noc_latency_ps, pkt);
+            net.send(self.unit, to, now + self.params.noc_latency_ps, pkt);
             return Ok(());
         }
         if ids.gpu_of_chiplet(dst) != gpu {
@@ -293,7 +351,7 @@ impl LinkInterface {
     /// port down to it, then (several GPUs) its port up to the GPU switch and that switch's
     /// port down to it.
     pub fn reports(&self) -> Vec<LinkReport> {
-        let ids = &self.spec.ids;
+        let ids = &self.map.ids;
         let gpu = ids.gpu_of_chiplet(self.chiplet);
         let base = gpu * ids.gpu_chiplets;
         let gpus = ids.gpus() > 1;

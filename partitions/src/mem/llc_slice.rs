@@ -8,9 +8,69 @@ use super::coalesce::add_range;
 use super::dram::DramOp;
 use super::dram_channel::{ChannelError, From, MemChannel};
 use super::{popcount, Net, Packet, HEADER_BYTES};
+use crate::config::{section, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
 use crate::Picos;
+
+section! {
+    /// The last-level cache of a chiplet with `package.l2: private` (ignored with
+    /// `memory_side`): one slice per DRAM channel, caching the lines homed at that channel
+    /// (L2 misses, remote and write-through stores, L2 write-backs and atomics of every
+    /// chiplet come here), sectored like the L2 (`l2.sector_bytes`), LRU, write-back to its
+    /// DRAM channel. Its clock, data-port bandwidth and atomic ALU are the L2's
+    /// (`l2.clock_hz`, `l2.bandwidth_bytes_per_cycle`, `l2.atomic_latency_cycles`). Every key
+    /// has a default, so memory-side configs leave the section out.
+    pub struct LlcConfig {
+        /// Capacity of a chiplet's LLC slices together; each slice has `size_bytes /
+        /// dram.channels / (assoc * line_bytes)` sets, a power of two. Presets: dalmia-2023
+        /// Table 5.1 "L3 Size 16 MB" over the chiplets.
+        size_bytes: u64 = Kind::U64, unit "bytes", Some("4194304"), range (1, 1 << 30);
+        /// Ways per set. Presets: Table 5.1 "16 way".
+        assoc: u32 = Kind::U32, unit "ways", Some("16"), range (1, 4096);
+        /// Line size; must equal `l2.line_bytes` (an L2 line is filled from one LLC line).
+        /// Presets: Table 5.1 "64B line".
+        line_bytes: u32 = Kind::U32, unit "bytes", Some("128"), range (1, 4096);
+        /// Cycles from a request's arrival at the slice to its response's departure on a
+        /// hit (L2 clock). Presets: Table 5.1 "L3 Latency 330 cycles" less the L2 lookup and
+        /// the NoC traversals (derivation in the preset).
+        hit_latency_cycles: u32 = Kind::U32, unit "L2 cycles", Some("100"), range (1, MAX_CYCLES);
+        /// Miss status holding registers per LLC slice (misses to its DRAM channel in
+        /// flight). Presets: assumed equal to `l2.mshrs_per_slice`.
+        mshrs_per_slice: u32 = Kind::U32, unit "entries", Some("64"), range (1, 65_536);
+    }
+}
+
+/// The parameters of an LLC slice (`llc`), converted (its clock, ports, ALU and line are
+/// the L2's, [`super::l2_slice::L2SliceParams`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LlcSliceParams {
+    /// `llc.hit_latency_cycles` in picoseconds (L2 clock).
+    pub(crate) hit_ps: Picos,
+    /// Sets of one slice: `size_bytes / dram.channels / (assoc * line_bytes)`.
+    pub(crate) sets: u64,
+    pub(crate) assoc: u32,
+    pub(crate) mshrs: u32,
+    /// Of a chiplet's slices together.
+    pub(crate) size_bytes: u64,
+}
+
+impl LlcSliceParams {
+    pub fn from_config(cfg: &GpuConfig) -> LlcSliceParams {
+        let l = &cfg.llc;
+        // The slices' lines are the L2's (validation makes `llc.line_bytes` equal).
+        let line = (cfg.l2.line_bytes as u64).max(1).next_power_of_two();
+        LlcSliceParams {
+            hit_ps: l.hit_latency_cycles as Picos * cfg.l2_period_ps(),
+            sets: l.size_bytes
+                / cfg.dram.channels.max(1) as u64
+                / ((l.assoc as u64).max(1) * line).max(1),
+            assoc: l.assoc,
+            mshrs: l.mshrs_per_slice,
+            size_bytes: l.size_bytes,
+        }
+    }
+}
 
 unit_counters! {
     /// The counters of one LLC slice (`package.l2: private`), in sectors unless named
@@ -32,7 +92,7 @@ unit_counters! {
 impl MemChannel {
     /// The LLC set of `line` when this channel is its home, else the error naming the home.
     pub(super) fn llc_set_here(&self, line: u64) -> Result<u64, ChannelError> {
-        let (home, set) = self.spec.llc_home(line);
+        let (home, set) = self.map.llc_home(line);
         if home != self.channel {
             return Err(ChannelError::NotHome {
                 channel: self.channel,
@@ -57,7 +117,7 @@ impl MemChannel {
         tag: u32,
         net: &mut dyn Net,
     ) {
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         let ready = self.llc_read(now, set, ta, line, sectors);
         self.stats.llc.atomics += 1;
@@ -66,7 +126,7 @@ impl MemChannel {
             None => ready,
         };
         self.llc_store_effect(now, set, start, line, sectors);
-        let at = start + self.spec.l2_atomic_ps;
+        let at = start + self.params.l2.atomic_ps;
         self.reply(now, From::Llc, sm, at, line, sectors, tag, net);
     }
 
@@ -85,7 +145,7 @@ impl MemChannel {
     ) {
         let ta = self.llc_port_in(now, HEADER_BYTES);
         let ready = self.llc_read(now, set, ta, line, sectors);
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let pkt = Packet::LlcReply {
             line,
             sectors,
@@ -98,7 +158,7 @@ impl MemChannel {
     /// A private L2 slice's write of `sectors` of `line` (a write-through store or a
     /// write-back).
     pub(super) fn llc_write(&mut self, now: Picos, set: u64, line: u64, sectors: u64) {
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         self.stats.llc.accesses += popcount(sectors);
         let present = self
@@ -108,7 +168,7 @@ impl MemChannel {
         self.stats.llc.hits += popcount(present);
         self.stats.llc.misses += popcount(sectors & !present);
         self.observed(MemLevel::Llc, ta, line, sectors, popcount(present), true);
-        let t = ta + self.spec.llc_hit_ps;
+        let t = ta + self.params.llc.hit_ps;
         self.llc_store_effect(now, set, t, line, sectors);
     }
 
@@ -124,7 +184,7 @@ impl MemChannel {
     /// memory-side slice); returns when the data can leave.
     fn llc_read(&mut self, now: Picos, set: u64, ta: Picos, line: u64, sectors: u64) -> Picos {
         self.stats.llc.accesses += popcount(sectors);
-        let hit_ps = self.spec.llc_hit_ps;
+        let hit_ps = self.params.llc.hit_ps;
         let hit_at = ta + hit_ps;
         let Some(l) = self.llc.as_mut() else {
             return hit_at;
@@ -168,7 +228,7 @@ impl MemChannel {
         start: u64,
         end: u64,
     ) {
-        let geom = self.spec.l2_geom;
+        let geom = self.params.l2.geom;
         let mut one = Vec::with_capacity(1);
         let lo = line.max(start);
         let hi = line.saturating_add(geom.line_bytes).min(end);

@@ -34,12 +34,16 @@
 //!   slices are built on; `port.rs` bandwidth-limited ports.
 //!
 //! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
-//! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
-//! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
-//! `spec.rs` (the parameters), `stats.rs` (the `memory` view of the stats JSON). Each unit
-//! declares its own counters beside it (`L1dStats` in `l1d.rs`, `L2SliceStats`,
-//! `LlcSliceStats`, `DramStats` in `dram_channel.rs`, `NocStats` in `net.rs`, ...), and
-//! reports events to an observer when one is attached ([`crate::observe`]). The tests drive the units
+//! `request.rs` (a warp's memory instruction), `address_map.rs` ([`AddressMap`]: where a
+//! line lives, from `unit_ids.rs` (unit numbering), `home.rs` (the home chiplet and GPU
+//! of an address) and `dram_map.rs` (the DRAM address map)), `stats.rs` (the `memory`
+//! view of the stats JSON). Each unit's parameters are beside it, made by one
+//! `from_config` each: [`L1dParams`], [`SharedMemParams`], [`NocParams`] (`noc.rs`),
+//! [`LdStParams`], [`L2SliceParams`], [`LlcSliceParams`], [`DramParams`],
+//! [`ChannelParams`], [`LinkParams`]. Each unit declares its own counters beside it too
+//! (`L1dStats` in `l1d.rs`, `L2SliceStats`, `LlcSliceStats`, `DramStats` in
+//! `dram_channel.rs`, `NocStats` in `net.rs`, ...), and reports events to an observer when
+//! one is attached ([`crate::observe`]). The tests drive the units
 //! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
@@ -111,7 +115,7 @@
 //!   dram.channels` of its chiplet's L2 slices, the LLC slice homed at its channel and the
 //!   channel. An SM sends loads and stores to the L2 slice of *its own* chiplet that caches
 //!   the line (line index `i`: slice `i % l2.slices`, set `i / l2.slices`,
-//!   `MemSpec::private_slot`), whatever the line's home; atomics go to the home LLC slice
+//!   `AddressMap::private_slot`), whatever the line's home; atomics go to the home LLC slice
 //!   (through the link interface when remote) and are performed there as at a memory-side
 //!   slice. At the L2 slice a load's valid sectors hit as above; its missing sectors join
 //!   the line's MSHR when one is in flight (`l2_pending_hits`, asking the LLC only for
@@ -161,43 +165,46 @@
 
 pub mod coalesce;
 
+mod address_map;
 mod cache;
-mod dram;
-mod dram_channel;
+pub(crate) mod dram;
+pub(crate) mod dram_channel;
 mod dram_map;
 mod fastdiv;
-mod home;
-mod l1d;
-mod l2_slice;
+pub(crate) mod home;
+pub(crate) mod l1d;
+pub(crate) mod l2_slice;
 mod ldst;
-mod link;
-mod llc_slice;
+pub(crate) mod link;
+pub(crate) mod llc_slice;
 mod mshr_index;
 mod mshrs;
 mod net;
+pub(crate) mod noc;
 mod packet;
 mod popcount;
 mod port;
 mod private_l2;
 mod request;
-mod shared_mem;
-mod spec;
+pub(crate) mod shared_mem;
 mod stats;
 mod tag_hash;
 mod unit_ids;
 
-pub use dram_channel::{ChannelStats, DramStats, MemChannel};
-pub use l1d::L1dStats;
-pub use l2_slice::L2SliceStats;
-pub use ldst::{Issued, LdStStats, LdStUnit};
-pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
-pub use llc_slice::LlcSliceStats;
+pub use address_map::AddressMap;
+pub use dram::DramParams;
+pub use dram_channel::{ChannelParams, ChannelStats, DramStats, MemChannel};
+pub use l1d::{L1dParams, L1dStats};
+pub use l2_slice::{L2SliceParams, L2SliceStats};
+pub use ldst::{Issued, LdStParams, LdStStats, LdStUnit};
+pub use link::{LinkInterface, LinkParams, LinkReport, RouteError};
+pub use llc_slice::{LlcSliceParams, LlcSliceStats};
 pub use net::{Net, NocStats};
+pub use noc::NocParams;
 pub use packet::{Packet, PacketError, MAX_UNIT};
 pub use private_l2::PrivateL2Stats;
 pub use request::{Access, MemRequest, Space};
-pub use shared_mem::SharedMemStats;
-pub use spec::MemSpec;
+pub use shared_mem::{SharedMemParams, SharedMemStats};
 pub use stats::MemStats;
 pub use unit_ids::{Unit, UnitIds};
 

@@ -86,7 +86,7 @@ impl MemChannel {
     /// The private L2 slice and set of `line` when this channel holds them (for this
     /// chiplet's SMs), else the error naming the channel that does.
     pub(super) fn private_slot_here(&self, line: u64) -> Result<(usize, u64), ChannelError> {
-        let (ch, slice, set) = self.spec.private_slot(self.chiplet(), line);
+        let (ch, slice, set) = self.map.private_slot(self.chiplet(), line);
         if ch != self.channel {
             return Err(ChannelError::NotHome {
                 channel: self.channel,
@@ -148,7 +148,7 @@ impl MemChannel {
         t: Picos,
         net: &mut dyn Net,
     ) {
-        let cap = (self.spec.l2_mshrs as usize).max(1);
+        let cap = (self.params.l2.mshrs as usize).max(1);
         let p = &mut self.private[slice];
         let ask = if let Some(e) = p.pending.get_mut(&line) {
             let in_flight = w.need & e.requested;
@@ -201,13 +201,13 @@ impl MemChannel {
         let Some(mut e) = self.private[slice].pending.remove(&line) else {
             return false;
         };
-        let data = popcount(sectors) * self.spec.l2_geom.sector_bytes;
+        let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let tf = self.slices[slice]
             .noc_in
             .reserve(now, now, HEADER_BYTES + data);
-        let ready = tf + self.spec.l2_hit_ps;
-        let local = self.spec.ids.chiplet_of_channel(self.spec.llc_home(line).0) == self.chiplet();
-        if local || self.spec.cache_remote_reads {
+        let ready = tf + self.params.l2.hit_ps;
+        let local = self.map.ids.chiplet_of_channel(self.map.llc_home(line).0) == self.chiplet();
+        if local || self.params.l2.cache_remote_reads {
             let (i, ev) = self.private_way(slice, e.set, line);
             if let Some(ev) = ev {
                 self.private_writeback(now, slice, tf, ev, net);
@@ -243,7 +243,7 @@ impl MemChannel {
             return true;
         }
         // An MSHR is free: the oldest waiting misses take it (or merge).
-        let cap = (self.spec.l2_mshrs as usize).max(1);
+        let cap = (self.params.l2.mshrs as usize).max(1);
         while self.private[slice].pending.len() < cap {
             let Some(q) = self.private[slice].queue.pop_front() else {
                 break;
@@ -307,7 +307,7 @@ impl MemChannel {
         net: &mut dyn Net,
     ) {
         let n = popcount(sectors);
-        let data = n * self.spec.l2_geom.sector_bytes;
+        let data = n * self.params.l2.geom.sector_bytes;
         let ta = self.slices[slice]
             .noc_in
             .reserve(now, now, HEADER_BYTES + data);
@@ -316,9 +316,9 @@ impl MemChannel {
         self.stats.l2.hits += popcount(present);
         self.stats.l2.misses += n - popcount(present);
         self.observed(MemLevel::L2, ta, line, sectors, popcount(present), true);
-        let t = ta + self.spec.l2_hit_ps;
-        let local = self.spec.ids.chiplet_of_channel(self.spec.llc_home(line).0) == self.chiplet();
-        if local && self.spec.l2_write_back {
+        let t = ta + self.params.l2.hit_ps;
+        let local = self.map.ids.chiplet_of_channel(self.map.llc_home(line).0) == self.chiplet();
+        if local && self.params.l2.write_back {
             let (i, ev) = self.private_way(slice, set, line);
             if let Some(ev) = ev {
                 self.private_writeback(now, slice, t, ev, net);
@@ -345,7 +345,7 @@ impl MemChannel {
         net: &mut dyn Net,
     ) -> Picos {
         self.stats.l2.writeback_sectors += popcount(ev.dirty);
-        let bytes = HEADER_BYTES + popcount(ev.dirty) * self.spec.l2_geom.sector_bytes;
+        let bytes = HEADER_BYTES + popcount(ev.dirty) * self.params.l2.geom.sector_bytes;
         let pkt = Packet::LlcWrite {
             line: ev.line_addr,
             sectors: ev.dirty,
@@ -368,15 +368,15 @@ impl MemChannel {
         net: &mut dyn Net,
     ) -> Picos {
         let te = self.slices[slice].noc_out.reserve(now, t, bytes);
-        let ids = self.spec.ids;
-        let home = self.spec.llc_home(line).0;
+        let ids = self.map.ids;
+        let home = self.map.llc_home(line).0;
         let dst = if ids.chiplet_of_channel(home) == self.chiplet() {
             ids.channel(home)
         } else {
             self.stats.private_l2.llc_remote_requests += 1;
             ids.link(self.chiplet())
         };
-        net.send(self.unit, dst, te + self.spec.noc_latency_ps, pkt);
+        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt);
         te
     }
 
@@ -388,7 +388,7 @@ impl MemChannel {
     /// none): the unit's acknowledgement goes to its local CP then.
     pub fn flush(&mut self, now: Picos, net: &mut dyn Net) -> Picos {
         let mut last = now;
-        if !self.spec.private {
+        if !self.map.private {
             return last;
         }
         for slice in 0..self.slices.len() {
@@ -401,7 +401,7 @@ impl MemChannel {
                 let (line, dirty) = (c.tag(i), c.dirty(i));
                 if dirty != 0 {
                     self.stats.private_l2.flush_writeback_sectors += popcount(dirty);
-                    let bytes = HEADER_BYTES + popcount(dirty) * self.spec.l2_geom.sector_bytes;
+                    let bytes = HEADER_BYTES + popcount(dirty) * self.params.l2.geom.sector_bytes;
                     let pkt = Packet::LlcWrite {
                         line,
                         sectors: dirty,
@@ -409,7 +409,7 @@ impl MemChannel {
                     let start = self.send_to_llc(now, slice, now, line, pkt, bytes, net);
                     // Its last byte has left when its serialization on the NoC port ends.
                     let rate =
-                        self.spec.noc_bytes_per_cycle as u128 * self.spec.noc_clock_hz as u128;
+                        self.params.noc.bytes_per_cycle as u128 * self.params.noc.clock_hz as u128;
                     let ser = (bytes as u128 * 1_000_000_000_000).div_ceil(rate.max(1));
                     last = last.max(start + ser as Picos);
                 }

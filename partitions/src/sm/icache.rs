@@ -8,7 +8,30 @@
 
 use super::spec::IcacheSpec;
 use super::warp::WarpState;
+use crate::config::{section, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
+
+section! {
+    /// The instruction cache of each SM (misses go to L2 over the NoC).
+    pub struct IcacheConfig {
+        /// Model instruction fetch through the I-cache; `false` is a perfect I-cache (every
+        /// fetch hits). Presets: `true` (the hardware has one).
+        enabled: bool = Kind::Bool, unit "-", None;
+        /// Capacity. Presets: the simulator config's `-gpgpu_cache:il1`.
+        size_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 1 << 20);
+        /// Ways per set. Presets: as `size_bytes`.
+        assoc: u32 = Kind::U32, unit "ways", None, range (1, 4096);
+        /// Line size (power of two). Presets: as `size_bytes`.
+        line_bytes: u32 = Kind::U32, unit "bytes", None, range (1, 4096);
+        /// Cycles from fetch to instruction available on a hit. Presets: assumed 1 (GPGPU-Sim
+        /// delivers a hit the next cycle; no study measures it).
+        hit_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+        /// Cycles from fetch to instruction available on a miss (the line comes from L2;
+        /// a fixed latency, not a request to the memory system yet). Presets: the L2-hit
+        /// latency a load sees minus the L1 hit, or the preset's NoC and L2 latencies.
+        miss_latency_cycles: u32 = Kind::U32, unit "core cycles", None, range (1, MAX_CYCLES);
+    }
+}
 
 unit_counters! {
     /// Instruction fetches through the I-cache (one per warp instruction; 0 when

@@ -2,9 +2,9 @@
 //! CTAs of one kernel at a time. Its memory instructions leave through [`MemPort`] (in the
 //! GPU, the SM's LD/ST unit in [`crate::mem`]).
 //!
-//! As everywhere in the models, a unit's immutable spec ([`SmSpec`], read once from
-//! [`crate::config::GpuConfig`]) is kept apart from its mutable state (plain data inside
-//! [`Sm`]).
+//! As everywhere in the models, a unit's immutable parameters ([`SmSpec`], made once from
+//! [`crate::config::GpuConfig`] by [`SmSpec::from_config`]) are kept apart from its mutable
+//! state (plain data inside [`Sm`]).
 //!
 //! One hardware unit per file:
 //! - `issue`: [`Sm`], the SM as the GPU's event loop drives it, and its issue stage;
@@ -17,23 +17,23 @@
 //! - `cta`: CTA residency (warp slots, arrival, completion) and CTA barriers;
 //! - `ldst`: the port to the LD/ST unit ([`MemPort`]) and the in-flight memory table;
 //! - `decode`: what the SM needs of a kernel's static instructions ([`KernelPrep`]);
-//! - `spec`: the parameters ([`SmSpec`]); `stats`: the SM's counters ([`SmStats`], with
-//!   the [`SchedulerStats`], [`OperandCollectorStats`] and [`IcacheStats`] declared in
-//!   their units' files) and the stall accounting. Events go to an observer when one is
-//!   attached ([`Sm::observe`], [`crate::observe`]).
+//! - `spec`: the parameters ([`SmSpec`]) and the `core` config section; `stats`: the SM's
+//!   counters ([`SmStats`], with the [`SchedulerStats`], [`OperandCollectorStats`] and
+//!   [`IcacheStats`] declared in their units' files) and the stall accounting. Events go to
+//!   an observer when one is attached ([`Sm::observe`], [`crate::observe`]).
 //!
 //! Not yet modelled: I-cache misses as requests to the memory system, fetch bandwidth and
 //! instruction buffers, register writeback port conflicts.
 
 mod cta;
 mod decode;
-mod icache;
+pub(crate) mod icache;
 mod issue;
 mod ldst;
 mod operand_collector;
-mod scheduler;
+pub(crate) mod scheduler;
 mod scoreboard;
-mod spec;
+pub(crate) mod spec;
 mod stats;
 mod warp;
 

@@ -36,9 +36,23 @@ use super::issue::Sm;
 use super::ldst::MemPort;
 use super::scoreboard::NEVER;
 use super::warp::WarpState;
-use crate::config::SchedulerPolicy;
+use crate::config::config_enum;
 use crate::counters::unit_counters;
 use tessera_traces::OpClass;
+
+config_enum! {
+    /// Warp scheduling policy of each sub-core scheduler.
+    pub enum SchedulerPolicy {
+        /// Loose round robin.
+        Lrr = "lrr",
+        /// Greedy then oldest.
+        Gto = "gto",
+        /// Two-level: an active pool of `core.two_level_active_warps`, round robin inside;
+        /// a warp waiting on a global/local memory result yields its slot to the oldest
+        /// pending warp that is not.
+        TwoLevel = "two_level",
+    }
+}
 
 unit_counters! {
     /// The issue slots of an SM's warp schedulers, each scheduler-cycle counted once (see

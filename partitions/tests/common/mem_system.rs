@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::{
-    Issued, LdStUnit, LinkInterface, LinkReport, MemChannel, MemRequest, MemSpec, MemStats, Net,
-    Packet, Unit, UnitIds,
+    AddressMap, ChannelParams, Issued, LdStParams, LdStUnit, LinkInterface, LinkParams, LinkReport,
+    MemChannel, MemRequest, MemStats, Net, Packet, Unit, UnitIds,
 };
 use tessera_partitions::Picos;
 
@@ -49,7 +49,7 @@ impl Net for Queue {
 /// a [`LinkInterface`] per chiplet when there are several) and the packets between them.
 /// SMs and channels are numbered across the package.
 pub struct MemSystem {
-    /// The unit numbering (the units' spec's).
+    /// The unit numbering (the address map's).
     ids: UnitIds,
     sms: Vec<LdStUnit>,
     channels: Vec<MemChannel>,
@@ -71,18 +71,21 @@ impl MemSystem {
     /// commands place pages on GPUs (`GpuHomes`), so SMs of one GPU can reach another's
     /// memory (every SM and channel of the system is here, numbered across it).
     pub fn with_commands(cfg: &GpuConfig, commands: &[tessera_traces::Command]) -> MemSystem {
-        let spec = Arc::new(MemSpec::with_commands(cfg, commands));
-        let ids = UnitIds::new(cfg);
+        let map = Arc::new(AddressMap::with_commands(cfg, commands));
+        let ldst = LdStParams::from_config(cfg);
+        let channel = ChannelParams::from_config(cfg);
+        let link = Arc::new(LinkParams::from_config(cfg));
+        let ids = *map.ids();
         MemSystem {
             sms: (0..ids.total_sms())
-                .map(|s| LdStUnit::new(spec.clone(), s))
+                .map(|s| LdStUnit::new(&ldst, map.clone(), s))
                 .collect(),
             channels: (0..ids.total_channels())
-                .map(|c| MemChannel::new(cfg, spec.clone(), c))
+                .map(|c| MemChannel::new(&channel, map.clone(), c))
                 .collect(),
             links: if ids.chiplets > 1 {
                 (0..ids.chiplets)
-                    .map(|k| LinkInterface::new(cfg, spec.clone(), k))
+                    .map(|k| LinkInterface::new(link.clone(), map.clone(), k))
                     .collect()
             } else {
                 Vec::new()

@@ -1,0 +1,68 @@
+//! The on-chip network between the SMs and the L2 slices of a chiplet: its config section
+//! and the parameters of the NoC ports every SM and slice has (the ports themselves are
+//! [`super::port::BwPort`] calendars; the model is in the module documentation of
+//! [`crate::mem`]).
+
+use super::port::BwPort;
+use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::Picos;
+
+section! {
+    /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
+    /// and an arbiter at the receiver (DESIGN.md section 5).
+    pub struct NocConfig {
+        /// NoC clock. Presets: the simulator config's interconnect clock domain.
+        clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
+        /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
+        /// (no study isolates it); it is part of the measured L2 hit latency, see
+        /// `l2.hit_latency_cycles`.
+        latency_cycles: u32 = Kind::U32, unit "NoC cycles", None, range (1, MAX_CYCLES);
+        /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
+        /// Presets: the simulator config's flit size.
+        bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None, range (1, 65_536);
+    }
+}
+
+impl NocConfig {
+    /// Rejects impossible values of this section alone (module `config::validate` checks
+    /// the rest).
+    pub(crate) fn check(&self, v: &Check) -> Result<(), ConfigError> {
+        let n = self;
+        v.clock("noc.clock_hz", n.clock_hz)?;
+        v.nonzero("noc.latency_cycles", n.latency_cycles as u64)?;
+        v.nonzero(
+            "noc.bandwidth_bytes_per_cycle",
+            n.bandwidth_bytes_per_cycle as u64,
+        )?;
+        Ok(())
+    }
+}
+
+/// The parameters of a NoC port (`noc`): every SM and every L2 or LLC slice has one each
+/// way.
+#[derive(Clone, Copy, Debug)]
+pub struct NocParams {
+    /// `noc.clock_hz`.
+    pub clock_hz: u64,
+    /// `noc.bandwidth_bytes_per_cycle`.
+    pub bytes_per_cycle: u64,
+    /// The one-way latency, `noc.latency_cycles` NoC cycles: the least time between
+    /// sending and receiving a packet between an SM and a channel (the lookahead of a cut
+    /// between them).
+    pub latency_ps: Picos,
+}
+
+impl NocParams {
+    pub fn from_config(cfg: &GpuConfig) -> NocParams {
+        NocParams {
+            clock_hz: cfg.noc.clock_hz,
+            bytes_per_cycle: cfg.noc.bandwidth_bytes_per_cycle as u64,
+            latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
+        }
+    }
+
+    /// One port's bandwidth calendar.
+    pub(crate) fn port(&self) -> BwPort {
+        BwPort::new(self.bytes_per_cycle, self.clock_hz)
+    }
+}
