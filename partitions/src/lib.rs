@@ -17,6 +17,7 @@ pub mod check;
 pub mod config;
 pub mod gpu;
 pub mod mem;
+pub mod packet;
 pub mod sm;
 pub mod stats;
 

@@ -27,14 +27,18 @@
 //! CTAs are decoded lazily by each partition's [`tessera_traces::ChunkDecoder`] when they
 //! arrive at an SM, so memory follows the resident CTAs, not the trace.
 
+pub mod control;
 mod cp;
+mod global_cp;
+mod host;
+mod local_cp;
 mod partition;
 mod wake;
 
 use std::sync::Arc;
 
 use crate::config::GpuConfig;
-use crate::mem::{Access, MemSpec, MemStats, Space, Unit, UnitIds};
+use crate::mem::{Access, Ctx, MemSpec, MemStats, Space, Unit, UnitIds};
 use crate::sm::{SmError, SmSpec, SmStats};
 use crate::stats::{
     ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, Totals, STATS_VERSION,
@@ -256,14 +260,25 @@ pub fn build_hosted<'t>(
             ids.chiplets, ids.sms
         )));
     }
-    if ids.count() > crate::mem::MAX_UNIT {
+    if ids.count() > crate::packet::MAX_UNIT {
         return Err(GpuError::Unsupported(format!(
             "{} units (chiplets x (SMs + channels + 2)): at most {} can be addressed",
             ids.count(),
-            crate::mem::MAX_UNIT
+            crate::packet::MAX_UNIT
         )));
     }
     let mem_spec = Arc::new(MemSpec::for_trace(cfg, trace));
+    let sectors = mem_spec.l2_geom.sectors_per_line();
+    if sectors > crate::packet::MAX_SECTORS {
+        return Err(GpuError::Unsupported(format!(
+            "{sectors} sectors per L2 line (l2.line_bytes / l2.sector_bytes): a packet's \
+             sector mask holds at most {}",
+            crate::packet::MAX_SECTORS
+        )));
+    }
+    let ctxs: Arc<[Ctx]> = Ctx::for_kernels(trace.kernels())
+        .map_err(|e| GpuError::Unsupported(e.to_string()))?
+        .into();
     let sm_spec = Arc::new(SmSpec::from_config(cfg));
     let mut cps: Vec<Option<CommandProcessor>> =
         CommandProcessor::build(cfg, trace.commands(), trace.kernels())?
@@ -278,7 +293,7 @@ pub fn build_hosted<'t>(
     let partitions = hosted
         .iter()
         .map(|&p| {
-            GpuPartition::new(p, cfg, trace, &mem_spec, &sm_spec, &mut cps, |u| {
+            GpuPartition::new(p, cfg, trace, &mem_spec, &sm_spec, &mut cps, &ctxs, |u| {
                 partition_of_unit(&ids, per, u) == p
             })
         })

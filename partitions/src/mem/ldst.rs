@@ -12,7 +12,9 @@ use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
 use super::l1d::{Miss, Mshr, Op, NO_WAY};
 use super::mshr_index::MshrIndex;
 use super::port::BwPort;
-use super::{popcount, Access, MemRequest, MemSpec, MemStats, Net, Packet, Space, HEADER_BYTES};
+use super::{
+    popcount, Access, Ctx, MemRequest, MemSpec, MemStats, Net, Request, Space, HEADER_BYTES,
+};
 use crate::Picos;
 
 /// What [`LdStUnit::issue`] gives the warp.
@@ -61,6 +63,9 @@ pub struct LdStUnit {
     pub(super) stats: MemStats,
     /// The chiplet of this SM.
     pub(super) chiplet: u32,
+    /// The context of the kernel its warps run ([`LdStUnit::new_kernel`]): its requests
+    /// and writes carry it.
+    pub(super) ctx: Ctx,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -98,6 +103,7 @@ impl LdStUnit {
                 && spec.l1_geom.sector_bytes == spec.l2_geom.sector_bytes,
             stats: MemStats::default(),
             chiplet: sm / spec.ids.sms,
+            ctx: Ctx::default(),
             spec,
         }
     }
@@ -269,6 +275,7 @@ impl LdStUnit {
                         token,
                         op: Op::Atomic(ops),
                         fill_l1: false,
+                        ctx: self.ctx,
                     };
                     self.start_miss(now, t, miss, net);
                 }
@@ -387,17 +394,18 @@ impl LdStUnit {
         sectors: u64,
         op: Op,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> u32 {
         if self.same_lines {
             // The L1 line is the L2 line: one request, no group list.
-            self.send_request(now, t, line, sectors, op, tag, net);
+            self.send_request(now, t, line, sectors, op, tag, ctx, net);
             return 1;
         }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line, sectors, &mut groups);
         for g in &groups {
-            self.send_request(now, t, g.line_addr, g.sectors, op, tag, net);
+            self.send_request(now, t, g.line_addr, g.sectors, op, tag, ctx, net);
         }
         let n = groups.len() as u32;
         self.groups = groups;
@@ -415,27 +423,31 @@ impl LdStUnit {
         sectors: u64,
         op: Op,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let sb = self.spec.l2_geom.sector_bytes;
-        let (bytes, pkt) = match op {
+        let (bytes, req) = match op {
             Op::Read => (
                 HEADER_BYTES,
-                Packet::Read {
+                Request::Read {
                     line,
                     sectors,
                     tag,
                     sm: self.unit,
+                    ctx,
                 },
             ),
             Op::Atomic(ops) => (
                 HEADER_BYTES + popcount(sectors) * sb,
-                Packet::Atomic {
+                Request::Atomic {
                     line,
                     sectors,
                     tag,
-                    ops,
                     sm: self.unit,
+                    ctx,
+                    // At most a warp's lanes.
+                    ops: u8::try_from(ops).unwrap_or(u8::MAX),
                 },
             ),
         };
@@ -445,7 +457,7 @@ impl LdStUnit {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
         };
-        net.send(self.unit, dst, dep + self.spec.noc_latency_ps, pkt);
+        net.send(self.unit, dst, dep + self.spec.noc_latency_ps, req.into());
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
@@ -467,8 +479,8 @@ impl LdStUnit {
         }
     }
 
-    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t`; returns when the
-    /// last packet has left the SM.
+    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t` for `ctx`; returns
+    /// when the last packet has left the SM.
     #[inline(always)]
     pub(super) fn send_write(
         &mut self,
@@ -476,16 +488,19 @@ impl LdStUnit {
         t: Picos,
         line_addr: u64,
         sectors: u64,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> Picos {
         if self.same_lines {
-            return self.send_one_write(now, t, line_addr, sectors, net).max(t);
+            return self
+                .send_one_write(now, t, line_addr, sectors, ctx, net)
+                .max(t);
         }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line_addr, sectors, &mut groups);
         let mut left = t;
         for g in &groups {
-            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, net);
+            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, ctx, net);
             left = left.max(dep);
         }
         self.groups = groups;
@@ -500,6 +515,7 @@ impl LdStUnit {
         t: Picos,
         line: u64,
         sectors: u64,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> Picos {
         let bytes = HEADER_BYTES + popcount(sectors) * self.spec.l2_geom.sector_bytes;
@@ -510,7 +526,7 @@ impl LdStUnit {
             self.unit,
             dst,
             dep + self.spec.noc_latency_ps,
-            Packet::Write { line, sectors },
+            Request::Write { line, sectors, ctx }.into(),
         );
         dep
     }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
-use super::{MemSpec, Net, Packet, Unit};
+use super::{MemSpec, Net, Packet, Request, Response, Unit};
 use crate::config::{GpuConfig, GpuLinkTopology, LinkTopology};
 use crate::Picos;
 
@@ -162,30 +162,32 @@ impl LinkInterface {
     }
 
     /// The chiplet a packet is going to, and the unit there: the home channel of a
-    /// request's line, the SM of a reply.
+    /// request's line, the SM of a reply (control messages do not cross links).
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.spec.ids;
         match *pkt {
-            Packet::Read { line, .. }
-            | Packet::Write { line, .. }
-            | Packet::Atomic { line, .. } => {
+            Packet::Request(
+                Request::Read { line, .. }
+                | Request::Write { line, .. }
+                | Request::Atomic { line, .. },
+            ) => {
                 let channel = self.spec.l2_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::Reply { sm, .. } => match ids.unit(sm) {
-                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
-                _ => None,
-            },
             // Private L2 <-> home LLC (`package.l2: private`).
-            Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
+            Packet::Request(Request::LlcRead { line, .. } | Request::LlcWrite { line, .. }) => {
                 let channel = self.spec.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::LlcReply { unit, .. } => match ids.unit(unit) {
+            Packet::Response(Response::Reply { sm, .. }) => match ids.unit(sm) {
+                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
+                _ => None,
+            },
+            Packet::Response(Response::LlcReply { unit, .. }) => match ids.unit(unit) {
                 Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
                 _ => None,
             },
-            _ => None,
+            Packet::Control(_) => None,
         }
     }
 

@@ -157,6 +157,7 @@
 //! a CTA of a kernel other than its last one, sending dirty sectors of write-back L1s to L2.
 
 pub mod coalesce;
+pub mod message;
 
 mod cache;
 mod dram;
@@ -171,8 +172,6 @@ mod link;
 mod llc_slice;
 mod mshr_index;
 mod mshrs;
-mod net;
-mod packet;
 mod popcount;
 mod port;
 mod private_l2;
@@ -186,8 +185,7 @@ mod unit_ids;
 pub use dram_channel::MemChannel;
 pub use ldst::{Issued, LdStUnit};
 pub use link::{link_spec, topology, LinkInterface, LinkReport, RouteError};
-pub use net::Net;
-pub use packet::{Packet, PacketError, MAX_UNIT};
+pub use message::{Ctx, CtxError, Request, Response};
 pub use request::{Access, MemRequest, Space};
 pub use spec::MemSpec;
 pub use stats::MemStats;
@@ -195,5 +193,6 @@ pub use unit_ids::{Unit, UnitIds};
 
 pub(crate) use dram_map::DramMap;
 use mshrs::Mshrs;
-use packet::HEADER_BYTES;
 use popcount::popcount;
+
+use crate::packet::{Net, Packet, HEADER_BYTES};
