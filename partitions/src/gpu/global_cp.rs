@@ -164,7 +164,7 @@ impl CommandProcessor {
     pub(super) fn send_to_local_cps(&mut self, at: Picos, pkt: Control, net: &mut dyn Net) {
         for c in self.gpu_base..self.gpu_base + self.ids.gpu_chiplets {
             if c == self.chiplet {
-                self.on_global_packet(at, pkt.into());
+                self.on_global_packet(at, pkt);
             } else {
                 net.send(self.unit(), self.ids.cp(c), at, pkt.into());
             }

@@ -44,7 +44,7 @@ use crate::Picos;
 
 /// A packet waiting at its destination, ordered by `(arrive_at, source unit, source
 /// sequence)`: the last two packed in one word (`tie`), so the order is one 128-bit
-/// comparison and an entry 48 bytes, not 56 (insertions move entries).
+/// comparison and an entry 8 bytes smaller (insertions move entries).
 #[derive(Clone, Copy, Debug)]
 struct Arrival {
     at: Picos,
@@ -90,7 +90,7 @@ impl Arrival {
 /// The packets waiting at one unit, in arrival order: a ring kept sorted on insertion.
 /// Packets mostly arrive in order (a constant NoC latency after senders processed in time
 /// order), so an insertion is usually a push at the back, and a removal is always one at
-/// the front; a binary heap paid a logarithmic sift of 48-byte entries for both.
+/// the front; a binary heap paid a logarithmic sift of entries for both.
 ///
 /// A ring of its own rather than a `VecDeque`: a late packet is inserted a few places from
 /// the back by moving those entries one by one, where `VecDeque::insert` took a call, its
@@ -537,7 +537,9 @@ impl SmPort<'_> {
 }
 
 impl<'t> GpuPartition<'t> {
-    /// Partition `index`, hosting the units `hosted(unit id)` says are its own.
+    /// Partition `index`, hosting the units `hosted(unit id)` says are its own; `ctxs` the
+    /// context of each kernel.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         index: usize,
         cfg: &crate::config::GpuConfig,

@@ -17,6 +17,9 @@
 //! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
 //! channel unit in the same way.
 //!
+//! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
+//! a link's traffic can be attributed to the kernel it serves.
+//!
 //! With `topology: switch`, the switch's port down to a chiplet is modelled at that
 //! chiplet's interface: a packet from the switch first waits for that port (serialization
 //! and latency again), then goes on. A remote load therefore costs, over a local one,

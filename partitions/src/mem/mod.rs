@@ -33,8 +33,8 @@
 //! - `link.rs`: a chiplet's link interface; `cache.rs` the sectored cache the L1D and the
 //!   slices are built on; `port.rs` bandwidth-limited ports.
 //!
-//! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
-//! `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
+//! What the units share: `message.rs` (the requests and responses they send, with their
+//! context), `request.rs` (a warp's memory instruction), `unit_ids.rs` (unit numbering), `home.rs`
 //! (the home chiplet and GPU of an address), `dram_map.rs` (the DRAM address map),
 //! `spec.rs` (the parameters), `stats.rs` (the counters). The tests drive the units
 //! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
@@ -126,7 +126,7 @@
 //!   Stores to lines homed on the chiplet are written into L2 (write-back, allocate without
 //!   fetch, with `l2.write_back`); stores to remote lines are written through to the home
 //!   LLC (updating an L2 copy, never allocating one), so only local lines are ever dirty.
-//!   At every kernel boundary (`gpu/cp.rs`) each L2 slice sends its dirty sectors to their
+//!   At every kernel boundary (`gpu/global_cp.rs`, `gpu/local_cp.rs`) each L2 slice sends its dirty sectors to their
 //!   home LLC through its NoC egress (`l2_flush_writeback_sectors`) and invalidates every
 //!   line (`l2_flush_invalidated_lines`), keeping the tags marked: a later read miss on a
 //!   sector a flush invalidated while its line still holds its way is a lost inter-kernel
