@@ -64,7 +64,7 @@ fn stencil2d_flushes_private_l2s_and_memory_side_does_not() {
     }
 }
 
-/// The flush rides the launch path (cp.rs): the global CP's request to each local CP takes
+/// The flush rides the launch path (gpu/cp.rs): the global CP's request to each local CP takes
 /// `launch.gcp_to_lcp_ps` (and the acknowledgement `completion_ps`), on top of the slice
 /// dispatch. One more microsecond of `gcp_to_lcp_ps` delays each of the 3 kernels twice
 /// (slice, flush), so the run by 6 us (within 0.1%: the rest of the run shifts with it).

@@ -21,6 +21,7 @@ mod counters;
 pub mod gpu;
 pub mod mem;
 pub mod observe;
+pub mod packet;
 pub mod sm;
 pub mod stats;
 

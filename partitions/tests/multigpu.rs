@@ -4,7 +4,7 @@
 //! different GPUs overlap while kernels of one GPU run in order. Traces are written by hand
 //! (`common::write_trace`) and run on all partitions by `common::run_system`; expectations
 //! are computed from the config's numbers by the composition documented in `mem/link.rs`
-//! and `gpu/cp.rs`, independently of the model's code.
+//! and `gpu/host.rs`, independently of the model's code.
 
 mod common;
 #[path = "common/mem_system.rs"]

@@ -386,7 +386,7 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
     let system_chiplets = c.chiplets as u64 * sys.gpus as u64;
     let units = system_chiplets
         * (1 + k.sm_count as u64 + d.channels as u64 + u64::from(system_chiplets > 1));
-    let max_units = crate::mem::MAX_UNIT as u64;
+    let max_units = crate::packet::MAX_UNIT as u64;
     v.ensure(units <= max_units, "core.sm_count", || {
         format!(
             "{} SMs and {} DRAM channels (dram.channels) on each of {system_chiplets} chiplets \

@@ -30,8 +30,12 @@
 //! CTAs are decoded lazily by each partition's [`tessera_traces::ChunkDecoder`] when they
 //! arrive at an SM, so memory follows the resident CTAs, not the trace.
 
+pub mod control;
 mod cp;
+mod global_cp;
+mod host;
 pub(crate) mod launch;
+mod local_cp;
 mod partition;
 mod wake;
 
@@ -39,7 +43,7 @@ use std::sync::Arc;
 
 use crate::config::GpuConfig;
 use crate::mem::{
-    Access, AddressMap, ChannelParams, LdStParams, LinkParams, MemStats, Space, Unit, UnitIds,
+    Access, AddressMap, ChannelParams, Ctx, LdStParams, LinkParams, MemStats, Space, Unit, UnitIds,
 };
 use crate::observe::Observer;
 use crate::sm::{SmError, SmSpec, SmStats};
@@ -304,14 +308,25 @@ pub fn build_hosted<'t>(
             ids.chiplets, ids.sms
         )));
     }
-    if ids.count() > crate::mem::MAX_UNIT {
+    if ids.count() > crate::packet::MAX_UNIT {
         return Err(GpuError::Unsupported(format!(
             "{} units (chiplets x (SMs + channels + 2)): at most {} can be addressed",
             ids.count(),
-            crate::mem::MAX_UNIT
+            crate::packet::MAX_UNIT
         )));
     }
     let params = UnitParams::for_trace(cfg, trace);
+    let sectors = params.ldst.l2_geom.sectors_per_line();
+    if sectors > crate::packet::MAX_SECTORS {
+        return Err(GpuError::Unsupported(format!(
+            "{sectors} sectors per L2 line (l2.line_bytes / l2.sector_bytes): a packet's \
+             sector mask holds at most {}",
+            crate::packet::MAX_SECTORS
+        )));
+    }
+    let ctxs: Arc<[Ctx]> = Ctx::for_kernels(trace.kernels())
+        .map_err(|e| GpuError::Unsupported(e.to_string()))?
+        .into();
     let mut cps: Vec<Option<CommandProcessor>> =
         CommandProcessor::build(&params.cp, trace.commands(), trace.kernels())?
             .into_iter()
@@ -325,7 +340,7 @@ pub fn build_hosted<'t>(
     let partitions = hosted
         .iter()
         .map(|&p| {
-            GpuPartition::new(p, &params, trace, &mut cps, |u| {
+            GpuPartition::new(p, &params, trace, &mut cps, &ctxs, |u| {
                 partition_of_unit(&ids, per, u) == p
             })
         })

@@ -29,21 +29,23 @@ use std::sync::Arc;
 use tessera_interconnect::{BoxError, Message, Outbox, Partition, PortId};
 use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 
+use super::control::Control;
 use super::cp::CommandProcessor;
 use super::wake::WakeQueue;
 use super::{classify, cycle_at, GpuError, UnitParams};
 use crate::mem::coalesce::LaneAddrs;
 use crate::mem::{
-    Access, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Net, Packet, Space, Unit,
+    Access, Ctx, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Response, Space, Unit,
     UnitIds,
 };
 use crate::observe::{Observer, Probe};
+use crate::packet::{Net, Packet};
 use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm};
 use crate::Picos;
 
 /// A packet waiting at its destination, ordered by `(arrive_at, source unit, source
 /// sequence)`: the last two packed in one word (`tie`), so the order is one 128-bit
-/// comparison and an entry 48 bytes, not 56 (insertions move entries).
+/// comparison and an entry 8 bytes smaller (insertions move entries).
 #[derive(Clone, Copy, Debug)]
 struct Arrival {
     at: Picos,
@@ -53,7 +55,7 @@ struct Arrival {
 }
 
 /// Bits of a source's sequence number in [`Arrival::tie`]; unit ids take the other 16
-/// (at most [`crate::mem::MAX_UNIT`], checked when a GPU is built). A unit would have to
+/// (at most [`crate::packet::MAX_UNIT`], checked when a GPU is built). A unit would have to
 /// send 2^48 packets to overflow it; [`Wires::send`] and `deliver` stop the run if one
 /// does, rather than misorder packets.
 const SEQ_BITS: u32 = 48;
@@ -89,7 +91,7 @@ impl Arrival {
 /// The packets waiting at one unit, in arrival order: a ring kept sorted on insertion.
 /// Packets mostly arrive in order (a constant NoC latency after senders processed in time
 /// order), so an insertion is usually a push at the back, and a removal is always one at
-/// the front; a binary heap paid a logarithmic sift of 48-byte entries for both.
+/// the front; a binary heap paid a logarithmic sift of entries for both.
 ///
 /// A ring of its own rather than a `VecDeque`: a late packet is inserted a few places from
 /// the back by moving those entries one by one, where `VecDeque::insert` took a call, its
@@ -426,6 +428,8 @@ pub struct GpuPartition<'t> {
     end: Picos,
     /// By kernel: the issue stage's view of it, made when an SM here first needs it.
     preps: Vec<Option<Arc<KernelPrep>>>,
+    /// By kernel: its context ([`Ctx::for_kernels`]).
+    ctxs: Arc<[Ctx]>,
     wires: Wires,
     slot: Vec<Slot>,
     pub(super) cps: Vec<CommandProcessor>,
@@ -534,12 +538,15 @@ impl SmPort<'_> {
 }
 
 impl<'t> GpuPartition<'t> {
-    /// Partition `index`, hosting the units `hosted(unit id)` says are its own.
+    /// Partition `index`, hosting the units `hosted(unit id)` says are its own; `ctxs` the
+    /// context of each kernel.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         index: usize,
         params: &UnitParams,
         trace: &'t TraceFile,
         all_cps: &mut [Option<CommandProcessor>],
+        ctxs: &Arc<[Ctx]>,
         hosted: impl Fn(u32) -> bool,
     ) -> GpuPartition<'t> {
         let ids = params.map.ids;
@@ -618,6 +625,7 @@ impl<'t> GpuPartition<'t> {
             },
             end: 0,
             preps: vec![None; trace.kernels().len()],
+            ctxs: ctxs.clone(),
             wires: Wires::new(ids, slot.iter().map(|s| *s != Slot::Remote).collect()),
             slot,
             cps,
@@ -685,16 +693,20 @@ impl<'t> GpuPartition<'t> {
     /// the next arrival's time.
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
-            if let Packet::Flush { kernel } = pkt {
+            if let Packet::Control(Control::Flush { kernel }) = pkt {
                 // From its local CP: the acknowledgement goes back when the last write-back
                 // has left.
-                let left = self.channels[i].flush(at, &mut self.wires);
+                let ctx = self.ctxs.get(kernel as usize).copied().ok_or_else(|| {
+                    GpuError::Protocol(format!("a flush after unknown kernel {kernel}"))
+                })?;
+                let left = self.channels[i].flush(at, ctx, &mut self.wires);
                 let cp = self.wires.ids.cp(self.wires.ids.chiplet_of(u));
-                let ack = Packet::FlushDone { kernel };
-                self.wires.send(u, cp, left + self.cta_dispatch_ps, ack);
+                let ack = Control::FlushDone { kernel };
+                self.wires
+                    .send(u, cp, left + self.cta_dispatch_ps, ack.into());
                 continue;
             }
-            if let Packet::Memcpy { command } = pkt {
+            if let Packet::Control(Control::Memcpy { command }) = pkt {
                 if let Some(tessera_traces::Command::MemcpyHtoD { addr, bytes, .. }) =
                     self.trace.commands().get(command as usize)
                 {
@@ -714,24 +726,30 @@ impl<'t> GpuPartition<'t> {
         let ids = self.wires.ids;
         let cp = &mut self.cps[i];
         while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
-            match (pkt, ids.unit(src)) {
-                (Packet::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
+            let Packet::Control(c) = pkt else {
+                return Err(GpuError::Protocol(format!(
+                    "the command processor of chiplet {} received {pkt:?} from unit {src}",
+                    cp.chiplet()
+                )));
+            };
+            match (c, ids.unit(src)) {
+                (Control::CtaDone { kernel, .. }, Some(Unit::Sm(sm))) => {
                     cp.on_cta_done(at, sm, kernel, kernels, &mut self.wires)?
                 }
-                (Packet::Slice { .. } | Packet::Flush { .. }, Some(Unit::Cp(k)))
+                (Control::Slice { .. } | Control::Flush { .. }, Some(Unit::Cp(k)))
                     if k == cp.gpu_base() =>
                 {
-                    cp.on_global_packet(at, pkt)
+                    cp.on_global_packet(at, c)
                 }
-                (Packet::Launch { kernel, launch }, Some(Unit::Cp(0))) => {
+                (Control::Launch { kernel, launch }, Some(Unit::Cp(0))) => {
                     cp.on_launch(at, kernel, launch)?
                 }
-                (Packet::KernelDone { gpu }, Some(Unit::Cp(_))) => cp.on_kernel_done(at, gpu)?,
-                (Packet::FlushDone { kernel }, Some(Unit::Channel(_))) => {
+                (Control::KernelDone { gpu }, Some(Unit::Cp(_))) => cp.on_kernel_done(at, gpu)?,
+                (Control::FlushDone { kernel }, Some(Unit::Channel(_))) => {
                     cp.on_channel_flushed(at, kernel, kernels, &mut self.wires)?
                 }
-                (Packet::SliceDone { .. } | Packet::FlushDone { .. }, Some(Unit::Cp(_))) => {
-                    cp.on_local_report(at, pkt, kernels, &mut self.wires)?
+                (Control::SliceDone { .. } | Control::FlushDone { .. }, Some(Unit::Cp(_))) => {
+                    cp.on_local_report(at, c, kernels, &mut self.wires)?
                 }
                 _ => {
                     return Err(GpuError::Protocol(format!(
@@ -771,7 +789,7 @@ impl<'t> GpuPartition<'t> {
         // As in `run_channel`: the MSHRs the replies of this visit free were last used long
         // ago (a visit may stop before its horizon: the rest were loaded for nothing).
         for p in self.wires.inbox[u as usize].before(horizon.max(t + 1)) {
-            if let Packet::Reply { line, tag, .. } = *p {
+            if let Packet::Response(Response::Reply { line, tag, .. }) = *p {
                 unit.ldst.prefetch_reply(tag, line);
             }
         }
@@ -838,6 +856,7 @@ impl<'t> GpuPartition<'t> {
             sms,
             dec,
             preps,
+            ctxs,
             lanes,
             done,
             completed,
@@ -858,7 +877,7 @@ impl<'t> GpuPartition<'t> {
         while let Some((at, _src, pkt)) = wires.pop_arrived(u, t) {
             got_packet = true;
             match pkt {
-                Packet::Reply { sectors, tag, .. } => {
+                Packet::Response(Response::Reply { sectors, tag, .. }) => {
                     done.clear();
                     unit.ldst
                         .on_reply(at, sectors, tag, wires, done)
@@ -868,7 +887,7 @@ impl<'t> GpuPartition<'t> {
                         unit.sm.mem_reply(MemToken(token), c);
                     }
                 }
-                Packet::Dispatch { kernel, cta } => {
+                Packet::Control(Control::Dispatch { kernel, cta }) => {
                     let meta = kernels.get(kernel as usize).ok_or_else(|| {
                         GpuError::Protocol(format!("dispatch of unknown kernel {kernel}"))
                     })?;
@@ -881,7 +900,8 @@ impl<'t> GpuPartition<'t> {
                         unit.sm
                             .set_kernel(prep)
                             .map_err(|e| sm_err(Some(kernel), e))?;
-                        unit.ldst.new_kernel(at, wires);
+                        let ctx = ctxs.get(kernel as usize).copied().unwrap_or_default();
+                        unit.ldst.new_kernel(at, ctx, wires);
                         unit.kernel = Some(kernel);
                     }
                     unit.ctas += 1;
@@ -935,13 +955,13 @@ impl<'t> GpuPartition<'t> {
                     .complete_ctas(c, |tag, at| completed.push((tag, at)));
                 if let Some(kernel) = unit.kernel {
                     for &(cta, at) in completed.iter() {
-                        let pkt = Packet::CtaDone {
+                        let pkt = Control::CtaDone {
                             kernel,
                             cta: cta as u32,
                         };
                         let when = at.max(c) * period + *cta_dispatch_ps;
                         let cp = wires.ids.cp(wires.ids.chiplet_of(u));
-                        wires.send(u, cp, when, pkt);
+                        wires.send(u, cp, when, pkt.into());
                         unit.answers.push_back(when + *cta_dispatch_ps);
                     }
                 }
@@ -1129,7 +1149,8 @@ impl GpuPartition<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::MAX_UNIT;
+    use crate::mem::Request;
+    use crate::packet::MAX_UNIT;
 
     /// The units of `default.yaml` and their plumbing, every unit hosted.
     fn default_wires() -> (UnitIds, Wires) {
@@ -1147,7 +1168,7 @@ mod tests {
     fn a_sequence_number_past_the_key_is_an_error_and_keys_order_as_tuples() {
         let (ids, mut w) = default_wires();
         let (cp, sm) = (ids.cp(0), ids.sm(0));
-        let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
+        let pkt = Packet::from(Control::Dispatch { kernel: 0, cta: 0 });
         w.seq[cp as usize] = (1 << SEQ_BITS) - 1;
         w.send(cp, sm, 10, pkt);
         assert_eq!(w.seq_overflow, None);
@@ -1182,14 +1203,14 @@ mod tests {
         w.now = 1_000;
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         w.ahead[sm as usize] = 5_000;
-        let pkt = Packet::Dispatch { kernel: 0, cta: 0 };
+        let pkt = Packet::from(Control::Dispatch { kernel: 0, cta: 0 });
         w.send(cp, sm, 5_000, pkt);
         assert_eq!(w.early, None);
         w.send(cp, sm, 4_999, pkt);
         assert_eq!(w.early, Some((cp, sm, 4_999, 5_000)));
         // Another unit is held to the current time only.
         let mut w2 = Wires { early: None, ..w };
-        w2.send(sm, cp, 1_000, Packet::CtaDone { kernel: 0, cta: 0 });
+        w2.send(sm, cp, 1_000, Control::CtaDone { kernel: 0, cta: 0 }.into());
         assert_eq!(w2.early, None);
     }
 
@@ -1228,29 +1249,32 @@ mod tests {
             let now = 1_000 * (k / 4);
             let line = lines[(x >> 33) as usize % lines.len()];
             let sectors = 1 + (x >> 20) % 15;
+            let ctx = Ctx::default();
             let pkt = if k % 7 == 0 {
-                Packet::Atomic {
+                Request::Atomic {
                     line,
                     sectors,
                     tag: k as u32,
-                    ops: 32,
                     sm,
+                    ctx,
+                    ops: 32,
                 }
             } else {
-                Packet::Read {
+                Request::Read {
                     line,
                     sectors,
                     tag: k as u32,
                     sm,
+                    ctx,
                 }
             };
             net.0.clear();
-            ch.on_packet(now, pkt, &mut net)
+            ch.on_packet(now, pkt.into(), &mut net)
                 .expect("a request homed here");
             let replies: Vec<Picos> = net
                 .0
                 .iter()
-                .filter(|(_, p)| matches!(p, Packet::Reply { .. }))
+                .filter(|(_, p)| matches!(p, Packet::Response(Response::Reply { .. })))
                 .map(|&(at, _)| at)
                 .collect();
             assert_eq!(replies.len(), 1, "request {k} has one reply");
@@ -1302,10 +1326,12 @@ mod tests {
                 at,
                 ((x >> 40) % 7) as u32,
                 seq,
-                Packet::Write {
+                Request::Write {
                     line: seq,
                     sectors: 1,
-                },
+                    ctx: Ctx::default(),
+                }
+                .into(),
             );
             inbox.push(a);
             let k = a.key();
@@ -1342,10 +1368,12 @@ mod tests {
                 at,
                 src,
                 seq,
-                Packet::Write {
+                Request::Write {
                     line: seq,
                     sectors: 1,
-                },
+                    ctx: Ctx::default(),
+                }
+                .into(),
             );
             inbox.push(a);
             want.push(a.key());

@@ -20,7 +20,8 @@ use super::llc_slice::LlcSliceParams;
 use super::noc::NocParams;
 use super::private_l2::PrivSlice;
 use super::{
-    popcount, L2SliceStats, LlcSliceStats, Net, NocStats, Packet, PrivateL2Stats, HEADER_BYTES,
+    popcount, Ctx, L2SliceStats, LlcSliceStats, Net, NocStats, Packet, PrivateL2Stats, Request,
+    Response, HEADER_BYTES,
 };
 use crate::config::{section, GpuConfig, Kind};
 use crate::counters::unit_counters;
@@ -133,6 +134,10 @@ pub struct MemChannel {
     /// the packets about to be taken, in order, so that [`MemChannel::on_packet`] does not
     /// compute them again (a home is a function of the line alone: the line is checked).
     homes: VecDeque<(u64, (u32, usize, u64))>,
+    /// The context the work in progress is done for, which the traffic it starts on its own
+    /// (write-backs of the lines it evicts) is attributed to: the packet being taken's, the
+    /// flushed kernel's, or the host's during a copy (see [`super::message`]).
+    pub(super) ctx: Ctx,
 }
 
 impl MemChannel {
@@ -164,6 +169,7 @@ impl MemChannel {
             params: params.clone(),
             map,
             homes: VecDeque::new(),
+            ctx: Ctx::default(),
         }
     }
 
@@ -215,6 +221,11 @@ impl MemChannel {
         }
     }
 
+    /// The context of what it is doing (the last packet taken, flush or copy).
+    pub fn ctx(&self) -> Ctx {
+        self.ctx
+    }
+
     /// A packet arrives at `now` (from an SM, or from this chiplet's link interface).
     pub fn on_packet(
         &mut self,
@@ -225,10 +236,10 @@ impl MemChannel {
         if self.map.private {
             return self.on_packet_private(now, pkt, net);
         }
-        let (line, sectors) = match pkt {
-            Packet::Read { line, sectors, .. }
-            | Packet::Write { line, sectors }
-            | Packet::Atomic { line, sectors, .. } => (line, sectors),
+        let req = match pkt {
+            Packet::Request(
+                r @ (Request::Read { .. } | Request::Write { .. } | Request::Atomic { .. }),
+            ) => r,
             _ => {
                 return Err(ChannelError::Unexpected {
                     channel: self.channel,
@@ -236,6 +247,8 @@ impl MemChannel {
                 })
             }
         };
+        let (line, sectors) = (req.line(), req.sectors());
+        self.ctx = req.ctx();
         let (home, slice, set) = match self.homes.pop_front() {
             Some((l, h)) if l == line => h,
             _ => {
@@ -251,13 +264,25 @@ impl MemChannel {
             });
         }
         let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
-        match pkt {
-            Packet::Read { tag, sm, .. } => {
+        match req {
+            Request::Read { tag, sm, ctx, .. } => {
                 let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
                 let ready = self.l2_read(now, slice, set, ta, line, sectors);
-                self.reply(now, From::L2(slice), sm, ready, line, sectors, tag, net);
+                self.reply(
+                    now,
+                    From::L2(slice),
+                    sm,
+                    ready,
+                    line,
+                    sectors,
+                    tag,
+                    ctx,
+                    net,
+                );
             }
-            Packet::Atomic { tag, ops, sm, .. } => {
+            Request::Atomic {
+                tag, ops, sm, ctx, ..
+            } => {
                 let ta = self.slices[slice]
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
@@ -269,7 +294,7 @@ impl MemChannel {
                 let found = self.slices[slice].cache.find(set, line);
                 self.l2_store_effect(now, slice, set, start, line, sectors, found);
                 let at = start + self.params.l2.atomic_ps;
-                self.reply(now, From::L2(slice), sm, at, line, sectors, tag, net);
+                self.reply(now, From::L2(slice), sm, at, line, sectors, tag, ctx, net);
             }
             _ => {
                 let ta = self.slices[slice]
@@ -288,50 +313,57 @@ impl MemChannel {
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
+        if let Some(ctx) = pkt.ctx() {
+            self.ctx = ctx;
+        }
         match pkt {
-            Packet::Read {
+            Packet::Request(Request::Read {
                 line,
                 sectors,
                 tag,
                 sm,
-            } => {
+                ctx,
+            }) => {
                 let (slice, set) = self.private_slot_here(line)?;
-                self.private_read(now, slice, set, line, sectors, sm, tag, net);
+                self.private_read(now, slice, set, line, sectors, sm, tag, ctx, net);
             }
-            Packet::Write { line, sectors } => {
+            Packet::Request(Request::Write { line, sectors, .. }) => {
                 let (slice, set) = self.private_slot_here(line)?;
                 self.private_write(now, slice, set, line, sectors, net);
             }
-            Packet::Atomic {
+            Packet::Request(Request::Atomic {
                 line,
                 sectors,
                 tag,
-                ops,
                 sm,
-            } => {
+                ctx,
+                ops,
+            }) => {
                 // Performed at the home LLC slice, bypassing the private L2s.
                 let set = self.llc_set_here(line)?;
-                self.llc_atomic(now, set, line, sectors, ops, sm, tag, net);
+                self.llc_atomic(now, set, line, sectors, ops, sm, tag, ctx, net);
             }
-            Packet::LlcRead {
+            Packet::Request(Request::LlcRead {
                 line,
                 sectors,
                 tag,
                 unit,
-            } => {
+                ctx,
+            }) => {
                 let set = self.llc_set_here(line)?;
-                self.llc_read_request(now, set, line, sectors, tag, unit, net);
+                self.llc_read_request(now, set, line, sectors, tag, unit, ctx, net);
             }
-            Packet::LlcWrite { line, sectors } => {
+            Packet::Request(Request::LlcWrite { line, sectors, .. }) => {
                 let set = self.llc_set_here(line)?;
                 self.llc_write(now, set, line, sectors);
             }
-            Packet::LlcReply {
+            Packet::Response(Response::LlcReply {
                 line,
                 sectors,
                 tag,
                 unit,
-            } if unit == self.unit && (tag as usize) < self.slices.len() => {
+                ..
+            }) if unit == self.unit && (tag as usize) < self.slices.len() => {
                 if !self.private_fill(now, tag as usize, line, sectors, net) {
                     return Err(ChannelError::Unexpected {
                         channel: self.channel,
@@ -357,9 +389,9 @@ impl MemChannel {
         if self.map.private {
             return;
         }
-        if let Packet::Read { line, .. }
-        | Packet::Write { line, .. }
-        | Packet::Atomic { line, .. } = *pkt
+        if let Packet::Request(
+            Request::Read { line, .. } | Request::Write { line, .. } | Request::Atomic { line, .. },
+        ) = *pkt
         {
             let h = self.map.l2_home(line);
             self.homes.push_back((line, h));
@@ -371,8 +403,9 @@ impl MemChannel {
         }
     }
 
-    /// Sends the reply to SM unit `sm` of a request whose data can leave slice `from` at
-    /// `ready` (through this chiplet's link interface when the SM is on another chiplet).
+    /// Sends the reply to SM unit `sm` of a request of `ctx` whose data can leave slice
+    /// `from` at `ready` (through this chiplet's link interface when the SM is on another
+    /// chiplet).
     /// Forced inline, as are `send_data` and `dram_access`: once per request, and left to
     /// itself LLVM keeps the calls.
     #[allow(clippy::too_many_arguments)]
@@ -386,17 +419,19 @@ impl MemChannel {
         line: u64,
         sectors: u64,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         self.stats.noc.reply_bytes += data + HEADER_BYTES;
-        let pkt = Packet::Reply {
+        let pkt = Response::Reply {
             line,
             sectors,
             tag,
             sm,
+            ctx,
         };
-        self.send_data(now, from, ready, data, sm, pkt, net);
+        self.send_data(now, from, ready, data, sm, pkt.into(), net);
     }
 
     /// The slice `from` names (`None` for the LLC slice without a private L2).
@@ -476,6 +511,7 @@ impl MemChannel {
         if !self.params.fills_l2 || bytes == 0 {
             return;
         }
+        self.ctx = Ctx::HOST;
         let end = addr.saturating_add(bytes);
         // Every chiplet's L2 together (each memory-side L2 holds only its chiplet's lines),
         // or every chiplet's LLC.

@@ -71,7 +71,7 @@ impl HomeMap {
                 continue;
             };
             let total = meta.counts.ctas;
-            // The global CP's split (gpu/cp.rs): chiplet k runs CTAs [k N / n, (k+1) N / n).
+            // The local CP's share of the split (gpu/local_cp.rs): chiplet k runs CTAs [k N / n, (k+1) N / n).
             let chiplet_of = |cta: u32| match cfg.package.grid_split {
                 GridSplit::Contiguous => (0..n)
                     .rev()

@@ -10,7 +10,7 @@ use super::cache::{Evicted, PENDING};
 use super::coalesce::Geometry;
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
-use super::{popcount, LdStUnit, Net, Space};
+use super::{popcount, Ctx, LdStUnit, Net, Space};
 use crate::config::{config_enum, section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::{MemAccess, MemLevel};
@@ -196,6 +196,8 @@ pub(super) struct Miss {
     pub(super) token: u32,
     pub(super) op: Op,
     pub(super) fill_l1: bool,
+    /// The context of the access.
+    pub(super) ctx: Ctx,
 }
 
 impl LdStUnit {
@@ -215,12 +217,15 @@ impl LdStUnit {
         }
     }
 
-    /// The SM starts a CTA of another kernel at `now`: L1s are not coherent across
-    /// kernels, so the L1D is invalidated and its dirty sectors are written to L2.
-    pub fn new_kernel(&mut self, now: Picos, net: &mut dyn Net) {
+    /// The SM starts a CTA of another kernel, whose context is `ctx`, at `now`: L1s are
+    /// not coherent across kernels, so the L1D is invalidated and its dirty sectors are
+    /// written to L2 (for the kernel that ends here).
+    pub fn new_kernel(&mut self, now: Picos, ctx: Ctx, net: &mut dyn Net) {
+        let ended = self.ctx;
         for ev in self.l1.invalidate_all() {
-            self.l1_writeback(now, now, ev, net);
+            self.l1_writeback(now, now, ev, ended, net);
         }
+        self.ctx = ctx;
     }
 
     /// A load of one line (through L1 when `use_l1`). Forced inline, with the miss path
@@ -247,6 +252,7 @@ impl LdStUnit {
                 token,
                 op: Op::Read,
                 fill_l1: false,
+                ctx: self.ctx,
             };
             self.start_miss(now, t, miss, net);
             return;
@@ -303,6 +309,7 @@ impl LdStUnit {
                 token,
                 op: Op::Read,
                 fill_l1: true,
+                ctx: self.ctx,
             };
             self.start_miss_at(now, t, miss, Some(way), net);
         }
@@ -342,11 +349,11 @@ impl LdStUnit {
                 let x = &mut self.mshrs[m as usize];
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
-                let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+                let w = self.l1_mark_pending(now, t, &miss, way, net);
                 self.mshrs[m as usize].l1_way = w as u32;
                 if new != 0 {
                     self.stats.l1d.miss_requests += 1;
-                    let k = self.send_requests(now, t, miss.line, new, Op::Read, m, net);
+                    let k = self.send_requests(now, t, miss.line, new, Op::Read, m, miss.ctx, net);
                     self.mshrs[m as usize].replies += k;
                 }
                 return;
@@ -378,26 +385,26 @@ impl LdStUnit {
         }
         if merge {
             self.by_line.insert(miss.line, m, &mut self.mshrs);
-            let w = self.l1_mark_pending(now, t, miss.line, miss.sectors, way, net);
+            let w = self.l1_mark_pending(now, t, &miss, way, net);
             self.mshrs[m as usize].l1_way = w as u32;
         }
         self.stats.l1d.miss_requests += 1;
-        let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, net);
+        let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, miss.ctx, net);
         self.mshrs[m as usize].replies = k;
     }
 
-    /// Allocates `sectors` of L1 line `line` as pending (their fill is in flight); returns
-    /// its way.
+    /// Allocates the sectors of `miss`'s line as pending (their fill is in flight); returns
+    /// its way. A dirty victim's write-back is the miss's context's.
     #[inline(always)]
     pub(super) fn l1_mark_pending(
         &mut self,
         now: Picos,
         t: Picos,
-        line: u64,
-        sectors: u64,
+        miss: &Miss,
         way: Option<Option<usize>>,
         net: &mut dyn Net,
     ) -> usize {
+        let (line, sectors) = (miss.line, miss.sectors);
         let set = self.params.l1d.geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
@@ -408,16 +415,24 @@ impl LdStUnit {
             None => self.l1.find_or_allocate(set, line),
         };
         if let Some(ev) = ev {
-            self.l1_writeback(now, t, ev, net);
+            self.l1_writeback(now, t, ev, miss.ctx, net);
         }
         let p = sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
         self.l1.fill(i, p, PENDING);
         i
     }
 
-    pub(super) fn l1_writeback(&mut self, now: Picos, t: Picos, ev: Evicted, net: &mut dyn Net) {
+    /// Writes the dirty sectors of `ev` to L2 from `t`, for `ctx`.
+    pub(super) fn l1_writeback(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        ev: Evicted,
+        ctx: Ctx,
+        net: &mut dyn Net,
+    ) {
         self.stats.l1d.writeback_sectors += popcount(ev.dirty);
-        self.send_write(now, t, ev.line_addr, ev.dirty, net);
+        self.send_write(now, t, ev.line_addr, ev.dirty, ctx, net);
     }
 
     #[inline(always)]
@@ -433,7 +448,7 @@ impl LdStUnit {
         let hit_at = t + self.params.l1d.hit_ps;
         if !use_l1 {
             return self
-                .send_write(now, t, la.line_addr, la.sectors, net)
+                .send_write(now, t, la.line_addr, la.sectors, self.ctx, net)
                 .max(hit_at);
         }
         let n = popcount(la.sectors);
@@ -456,7 +471,7 @@ impl LdStUnit {
         if write_back {
             let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
             if let Some(ev) = ev {
-                self.l1_writeback(now, t, ev, net);
+                self.l1_writeback(now, t, ev, self.ctx, net);
             }
             // The store's bytes are in L1 from `hit_at` on (a fill in flight of the same
             // sectors brings older data: the store's win).
@@ -481,14 +496,14 @@ impl LdStUnit {
             if alloc != 0 {
                 let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
                 if let Some(ev) = ev {
-                    self.l1_writeback(now, t, ev, net);
+                    self.l1_writeback(now, t, ev, self.ctx, net);
                 }
                 self.l1.fill(i, alloc, hit_at);
             }
         } else if let Some(i) = way {
             self.l1.touch(set, i);
         }
-        self.send_write(now, t, la.line_addr, la.sectors, net)
+        self.send_write(now, t, la.line_addr, la.sectors, self.ctx, net)
             .max(hit_at)
     }
 }

@@ -18,7 +18,7 @@ use super::noc::NocParams;
 use super::port::BwPort;
 use super::shared_mem::SharedMemParams;
 use super::{
-    popcount, Access, L1dStats, MemRequest, Net, NocStats, Packet, SharedMemStats, Space,
+    popcount, Access, Ctx, L1dStats, MemRequest, Net, NocStats, Request, SharedMemStats, Space,
     HEADER_BYTES,
 };
 use crate::config::GpuConfig;
@@ -124,6 +124,9 @@ pub struct LdStUnit {
     pub(super) probe: Option<Probe>,
     /// The chiplet of this SM.
     pub(super) chiplet: u32,
+    /// The context of the kernel its warps run ([`LdStUnit::new_kernel`]): its requests
+    /// and writes carry it.
+    pub(super) ctx: Ctx,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -159,6 +162,7 @@ impl LdStUnit {
             stats: LdStStats::default(),
             probe: None,
             chiplet: sm / map.ids.sms,
+            ctx: Ctx::default(),
             params: params.clone(),
             map,
         }
@@ -341,6 +345,7 @@ impl LdStUnit {
                         token,
                         op: Op::Atomic(ops),
                         fill_l1: false,
+                        ctx: self.ctx,
                     };
                     self.start_miss(now, t, miss, net);
                 }
@@ -459,17 +464,18 @@ impl LdStUnit {
         sectors: u64,
         op: Op,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> u32 {
         if self.same_lines {
             // The L1 line is the L2 line: one request, no group list.
-            self.send_request(now, t, line, sectors, op, tag, net);
+            self.send_request(now, t, line, sectors, op, tag, ctx, net);
             return 1;
         }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line, sectors, &mut groups);
         for g in &groups {
-            self.send_request(now, t, g.line_addr, g.sectors, op, tag, net);
+            self.send_request(now, t, g.line_addr, g.sectors, op, tag, ctx, net);
         }
         let n = groups.len() as u32;
         self.groups = groups;
@@ -487,27 +493,31 @@ impl LdStUnit {
         sectors: u64,
         op: Op,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let sb = self.params.l2_geom.sector_bytes;
-        let (bytes, pkt) = match op {
+        let (bytes, req) = match op {
             Op::Read => (
                 HEADER_BYTES,
-                Packet::Read {
+                Request::Read {
                     line,
                     sectors,
                     tag,
                     sm: self.unit,
+                    ctx,
                 },
             ),
             Op::Atomic(ops) => (
                 HEADER_BYTES + popcount(sectors) * sb,
-                Packet::Atomic {
+                Request::Atomic {
                     line,
                     sectors,
                     tag,
-                    ops,
                     sm: self.unit,
+                    ctx,
+                    // At most a warp's lanes.
+                    ops: u8::try_from(ops).unwrap_or(u8::MAX),
                 },
             ),
         };
@@ -517,7 +527,7 @@ impl LdStUnit {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
         };
-        net.send(self.unit, dst, dep + self.params.noc.latency_ps, pkt);
+        net.send(self.unit, dst, dep + self.params.noc.latency_ps, req.into());
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
@@ -539,8 +549,8 @@ impl LdStUnit {
         }
     }
 
-    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t`; returns when the
-    /// last packet has left the SM.
+    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t` for `ctx`; returns
+    /// when the last packet has left the SM.
     #[inline(always)]
     pub(super) fn send_write(
         &mut self,
@@ -548,16 +558,19 @@ impl LdStUnit {
         t: Picos,
         line_addr: u64,
         sectors: u64,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> Picos {
         if self.same_lines {
-            return self.send_one_write(now, t, line_addr, sectors, net).max(t);
+            return self
+                .send_one_write(now, t, line_addr, sectors, ctx, net)
+                .max(t);
         }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line_addr, sectors, &mut groups);
         let mut left = t;
         for g in &groups {
-            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, net);
+            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, ctx, net);
             left = left.max(dep);
         }
         self.groups = groups;
@@ -572,6 +585,7 @@ impl LdStUnit {
         t: Picos,
         line: u64,
         sectors: u64,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) -> Picos {
         let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
@@ -582,7 +596,7 @@ impl LdStUnit {
             self.unit,
             dst,
             dep + self.params.noc.latency_ps,
-            Packet::Write { line, sectors },
+            Request::Write { line, sectors, ctx }.into(),
         );
         dep
     }

@@ -17,6 +17,9 @@
 //! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
 //! channel unit in the same way.
 //!
+//! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
+//! a link's traffic can be attributed to the kernel it serves.
+//!
 //! With `topology: switch`, the switch's port down to a chiplet is modelled at that
 //! chiplet's interface: a packet from the switch first waits for that port (serialization
 //! and latency again), then goes on. A remote load therefore costs, over a local one,
@@ -39,7 +42,7 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
 use super::noc::NocParams;
-use super::{Net, Packet, Unit};
+use super::{Net, Packet, Request, Response, Unit};
 use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
 use crate::observe::{LinkPacket, Observer, Probe};
 use crate::Picos;
@@ -248,30 +251,32 @@ impl LinkInterface {
     }
 
     /// The chiplet a packet is going to, and the unit there: the home channel of a
-    /// request's line, the SM of a reply.
+    /// request's line, the SM of a reply (control messages do not cross links).
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.map.ids;
         match *pkt {
-            Packet::Read { line, .. }
-            | Packet::Write { line, .. }
-            | Packet::Atomic { line, .. } => {
+            Packet::Request(
+                Request::Read { line, .. }
+                | Request::Write { line, .. }
+                | Request::Atomic { line, .. },
+            ) => {
                 let channel = self.map.l2_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::Reply { sm, .. } => match ids.unit(sm) {
-                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
-                _ => None,
-            },
             // Private L2 <-> home LLC (`package.l2: private`).
-            Packet::LlcRead { line, .. } | Packet::LlcWrite { line, .. } => {
+            Packet::Request(Request::LlcRead { line, .. } | Request::LlcWrite { line, .. }) => {
                 let channel = self.map.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::LlcReply { unit, .. } => match ids.unit(unit) {
+            Packet::Response(Response::Reply { sm, .. }) => match ids.unit(sm) {
+                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
+                _ => None,
+            },
+            Packet::Response(Response::LlcReply { unit, .. }) => match ids.unit(unit) {
                 Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
                 _ => None,
             },
-            _ => None,
+            Packet::Control(_) => None,
         }
     }
 

@@ -7,7 +7,7 @@ use super::cache::Evicted;
 use super::coalesce::add_range;
 use super::dram::DramOp;
 use super::dram_channel::{ChannelError, From, MemChannel};
-use super::{popcount, Net, Packet, HEADER_BYTES};
+use super::{popcount, Ctx, Net, Response, HEADER_BYTES};
 use crate::config::{section, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
@@ -112,9 +112,10 @@ impl MemChannel {
         set: u64,
         line: u64,
         sectors: u64,
-        ops: u32,
+        ops: u8,
         sm: u32,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
@@ -127,11 +128,11 @@ impl MemChannel {
         };
         self.llc_store_effect(now, set, start, line, sectors);
         let at = start + self.params.l2.atomic_ps;
-        self.reply(now, From::Llc, sm, at, line, sectors, tag, net);
+        self.reply(now, From::Llc, sm, at, line, sectors, tag, ctx, net);
     }
 
-    /// A private L2 slice's read of `sectors` of `line` (the reply goes to slice `tag` of
-    /// unit `unit`).
+    /// A private L2 slice's read of `sectors` of `line` for `ctx` (the reply goes to slice
+    /// `tag` of unit `unit`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn llc_read_request(
         &mut self,
@@ -141,18 +142,20 @@ impl MemChannel {
         sectors: u64,
         tag: u32,
         unit: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let ta = self.llc_port_in(now, HEADER_BYTES);
         let ready = self.llc_read(now, set, ta, line, sectors);
         let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
-        let pkt = Packet::LlcReply {
+        let pkt = Response::LlcReply {
             line,
             sectors,
             tag,
             unit,
+            ctx,
         };
-        self.send_data(now, From::Llc, ready, data, unit, pkt, net);
+        self.send_data(now, From::Llc, ready, data, unit, pkt.into(), net);
     }
 
     /// A private L2 slice's write of `sectors` of `line` (a write-through store or a

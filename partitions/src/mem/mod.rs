@@ -33,17 +33,18 @@
 //! - `link.rs`: a chiplet's link interface; `cache.rs` the sectored cache the L1D and the
 //!   slices are built on; `port.rs` bandwidth-limited ports.
 //!
-//! What the units share: `packet.rs` (what they send), `net.rs` (where they send it),
-//! `request.rs` (a warp's memory instruction), `address_map.rs` ([`AddressMap`]: where a
-//! line lives, from `unit_ids.rs` (unit numbering), `home.rs` (the home chiplet and GPU
-//! of an address) and `dram_map.rs` (the DRAM address map)), `stats.rs` (the `memory`
-//! view of the stats JSON). Each unit's parameters are beside it, made by one
-//! `from_config` each: [`L1dParams`], [`SharedMemParams`], [`NocParams`] (`noc.rs`),
-//! [`LdStParams`], [`L2SliceParams`], [`LlcSliceParams`], [`DramParams`],
-//! [`ChannelParams`], [`LinkParams`]. Each unit declares its own counters beside it too
-//! (`L1dStats` in `l1d.rs`, `L2SliceStats`, `LlcSliceStats`, `DramStats` in
-//! `dram_channel.rs`, `NocStats` in `net.rs`, ...), and reports events to an observer when
-//! one is attached ([`crate::observe`]). The tests drive the units
+//! What the units share: `message.rs` (the requests and responses they send, with their
+//! context; the `Packet` and the `Net` they go through are `crate::packet`), `request.rs`
+//! (a warp's memory instruction), `address_map.rs` ([`AddressMap`]: where a line lives,
+//! from `unit_ids.rs` (unit numbering), `home.rs` (the home chiplet and GPU of an address)
+//! and `dram_map.rs` (the DRAM address map)), `stats.rs` (the `memory` view of the stats
+//! JSON). Each unit's parameters are beside it, made by one `from_config` each:
+//! [`L1dParams`], [`SharedMemParams`], [`NocParams`] (`noc.rs`), [`LdStParams`],
+//! [`L2SliceParams`], [`LlcSliceParams`], [`DramParams`], [`ChannelParams`],
+//! [`LinkParams`]. Each unit declares its own counters beside it too (`L1dStats` in
+//! `l1d.rs`, `L2SliceStats`, `LlcSliceStats`, `DramStats` in `dram_channel.rs`, `NocStats`
+//! in `noc.rs`, ...), and reports events to an observer when one is attached
+//! ([`crate::observe`]). The tests drive the units
 //! without SMs through `MemSystem` (`partitions/tests/common/mem_system.rs`).
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
@@ -133,7 +134,7 @@
 //!   Stores to lines homed on the chiplet are written into L2 (write-back, allocate without
 //!   fetch, with `l2.write_back`); stores to remote lines are written through to the home
 //!   LLC (updating an L2 copy, never allocating one), so only local lines are ever dirty.
-//!   At every kernel boundary (`gpu/cp.rs`) each L2 slice sends its dirty sectors to their
+//!   At every kernel boundary (`gpu/global_cp.rs`, `gpu/local_cp.rs`) each L2 slice sends its dirty sectors to their
 //!   home LLC through its NoC egress (`l2_flush_writeback_sectors`) and invalidates every
 //!   line (`l2_flush_invalidated_lines`), keeping the tags marked: a later read miss on a
 //!   sector a flush invalidated while its line still holds its way is a lost inter-kernel
@@ -164,6 +165,7 @@
 //! a CTA of a kernel other than its last one, sending dirty sectors of write-back L1s to L2.
 
 pub mod coalesce;
+pub mod message;
 
 mod address_map;
 mod cache;
@@ -179,9 +181,7 @@ pub(crate) mod link;
 pub(crate) mod llc_slice;
 mod mshr_index;
 mod mshrs;
-mod net;
 pub(crate) mod noc;
-mod packet;
 mod popcount;
 mod port;
 mod private_l2;
@@ -199,9 +199,8 @@ pub use l2_slice::{L2SliceParams, L2SliceStats};
 pub use ldst::{Issued, LdStParams, LdStStats, LdStUnit};
 pub use link::{LinkInterface, LinkParams, LinkReport, RouteError};
 pub use llc_slice::{LlcSliceParams, LlcSliceStats};
-pub use net::{Net, NocStats};
-pub use noc::NocParams;
-pub use packet::{Packet, PacketError, MAX_UNIT};
+pub use message::{Ctx, CtxError, Request, Response};
+pub use noc::{NocParams, NocStats};
 pub use private_l2::PrivateL2Stats;
 pub use request::{Access, MemRequest, Space};
 pub use shared_mem::{SharedMemParams, SharedMemStats};
@@ -210,5 +209,6 @@ pub use unit_ids::{Unit, UnitIds};
 
 pub(crate) use dram_map::DramMap;
 use mshrs::Mshrs;
-use packet::HEADER_BYTES;
 use popcount::popcount;
+
+use crate::packet::{Net, Packet, HEADER_BYTES};

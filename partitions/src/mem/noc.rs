@@ -5,6 +5,7 @@
 
 use super::port::BwPort;
 use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::counters::unit_counters;
 use crate::Picos;
 
 section! {
@@ -64,5 +65,14 @@ impl NocParams {
     /// One port's bandwidth calendar.
     pub(crate) fn port(&self) -> BwPort {
         BwPort::new(self.bytes_per_cycle, self.clock_hz)
+    }
+}
+
+unit_counters! {
+    /// NoC bytes (headers included) a unit sent: an SM's LD/ST unit sends requests to L2
+    /// slices, a channel replies to SMs.
+    pub struct NocStats {
+        request_bytes,
+        reply_bytes,
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::cache::Evicted;
 use super::dram_channel::{ChannelError, From, MemChannel};
-use super::{popcount, Net, Packet, HEADER_BYTES};
+use super::{popcount, Ctx, Net, Packet, Request, HEADER_BYTES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
 use crate::Picos;
@@ -40,6 +40,8 @@ struct Waiter {
     need: u64,
     /// When the sectors it has so far are usable.
     ready: Picos,
+    /// The context of its request (its reply's, and its LLC reads').
+    ctx: Ctx,
 }
 
 /// A line with LLC reads in flight: one MSHR of a private L2 slice.
@@ -108,6 +110,7 @@ impl MemChannel {
         sectors: u64,
         sm: u32,
         tag: u32,
+        ctx: Ctx,
         net: &mut dyn Net,
     ) {
         let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
@@ -121,7 +124,7 @@ impl MemChannel {
             }
         }
         if missing == 0 {
-            self.reply(now, From::L2(slice), sm, resp, line, sectors, tag, net);
+            self.reply(now, From::L2(slice), sm, resp, line, sectors, tag, ctx, net);
             return;
         }
         self.stats.l2.misses += popcount(missing);
@@ -131,6 +134,7 @@ impl MemChannel {
             sectors,
             need: missing,
             ready: resp,
+            ctx,
         };
         self.private_miss(now, slice, set, line, w, ta, net);
     }
@@ -177,13 +181,14 @@ impl MemChannel {
             w.need
         };
         if ask != 0 {
-            let pkt = Packet::LlcRead {
+            let pkt = Request::LlcRead {
                 line,
                 sectors: ask,
                 tag: slice as u32,
                 unit: self.unit,
+                ctx: w.ctx,
             };
-            self.send_to_llc(now, slice, t, line, pkt, HEADER_BYTES, net);
+            self.send_to_llc(now, slice, t, line, pkt.into(), HEADER_BYTES, net);
         }
     }
 
@@ -231,6 +236,7 @@ impl MemChannel {
                     line,
                     w.sectors,
                     w.tag,
+                    w.ctx,
                     net,
                 );
             } else {
@@ -268,6 +274,7 @@ impl MemChannel {
                     q.line,
                     w.sectors,
                     w.tag,
+                    w.ctx,
                     net,
                 );
             } else {
@@ -329,8 +336,12 @@ impl MemChannel {
             if let Some(i) = found {
                 self.slices[slice].cache.touch(set, i);
             }
-            let pkt = Packet::LlcWrite { line, sectors };
-            self.send_to_llc(now, slice, t, line, pkt, HEADER_BYTES + data, net);
+            let pkt = Request::LlcWrite {
+                line,
+                sectors,
+                ctx: self.ctx,
+            };
+            self.send_to_llc(now, slice, t, line, pkt.into(), HEADER_BYTES + data, net);
         }
     }
 
@@ -346,11 +357,12 @@ impl MemChannel {
     ) -> Picos {
         self.stats.l2.writeback_sectors += popcount(ev.dirty);
         let bytes = HEADER_BYTES + popcount(ev.dirty) * self.params.l2.geom.sector_bytes;
-        let pkt = Packet::LlcWrite {
+        let pkt = Request::LlcWrite {
             line: ev.line_addr,
             sectors: ev.dirty,
+            ctx: self.ctx,
         };
-        self.send_to_llc(now, slice, t, ev.line_addr, pkt, bytes, net)
+        self.send_to_llc(now, slice, t, ev.line_addr, pkt.into(), bytes, net)
     }
 
     /// Sends `pkt` (`bytes` on the wire) about `line` from private L2 slice `slice` at `t`
@@ -384,13 +396,15 @@ impl MemChannel {
     /// no-op otherwise): every private L2 slice sends its dirty sectors to their home LLC
     /// (through its NoC egress, so they queue behind each other) and invalidates every
     /// line, keeping the tags marked so later misses on them count as lost inter-kernel
-    /// hits. Returns when the last write-back's last byte has left (`now` when there is
-    /// none): the unit's acknowledgement goes to its local CP then.
-    pub fn flush(&mut self, now: Picos, net: &mut dyn Net) -> Picos {
+    /// hits. The write-backs are `ctx`'s, the kernel that ends. Returns when the last
+    /// write-back's last byte has left (`now` when there is none): the unit's
+    /// acknowledgement goes to its local CP then.
+    pub fn flush(&mut self, now: Picos, ctx: Ctx, net: &mut dyn Net) -> Picos {
         let mut last = now;
         if !self.map.private {
             return last;
         }
+        self.ctx = ctx;
         for slice in 0..self.slices.len() {
             for i in 0..self.slices[slice].cache.ways() {
                 let c = &self.slices[slice].cache;
@@ -402,11 +416,12 @@ impl MemChannel {
                 if dirty != 0 {
                     self.stats.private_l2.flush_writeback_sectors += popcount(dirty);
                     let bytes = HEADER_BYTES + popcount(dirty) * self.params.l2.geom.sector_bytes;
-                    let pkt = Packet::LlcWrite {
+                    let pkt = Request::LlcWrite {
                         line,
                         sectors: dirty,
+                        ctx,
                     };
-                    let start = self.send_to_llc(now, slice, now, line, pkt, bytes, net);
+                    let start = self.send_to_llc(now, slice, now, line, pkt.into(), bytes, net);
                     // Its last byte has left when its serialization on the NoC port ends.
                     let rate =
                         self.params.noc.bytes_per_cycle as u128 * self.params.noc.clock_hz as u128;

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::{
-    AddressMap, ChannelParams, Issued, LdStParams, LdStUnit, LinkInterface, LinkParams, LinkReport,
-    MemChannel, MemRequest, MemStats, Net, Packet, Unit, UnitIds,
+    AddressMap, ChannelParams, Ctx, Issued, LdStParams, LdStUnit, LinkInterface, LinkParams,
+    LinkReport, MemChannel, MemRequest, MemStats, Response, Unit, UnitIds,
 };
+use tessera_partitions::packet::{Net, Packet};
 use tessera_partitions::Picos;
 
 /// A packet in flight: `(arrive_at, src, seq, dst, packet)`.
@@ -156,7 +157,7 @@ impl MemSystem {
         };
         match self.ids.unit(dst) {
             Some(Unit::Sm(s)) => {
-                if let Packet::Reply { sectors, tag, .. } = pkt {
+                if let Packet::Response(Response::Reply { sectors, tag, .. }) = pkt {
                     let _ = self.sms[s as usize].on_reply(
                         at,
                         sectors,
@@ -188,14 +189,14 @@ impl MemSystem {
 
     /// Kernel boundary: with `package.l2: private`, every chiplet's L2 is written back and
     /// invalidated first (the packets are in flight when this returns); then every SM's L1D
-    /// is invalidated (dirty sectors written to L2).
+    /// is invalidated (dirty sectors written to L2). Every kernel runs in context 0.
     pub fn kernel_boundary(&mut self) {
         let now = self.now;
         for c in &mut self.channels {
-            c.flush(now, &mut self.queue);
+            c.flush(now, Ctx::default(), &mut self.queue);
         }
         for s in &mut self.sms {
-            s.new_kernel(now, &mut self.queue);
+            s.new_kernel(now, Ctx::default(), &mut self.queue);
         }
     }
 
