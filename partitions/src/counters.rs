@@ -16,6 +16,11 @@ macro_rules! unit_counters {
             pub fn add(&mut self, o: &$name) {
                 $( self.$field += o.$field; )*
             }
+
+            /// What every counter grew by since `base` (counters only grow).
+            pub fn since(&self, base: &$name) -> $name {
+                $name { $( $field: self.$field.saturating_sub(base.$field), )* }
+            }
         }
     };
 }

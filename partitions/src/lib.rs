@@ -22,6 +22,7 @@ pub mod gpu;
 pub mod mem;
 pub mod observe;
 pub mod packet;
+pub mod per_kernel;
 pub mod sm;
 pub mod stats;
 

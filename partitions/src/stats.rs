@@ -12,6 +12,7 @@
 //! the result depends on neither the partitioning nor the threads or ranks.
 
 use crate::mem::{ChannelStats, LdStStats, MemStats};
+use crate::per_kernel::{KernelMemStats, KernelTally};
 use crate::sm::SmStats;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
@@ -106,6 +107,10 @@ pub struct Totals {
     pub l2_flush_lost_hits: u64,
     /// Scheduler-cycle breakdown, summed over every SM over the whole run.
     pub stalls: StallStats,
+    /// The memory traffic no kernel made: the host's copies (evictions, DRAM writes) and
+    /// control messages. With each kernel's `memory` it adds up to the totals above (and,
+    /// for `link_packets` and `link_bytes`, to the sums over `links`).
+    pub host_memory: KernelMemStats,
 }
 
 /// Every scheduler-cycle of every SM from time 0 to the end of the run
@@ -165,6 +170,9 @@ pub struct KernelStats {
     pub cycles: u64,
     pub warp_insts: u64,
     pub thread_insts: u64,
+    /// The memory traffic its requests made, attributed by the context they carry
+    /// ([`crate::per_kernel`]): L1D, L2, LLC, DRAM, NoC and links.
+    pub memory: KernelMemStats,
 }
 
 /// One chiplet: its SMs' counters and its memory system's (its SMs' L1D counters and its
@@ -223,11 +231,13 @@ pub enum UnitStats {
         mem: LdStStats,
         ctas: u64,
         per_kernel: Vec<(u64, u64)>,
+        mem_per_kernel: KernelTally,
     },
-    /// A channel unit: its L2 slices, LLC slice and DRAM channel.
-    Channel(ChannelStats),
-    /// A link interface: one entry per link direction it sends on, in its report order.
-    Link(Vec<LinkEntry>),
+    /// A channel unit: its L2 slices, LLC slice and DRAM channel, and the same per kernel.
+    Channel(ChannelStats, KernelTally),
+    /// A link interface: one entry per link direction it sends on, in its report order,
+    /// and what it sent per kernel.
+    Link(Vec<LinkEntry>, KernelTally),
 }
 
 /// The counters of a set of units by unit id (`mem::UnitIds` numbering).

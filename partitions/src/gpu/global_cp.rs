@@ -91,6 +91,7 @@ impl GlobalCp {
                 // Filled in from the SMs' counters at the end of the run.
                 warp_insts: 0,
                 thread_insts: 0,
+                memory: Default::default(),
             },
         ));
         self.prev_end_ps = end_ps;

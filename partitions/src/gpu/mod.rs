@@ -46,6 +46,7 @@ use crate::mem::{
     Access, AddressMap, ChannelParams, Ctx, LdStParams, LinkParams, MemStats, Space, Unit, UnitIds,
 };
 use crate::observe::Observer;
+use crate::per_kernel::KernelTally;
 use crate::sm::{SmError, SmSpec, SmStats};
 use crate::stats::{
     ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, StatsRegistry, Totals,
@@ -405,11 +406,12 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                 mem: *u.ldst.stats(),
                 ctas: u.ctas,
                 per_kernel: u.per_kernel,
+                mem_per_kernel: u.ldst.per_kernel(),
             };
             units.register(u.ldst.unit(), stats);
         }
         for c in p.channels {
-            units.register(c.unit(), UnitStats::Channel(*c.stats()));
+            units.register(c.unit(), UnitStats::Channel(*c.stats(), c.per_kernel()));
         }
         for l in p.links {
             let entries = l
@@ -426,7 +428,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                     max_queued_ps: r.stats.max_queued_ps,
                 })
                 .collect();
-            units.register(l.unit(), UnitStats::Link(entries));
+            units.register(l.unit(), UnitStats::Link(entries, l.per_kernel().clone()));
         }
     }
     StatsPart {
@@ -454,6 +456,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
     let mut sums: Vec<ChipletSums> = (0..ids.chiplets).map(|_| ChipletSums::default()).collect();
     let mut links = Vec::new();
+    let mut tally = KernelTally::default();
     for (unit, stats) in units.into_sorted() {
         let Some(c) = sums.get_mut(ids.chiplet_of(unit) as usize) else {
             continue;
@@ -464,7 +467,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 mem,
                 ctas,
                 per_kernel,
+                mem_per_kernel,
             } => {
+                tally.add(&mem_per_kernel);
                 if kernel_insts.len() < per_kernel.len() {
                     kernel_insts.resize(per_kernel.len(), (0, 0));
                 }
@@ -477,8 +482,14 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 c.core.add(&core);
                 c.memory.add_ldst(&mem);
             }
-            UnitStats::Channel(ch) => c.memory.add_channel(&ch),
-            UnitStats::Link(entries) => links.extend(entries),
+            UnitStats::Channel(ch, per) => {
+                c.memory.add_channel(&ch);
+                tally.add(&per);
+            }
+            UnitStats::Link(entries, per) => {
+                links.extend(entries);
+                tally.add(&per);
+            }
         }
     }
     // Trace order (the GPUs' global CPs each hold their own kernels).
@@ -487,6 +498,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     for (k, (w, th)) in kernels.iter_mut().zip(kernel_insts) {
         k.warp_insts += w;
         k.thread_insts += th;
+    }
+    for (k, m) in kernels.iter_mut().zip(&tally.kernels) {
+        k.memory.add(m);
     }
     let chiplets: Vec<ChipletStats> = sums
         .into_iter()
@@ -555,6 +569,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
             l2_flush_invalidated_lines: m.l2_flush_invalidated_lines,
             l2_flush_lost_hits: m.l2_flush_lost_hits,
             stalls,
+            host_memory: tally.host,
         },
         kernels,
         chiplets,

@@ -26,6 +26,7 @@ use super::{
 use crate::config::{section, GpuConfig, Kind};
 use crate::counters::unit_counters;
 use crate::observe::{MemAccess, MemLevel, Observer, Probe};
+use crate::per_kernel::{KernelMemStats, KernelTally, PerKernel};
 use crate::Picos;
 
 section! {
@@ -138,6 +139,8 @@ pub struct MemChannel {
     /// (write-backs of the lines it evicts) is attributed to: the packet being taken's, the
     /// flushed kernel's, or the host's during a copy (see [`super::message`]).
     pub(super) ctx: Ctx,
+    /// Its counters split by the kernel of its work.
+    pub(super) per_kernel: PerKernel,
 }
 
 impl MemChannel {
@@ -170,6 +173,7 @@ impl MemChannel {
             map,
             homes: VecDeque::new(),
             ctx: Ctx::default(),
+            per_kernel: PerKernel::default(),
         }
     }
 
@@ -185,6 +189,41 @@ impl MemChannel {
 
     pub fn stats(&self) -> &ChannelStats {
         &self.stats
+    }
+
+    /// Work of `ctx` begins: what the counters grew by since the last change of context
+    /// goes to that context.
+    #[inline(always)]
+    pub(super) fn set_ctx(&mut self, ctx: Ctx) {
+        self.ctx = ctx;
+        if self.per_kernel.leaves(ctx) {
+            let now = self.kernel_view();
+            self.per_kernel.enter(ctx, now);
+        }
+    }
+
+    /// Its memory counters in the per-kernel form.
+    fn kernel_view(&self) -> KernelMemStats {
+        let s = &self.stats;
+        KernelMemStats {
+            l2_accesses: s.l2.accesses,
+            l2_hits: s.l2.hits,
+            l2_misses: s.l2.misses,
+            llc_accesses: s.llc.accesses,
+            llc_hits: s.llc.hits,
+            llc_misses: s.llc.misses,
+            dram_reads: s.dram.reads,
+            dram_writes: s.dram.writes,
+            dram_bytes: s.dram.bytes,
+            noc_request_bytes: s.noc.request_bytes,
+            noc_reply_bytes: s.noc.reply_bytes,
+            ..KernelMemStats::default()
+        }
+    }
+
+    /// Its counters per kernel at the end of the run.
+    pub fn per_kernel(&self) -> KernelTally {
+        self.per_kernel.clone().finish(self.kernel_view())
     }
 
     /// Its unit id.
@@ -248,7 +287,7 @@ impl MemChannel {
             }
         };
         let (line, sectors) = (req.line(), req.sectors());
-        self.ctx = req.ctx();
+        self.set_ctx(req.ctx());
         let (home, slice, set) = match self.homes.pop_front() {
             Some((l, h)) if l == line => h,
             _ => {
@@ -314,7 +353,7 @@ impl MemChannel {
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
         if let Some(ctx) = pkt.ctx() {
-            self.ctx = ctx;
+            self.set_ctx(ctx);
         }
         match pkt {
             Packet::Request(Request::Read {
@@ -511,7 +550,7 @@ impl MemChannel {
         if !self.params.fills_l2 || bytes == 0 {
             return;
         }
-        self.ctx = Ctx::HOST;
+        self.set_ctx(Ctx::HOST);
         let end = addr.saturating_add(bytes);
         // Every chiplet's L2 together (each memory-side L2 holds only its chiplet's lines),
         // or every chiplet's LLC.

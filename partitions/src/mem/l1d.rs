@@ -226,6 +226,10 @@ impl LdStUnit {
             self.l1_writeback(now, now, ev, ended, net);
         }
         self.ctx = ctx;
+        if self.per_kernel.leaves(ctx) {
+            let now = self.kernel_view();
+            self.per_kernel.enter(ctx, now);
+        }
     }
 
     /// A load of one line (through L1 when `use_l1`). Forced inline, with the miss path

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::config::GpuConfig;
 use crate::observe::{Observer, Probe};
+use crate::per_kernel::{KernelMemStats, KernelTally, PerKernel};
 use crate::Picos;
 
 /// What [`LdStUnit::issue`] gives the warp.
@@ -127,6 +128,8 @@ pub struct LdStUnit {
     /// The context of the kernel its warps run ([`LdStUnit::new_kernel`]): its requests
     /// and writes carry it.
     pub(super) ctx: Ctx,
+    /// Its counters split by the kernel of its work.
+    pub(super) per_kernel: PerKernel,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -163,6 +166,7 @@ impl LdStUnit {
             probe: None,
             chiplet: sm / map.ids.sms,
             ctx: Ctx::default(),
+            per_kernel: PerKernel::default(),
             params: params.clone(),
             map,
         }
@@ -204,6 +208,24 @@ impl LdStUnit {
 
     pub fn stats(&self) -> &LdStStats {
         &self.stats
+    }
+
+    /// Its memory counters in the per-kernel form.
+    pub(super) fn kernel_view(&self) -> KernelMemStats {
+        let s = &self.stats;
+        KernelMemStats {
+            l1d_accesses: s.l1d.accesses,
+            l1d_hits: s.l1d.hits,
+            l1d_misses: s.l1d.misses,
+            noc_request_bytes: s.noc.request_bytes,
+            noc_reply_bytes: s.noc.reply_bytes,
+            ..KernelMemStats::default()
+        }
+    }
+
+    /// Its counters per kernel at the end of the run.
+    pub fn per_kernel(&self) -> KernelTally {
+        self.per_kernel.clone().finish(self.kernel_view())
     }
 
     /// Its unit id.

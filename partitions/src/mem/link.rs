@@ -42,9 +42,10 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
 use super::noc::NocParams;
-use super::{Net, Packet, Request, Response, Unit};
+use super::{Ctx, Net, Packet, Request, Response, Unit};
 use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
 use crate::observe::{LinkPacket, Observer, Probe};
+use crate::per_kernel::KernelTally;
 use crate::Picos;
 
 config_enum! {
@@ -186,6 +187,8 @@ pub struct LinkInterface {
     gpu_switch: &'static str,
     /// Its observer, if any.
     probe: Option<Probe>,
+    /// Packets and bytes it sent on its links, by the kernel they serve.
+    tally: KernelTally,
 }
 
 impl LinkInterface {
@@ -218,7 +221,20 @@ impl LinkInterface {
             gpu_up: gpus.then(|| ChipletLink::new(gs)),
             gpu_down: gpus.then(|| ChipletLink::new(gs)),
             probe: None,
+            tally: KernelTally::default(),
         }
+    }
+
+    /// Counts a packet of `ctx` (`None`: control) of `bytes` sent on one of its links.
+    fn count(&mut self, ctx: Option<Ctx>, bytes: u64) {
+        let t = self.tally.of(ctx);
+        t.link_packets += 1;
+        t.link_bytes += bytes;
+    }
+
+    /// What it sent on its links, by kernel.
+    pub fn per_kernel(&self) -> &KernelTally {
+        &self.tally
     }
 
     /// Its unit id.
@@ -303,6 +319,7 @@ impl LinkInterface {
                 let down = self.gpu_down.as_mut().ok_or_else(err)?;
                 let at = down.send_whole(now, bytes);
                 self.observed(now, at, bytes, self.unit);
+                self.count(pkt.ctx(), bytes);
                 net.send(self.unit, self.unit, at, pkt);
                 return Ok(());
             }
@@ -312,6 +329,7 @@ impl LinkInterface {
                     // here (from this unit) when its last byte is in.
                     let at = down.send_whole(now, bytes);
                     self.observed(now, at, bytes, self.unit);
+                    self.count(pkt.ctx(), bytes);
                     net.send(self.unit, self.unit, at, pkt);
                     return Ok(());
                 }
@@ -328,6 +346,7 @@ impl LinkInterface {
             let up = self.gpu_up.as_mut().ok_or_else(err)?;
             let at = up.send_whole(now, bytes);
             self.observed(now, at, bytes, ids.link(dst));
+            self.count(pkt.ctx(), bytes);
             net.send(self.unit, ids.link(dst), at, pkt);
             return Ok(());
         }
@@ -348,6 +367,7 @@ impl LinkInterface {
         // the switch's port down to it).
         let hop = next.map_or(dst, |h| base + h);
         self.observed(now, at, bytes, ids.link(hop));
+        self.count(pkt.ctx(), bytes);
         net.send(self.unit, ids.link(hop), at, pkt);
         Ok(())
     }

@@ -404,7 +404,7 @@ impl MemChannel {
         if !self.map.private {
             return last;
         }
-        self.ctx = ctx;
+        self.set_ctx(ctx);
         for slice in 0..self.slices.len() {
             for i in 0..self.slices[slice].cache.ways() {
                 let c = &self.slices[slice].cache;
