@@ -28,20 +28,3 @@ pub mod stats;
 
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};
-
-/// Asks the host CPU to start loading the cache line at `p` (no effect on results; a no-op
-/// off x86-64). The simulated state of a large GPU (tens of SMs' L1 tags, MSHRs and
-/// warps, every L2 slice) is far larger than a host core's caches, and many accesses to it
-/// are to state last touched long ago (an LRU victim, a reply's MSHR): loading those while
-/// other work goes on hides part of the miss.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault,
-    // whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}

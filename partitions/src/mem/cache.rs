@@ -133,11 +133,11 @@ impl SectorCache {
         if let Some(&v) = self.lru.get(s) {
             let v = v as usize;
             if let (Some(m), Some(t)) = (self.meta.get(v), self.tags.get(v)) {
-                crate::prefetch(m);
-                crate::prefetch(t);
+                super::prefetch::prefetch(m);
+                super::prefetch::prefetch(t);
             }
             if let Some(r) = self.ready.get(v * self.spl) {
-                crate::prefetch(r);
+                super::prefetch::prefetch(r);
             }
         }
     }

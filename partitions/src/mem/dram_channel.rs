@@ -8,7 +8,6 @@
 //! With a private L2, an L2 slice reaches an LLC slice, even its own unit's, only by
 //! packets over the NoC (and the links).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::address_map::AddressMap;
@@ -18,6 +17,7 @@ use super::l2_slice::L2SliceParams;
 use super::l2_slice::Slice;
 use super::llc_slice::LlcSliceParams;
 use super::noc::NocParams;
+use super::prefetch::HomeMemo;
 use super::private_l2::PrivSlice;
 use super::{
     popcount, Ctx, L2SliceStats, LlcSliceStats, Net, NocStats, Packet, PrivateL2Stats, Request,
@@ -131,10 +131,8 @@ pub struct MemChannel {
     /// With a private L2: the LLC slice homed at this channel, and by L2 slice its MSHRs.
     pub(super) llc: Option<Slice>,
     pub(super) private: Vec<PrivSlice>,
-    /// Host-side memo, not simulated state: the homes [`MemChannel::prefetch`] computed for
-    /// the packets about to be taken, in order, so that [`MemChannel::on_packet`] does not
-    /// compute them again (a home is a function of the line alone: the line is checked).
-    homes: VecDeque<(u64, (u32, usize, u64))>,
+    /// Host speed only: the homes [`MemChannel::prefetch`] computed (`prefetch.rs`).
+    pub(super) homes: HomeMemo,
     /// The context the work in progress is done for, which the traffic it starts on its own
     /// (write-backs of the lines it evicts) is attributed to: the packet being taken's, the
     /// flushed kernel's, or the host's during a copy (see [`super::message`]).
@@ -171,7 +169,7 @@ impl MemChannel {
             private,
             params: params.clone(),
             map,
-            homes: VecDeque::new(),
+            homes: HomeMemo::default(),
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
         }
@@ -288,13 +286,8 @@ impl MemChannel {
         };
         let (line, sectors) = (req.line(), req.sectors());
         self.set_ctx(req.ctx());
-        let (home, slice, set) = match self.homes.pop_front() {
-            Some((l, h)) if l == line => h,
-            _ => {
-                self.homes.clear();
-                self.map.l2_home(line)
-            }
-        };
+        let map = &self.map;
+        let (home, slice, set) = self.homes.take(line, || map.l2_home(line));
         if home != self.channel {
             return Err(ChannelError::NotHome {
                 channel: self.channel,
@@ -418,28 +411,6 @@ impl MemChannel {
             }
         }
         Ok(())
-    }
-
-    /// Starts loading, into the host's caches, the L2 state that [`MemChannel::on_packet`]
-    /// will read first for `pkt`: the set and the victim way of its line's slice, and the
-    /// slice's MSHRs (called for the packets a visit is about to take, so the misses overlap;
-    /// results are unchanged).
-    pub fn prefetch(&mut self, pkt: &Packet) {
-        if self.map.private {
-            return;
-        }
-        if let Packet::Request(
-            Request::Read { line, .. } | Request::Write { line, .. } | Request::Atomic { line, .. },
-        ) = *pkt
-        {
-            let h = self.map.l2_home(line);
-            self.homes.push_back((line, h));
-            let (home, slice, set) = h;
-            if let (true, Some(s)) = (home == self.channel, self.slices.get(slice)) {
-                s.cache.prefetch(set);
-                s.mshrs.prefetch();
-            }
-        }
     }
 
     /// Sends the reply to SM unit `sm` of a request of `ctx` whose data can leave slice

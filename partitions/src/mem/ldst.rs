@@ -337,10 +337,7 @@ impl LdStUnit {
         };
         let geom = self.params.l1d.geom;
         if use_l1 {
-            for la in &lines {
-                self.l1.prefetch(geom.line_index(la.line_addr));
-                self.by_line.prefetch(la.line_addr);
-            }
+            self.prefetch_lines(&lines);
         }
         for la in &lines {
             let t = self.l1_port.reserve(now, now, geom.line_bytes);
@@ -383,16 +380,6 @@ impl LdStUnit {
         }
         self.insts[k] = w;
         Issued::Pending
-    }
-
-    /// Starts loading, into the host's caches, what [`LdStUnit::on_reply`] reads first for
-    /// a reply naming MSHR `tag` for `line`: the MSHR and its index bucket (called for the
-    /// replies a visit is about to take; results are unchanged).
-    pub fn prefetch_reply(&self, tag: u32, line: u64) {
-        if let Some(m) = self.mshrs.get(tag as usize) {
-            crate::prefetch(m);
-        }
-        self.by_line.prefetch(line);
     }
 
     /// A reply arrives at `now`. Instructions whose last reply this was are pushed to

@@ -49,7 +49,8 @@
 //!
 //! Host speed only, nothing simulated depends on them: `fastdiv.rs` (division by a
 //! config constant), `popcount.rs` (sectors of a mask), `tag_hash.rs` (the caches' tag
-//! hashes), `mshr_index.rs` (the L1D MSHRs by line).
+//! hashes), `mshr_index.rs` (the L1D MSHRs by line), `prefetch.rs` (loading the state a
+//! visit is about to touch into the host's caches, and the homes computed for it).
 //!
 //! # The model (every number comes from the config)
 //!
@@ -184,6 +185,7 @@ mod mshrs;
 pub(crate) mod noc;
 mod popcount;
 mod port;
+mod prefetch;
 mod private_l2;
 mod request;
 pub(crate) mod shared_mem;

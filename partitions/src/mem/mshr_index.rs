@@ -96,7 +96,7 @@ impl MshrIndex {
     #[inline]
     pub(super) fn prefetch(&self, line: u64) {
         if let Some(b) = self.buckets.get(self.bucket(line)) {
-            crate::prefetch(b);
+            super::prefetch::prefetch(b);
         }
     }
 

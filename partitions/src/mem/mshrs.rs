@@ -27,7 +27,7 @@ impl Mshrs {
     /// Starts loading the earliest release into the host's caches.
     pub(crate) fn prefetch(&self) {
         if let Some(r) = self.busy_until.front() {
-            crate::prefetch(r);
+            super::prefetch::prefetch(r);
         }
     }
 

@@ -83,7 +83,7 @@ impl TagHashes {
     #[inline]
     pub(crate) fn prefetch(&self, s: usize) {
         if let Some(h) = self.words.get(s * self.per_set) {
-            crate::prefetch(h);
+            super::prefetch::prefetch(h);
         }
     }
 }
