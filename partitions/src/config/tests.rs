@@ -534,6 +534,9 @@ fn impossible_values_name_the_key() {
     let e = bad("l1d.sector_bytes", "48", "l1d.sector_bytes");
     assert!(e.contains("must divide l1d.line_bytes (128)"), "{e}");
     bad("l2.line_bytes", "96", "l2.line_bytes");
+    // 128 B lines of 2 B sectors: 64 sectors, more than a packet's mask holds.
+    let e = bad("l2.sector_bytes", "2", "l2.sector_bytes");
+    assert!(e.contains("64 sectors") && e.contains("at most 32"), "{e}");
     bad("l1d.size_bytes", "30000", "l1d.size_bytes");
     let e = bad("l2.assoc", "15", "l2.assoc");
     assert!(e.contains("15 ways do not divide the 4096 lines"), "{e}");

@@ -12,6 +12,7 @@ use super::{popcount, Mshrs};
 use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
+use crate::packet::MAX_SECTORS;
 use crate::Picos;
 
 section! {
@@ -92,6 +93,14 @@ impl L2Config {
             e => e,
         })?;
         v.sector("l2", l2.sector_bytes, l2.line_bytes)?;
+        let sectors = l2.line_bytes / l2.sector_bytes.max(1);
+        v.ensure(sectors <= MAX_SECTORS, "l2.sector_bytes", || {
+            format!(
+                "{} B sectors make {sectors} sectors of a {} B line; a memory packet's sector \
+                 mask holds at most {MAX_SECTORS} (raise sector_bytes or lower line_bytes)",
+                l2.sector_bytes, l2.line_bytes
+            )
+        })?;
         v.nonzero("l2.hit_latency_cycles", l2.hit_latency_cycles as u64)?;
         v.nonzero("l2.atomic_latency_cycles", l2.atomic_latency_cycles as u64)?;
         v.nonzero("l2.mshrs_per_slice", l2.mshrs_per_slice as u64)?;
