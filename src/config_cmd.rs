@@ -35,7 +35,7 @@ pub fn run(cmd: ConfigCmd) -> Result<()> {
     match cmd {
         ConfigCmd::Show { config, set } => {
             let c = GpuConfig::load(&config, &set)?;
-            outln!("{}", serde_yaml::to_string(&c)?.trim_end());
+            outln!("{}", serde_norway::to_string(&c)?.trim_end());
             eprintln!(
                 "{}: {} SM(s) at {} MHz, {} L2 bytes, DRAM peak {:.1} GB/s, {} partition(s)",
                 config.display(),

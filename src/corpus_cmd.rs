@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 use serde_json::Value;
-use serde_yaml::Mapping;
+use serde_norway::Mapping;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -70,7 +70,7 @@ struct ManifestFile {
     tolerance: Mapping,
     /// Time limit of each case in seconds (default 600).
     timeout_s: Option<u64>,
-    cases: Vec<serde_yaml::Value>,
+    cases: Vec<serde_norway::Value>,
 }
 
 #[derive(Deserialize)]
@@ -124,11 +124,11 @@ struct Case {
     timeout: Duration,
 }
 
-fn scalar(v: &serde_yaml::Value) -> Option<String> {
+fn scalar(v: &serde_norway::Value) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        serde_norway::Value::String(s) => Some(s.clone()),
+        serde_norway::Value::Number(n) => Some(n.to_string()),
+        serde_norway::Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }
@@ -173,7 +173,7 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read the manifest", path.display()))?;
     let m: ManifestFile =
-        serde_yaml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        serde_norway::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new(""));
     let at = |p: &str| -> PathBuf {
         let p = Path::new(p);
@@ -193,7 +193,7 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
             .and_then(scalar)
             .map(|n| format!("case '{n}'"))
             .unwrap_or_else(|| format!("case {}", i + 1));
-        let c: CaseFile = serde_yaml::from_value(raw.clone())
+        let c: CaseFile = serde_norway::from_value(raw.clone())
             .map_err(|e| anyhow::anyhow!("{}: {label}: {e}", path.display()))?;
         files.push(c);
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_yaml::{Mapping, Value};
+use serde_norway::{Mapping, Value};
 
 use super::{validate, ConfigError, GpuConfig, KeyInfo, Kind};
 
@@ -32,7 +32,7 @@ pub(super) fn load(path: &Path, overrides: &[(String, String)]) -> Result<GpuCon
         apply_set(&mut tree, key, value, &mut prov)?;
     }
     complete(&mut tree, GpuConfig::KEYS, "", &top, &mut prov)?;
-    let config: GpuConfig = serde_yaml::from_value(tree).map_err(|e| ConfigError::Syntax {
+    let config: GpuConfig = serde_norway::from_value(tree).map_err(|e| ConfigError::Syntax {
         path: top.clone(),
         msg: e.to_string(),
     })?;
@@ -65,7 +65,7 @@ fn load_file(
         path: named.to_string(),
         msg,
     })?;
-    let value: Value = serde_yaml::from_str(&text).map_err(|e| ConfigError::Syntax {
+    let value: Value = serde_norway::from_str(&text).map_err(|e| ConfigError::Syntax {
         path: origin.clone(),
         msg: e.to_string(),
     })?;
@@ -453,7 +453,7 @@ fn apply_set(
             msg: too_large(info, &digits, u64::MAX),
         });
     }
-    let mut value: Value = serde_yaml::from_str(raw).map_err(|e| ConfigError::Override {
+    let mut value: Value = serde_norway::from_str(raw).map_err(|e| ConfigError::Override {
         arg: format!("{key}={raw}"),
         msg: format!("the value is not YAML: {e}"),
     })?;
@@ -513,7 +513,7 @@ fn complete(
             (_, None) => match info.default {
                 Some(text) => {
                     let mut v: Value =
-                        serde_yaml::from_str(text).expect("table defaults are valid YAML");
+                        serde_norway::from_str(text).expect("table defaults are valid YAML");
                     check_leaf(info, &mut v, &path, "default").expect("defaults fit their kind");
                     map.insert(name, v);
                     prov.insert(path, "default".into());

@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use super::*;
 
@@ -191,13 +191,13 @@ fn key_table_matches_the_structs() {
     let table: BTreeSet<String> = leaf_keys().into_iter().map(|(p, _)| p).collect();
     // Every field of the structs (serialized from a full config) is in the table, and
     // every table key is a field.
-    let full = serde_yaml::to_value(a100()).unwrap();
+    let full = serde_norway::to_value(a100()).unwrap();
     let mut fields = BTreeSet::new();
     leaf_paths(&full, "", &mut fields);
     assert_eq!(fields, table);
     // Every leaf key written in a preset file is in the table.
     for p in presets() {
-        let v: Value = serde_yaml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let v: Value = serde_norway::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         let mut keys = BTreeSet::new();
         leaf_paths(&v, "", &mut keys);
         keys.remove("base");
@@ -205,7 +205,7 @@ fn key_table_matches_the_structs() {
         assert!(unknown.is_empty(), "{}: {unknown:?}", p.display());
     }
     // A100 writes every key out, defaults included.
-    let v: Value = serde_yaml::from_str(&std::fs::read_to_string(preset("a100")).unwrap()).unwrap();
+    let v: Value = serde_norway::from_str(&std::fs::read_to_string(preset("a100")).unwrap()).unwrap();
     let mut keys = BTreeSet::new();
     leaf_paths(&v, "", &mut keys);
     assert_eq!(keys, table);
@@ -233,7 +233,7 @@ fn enum_names_match_serde() {
         assert_eq!(all.len(), names.len());
         for (v, n) in all.iter().zip(names) {
             assert_eq!(
-                serde_yaml::to_value(v).unwrap(),
+                serde_norway::to_value(v).unwrap(),
                 Value::String(n.to_string())
             );
         }

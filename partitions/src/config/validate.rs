@@ -1,6 +1,6 @@
 //! Impossible values: each error names the key path and where the value came from.
 
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use super::{ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, PartitionMode, CLOCK_RANGE};
 use crate::mem::link::LinkTopology;
@@ -183,7 +183,7 @@ impl Check<'_> {
 pub(super) fn validate(c: &GpuConfig, origin: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
     let v = Check { origin };
     // The key table's ranges, on the values as the table names them.
-    let tree = serde_yaml::to_value(c).map_err(|e| v.err("config", e.to_string()))?;
+    let tree = serde_norway::to_value(c).map_err(|e| v.err("config", e.to_string()))?;
     v.ranges(&tree, GpuConfig::KEYS, "", End::Most)?;
     checks(c, &v)?;
     v.ranges(&tree, GpuConfig::KEYS, "", End::Least)
