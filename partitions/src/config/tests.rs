@@ -205,7 +205,8 @@ fn key_table_matches_the_structs() {
         assert!(unknown.is_empty(), "{}: {unknown:?}", p.display());
     }
     // A100 writes every key out, defaults included.
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(preset("a100")).unwrap()).unwrap();
+    let v: Value =
+        serde_norway::from_str(&std::fs::read_to_string(preset("a100")).unwrap()).unwrap();
     let mut keys = BTreeSet::new();
     leaf_paths(&v, "", &mut keys);
     assert_eq!(keys, table);

@@ -3,13 +3,17 @@
 //! flight, a new MSHR, or queued until one frees), the allocation of pending lines, a
 //! store under each write policy, write-backs of evicted dirty sectors, and the
 //! invalidation at a kernel boundary. The L1D's state (the sectored cache, its tag port,
-//! the MSHRs and their index) is held in [`LdStUnit`]'s fields; the NoC requests it sends
-//! go through the LD/ST unit's ports (`ldst.rs`).
+//! the MSHRs and their index) is its own struct, [`L1d`], held by the LD/ST unit; the NoC
+//! requests it sends go through the LD/ST unit's ports (`ldst.rs`).
 
-use super::cache::{Evicted, PENDING};
+use std::collections::VecDeque;
+
+use super::cache::{Evicted, SectorCache, PENDING};
 use super::coalesce::Geometry;
 use super::coalesce::LineAccess;
 use super::ldst::InstWait;
+use super::mshr_index::MshrIndex;
+use super::port::BwPort;
 use super::{popcount, Ctx, LdStUnit, Net, Space};
 use crate::config::{config_enum, section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
@@ -151,6 +155,39 @@ unit_counters! {
     }
 }
 
+/// The L1D of one SM: its sectored cache, its tag/data stage, its MSHRs and the misses
+/// waiting for one. Its behaviour is the `impl LdStUnit` below: a lookup also takes the
+/// LD/ST unit's NoC ports and counters.
+pub(super) struct L1d {
+    pub(super) cache: SectorCache,
+    /// The tag/data stage: one line per core cycle.
+    pub(super) port: BwPort,
+    pub(super) mshrs: Vec<Mshr>,
+    /// By MSHR: the tokens of the warp instructions that wait for it after the first, one
+    /// entry per wait (valid while its [`Mshr::more`] is set).
+    pub(super) more_waiters: Vec<Vec<u32>>,
+    pub(super) free_mshrs: Vec<u32>,
+    pub(super) busy_mshrs: u32,
+    /// The MSHR of each line with a load in flight that fills the L1.
+    pub(super) by_line: MshrIndex,
+    pub(super) waiting: VecDeque<Miss>,
+}
+
+impl L1d {
+    pub(super) fn new(p: &L1dParams) -> L1d {
+        L1d {
+            cache: SectorCache::new(p.sets, p.assoc, p.geom.sectors_per_line()),
+            port: BwPort::new(p.geom.line_bytes, p.clock_hz),
+            mshrs: Vec::new(),
+            more_waiters: Vec::new(),
+            free_mshrs: Vec::new(),
+            busy_mshrs: 0,
+            by_line: MshrIndex::new(p.mshrs),
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
 /// What a miss asks of L2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
@@ -222,7 +259,7 @@ impl LdStUnit {
     /// written to L2 (for the kernel that ends here).
     pub fn new_kernel(&mut self, now: Picos, ctx: Ctx, net: &mut dyn Net) {
         let ended = self.ctx;
-        for ev in self.l1.invalidate_all() {
+        for ev in self.l1d.cache.invalidate_all() {
             self.l1_writeback(now, now, ev, ended, net);
         }
         self.ctx = ctx;
@@ -268,18 +305,18 @@ impl LdStUnit {
         w.ready = w.ready.max(hit_at);
         let mut missing = la.sectors;
         let mut refetch = 0;
-        let way = self.l1.find(set, la.line_addr);
+        let way = self.l1d.cache.find(set, la.line_addr);
         if let Some(i) = way {
-            self.l1.touch(set, i);
-            let present = la.sectors & self.l1.valid(i);
+            self.l1d.cache.touch(set, i);
+            let present = la.sectors & self.l1d.cache.valid(i);
             missing &= !present;
-            let pending = present & self.l1.pending_mask(i);
+            let pending = present & self.l1d.cache.pending_mask(i);
             let n_pending = popcount(pending);
             self.stats.l1d.misses += n_pending;
             self.stats.l1d.pending_hits += n_pending;
             let mut m = present & !pending;
             while m != 0 {
-                let r = self.l1.ready(i, m.trailing_zeros());
+                let r = self.l1d.cache.ready(i, m.trailing_zeros());
                 m &= m - 1;
                 if r <= hit_at {
                     self.stats.l1d.hits += 1;
@@ -291,7 +328,7 @@ impl LdStUnit {
                 }
             }
             if pending != 0 {
-                match self.by_line.get(la.line_addr, &self.mshrs) {
+                match self.l1d.by_line.get(la.line_addr, &self.l1d.mshrs) {
                     Some(m) => {
                         self.add_waiter(m, token);
                         w.outstanding += 1;
@@ -321,12 +358,12 @@ impl LdStUnit {
 
     /// Instruction `token` waits for MSHR `m` too.
     pub(super) fn add_waiter(&mut self, m: u32, token: u32) {
-        let x = &mut self.mshrs[m as usize];
+        let x = &mut self.l1d.mshrs[m as usize];
         if !x.more {
             x.more = true;
-            self.more_waiters[m as usize].clear();
+            self.l1d.more_waiters[m as usize].clear();
         }
-        self.more_waiters[m as usize].push(token);
+        self.l1d.more_waiters[m as usize].push(token);
     }
 
     /// Asks L2 for `miss` at `t`: merged into the MSHR of its line when a load of that
@@ -348,37 +385,37 @@ impl LdStUnit {
     ) {
         let merge = miss.op == Op::Read && miss.fill_l1;
         if merge {
-            if let Some(m) = self.by_line.get(miss.line, &self.mshrs) {
+            if let Some(m) = self.l1d.by_line.get(miss.line, &self.l1d.mshrs) {
                 self.add_waiter(m, miss.token);
-                let x = &mut self.mshrs[m as usize];
+                let x = &mut self.l1d.mshrs[m as usize];
                 let new = miss.sectors & !x.sectors;
                 x.sectors |= new;
                 let w = self.l1_mark_pending(now, t, &miss, way, net);
-                self.mshrs[m as usize].l1_way = w as u32;
+                self.l1d.mshrs[m as usize].l1_way = w as u32;
                 if new != 0 {
                     self.stats.l1d.miss_requests += 1;
                     let k = self.send_requests(now, t, miss.line, new, Op::Read, m, miss.ctx, net);
-                    self.mshrs[m as usize].replies += k;
+                    self.l1d.mshrs[m as usize].replies += k;
                 }
                 return;
             }
         }
-        if self.busy_mshrs >= self.params.l1d.mshrs {
+        if self.l1d.busy_mshrs >= self.params.l1d.mshrs {
             self.stats.l1d.mshr_waits += 1;
-            self.waiting.push_back(miss);
+            self.l1d.waiting.push_back(miss);
             return;
         }
-        let m = match self.free_mshrs.pop() {
+        let m = match self.l1d.free_mshrs.pop() {
             Some(m) => m,
             None => {
-                self.mshrs.push(Mshr::default());
-                self.more_waiters.push(Vec::new());
-                (self.mshrs.len() - 1) as u32
+                self.l1d.mshrs.push(Mshr::default());
+                self.l1d.more_waiters.push(Vec::new());
+                (self.l1d.mshrs.len() - 1) as u32
             }
         };
-        self.busy_mshrs += 1;
+        self.l1d.busy_mshrs += 1;
         {
-            let x = &mut self.mshrs[m as usize];
+            let x = &mut self.l1d.mshrs[m as usize];
             x.line = miss.line;
             x.sectors = miss.sectors;
             x.fill_l1 = merge;
@@ -388,13 +425,13 @@ impl LdStUnit {
             x.more = false;
         }
         if merge {
-            self.by_line.insert(miss.line, m, &mut self.mshrs);
+            self.l1d.by_line.insert(miss.line, m, &mut self.l1d.mshrs);
             let w = self.l1_mark_pending(now, t, &miss, way, net);
-            self.mshrs[m as usize].l1_way = w as u32;
+            self.l1d.mshrs[m as usize].l1_way = w as u32;
         }
         self.stats.l1d.miss_requests += 1;
         let k = self.send_requests(now, t, miss.line, miss.sectors, miss.op, m, miss.ctx, net);
-        self.mshrs[m as usize].replies = k;
+        self.l1d.mshrs[m as usize].replies = k;
     }
 
     /// Allocates the sectors of `miss`'s line as pending (their fill is in flight); returns
@@ -412,17 +449,17 @@ impl LdStUnit {
         let set = self.params.l1d.geom.line_index(line);
         let (i, ev) = match way {
             Some(Some(i)) => {
-                self.l1.touch(set, i);
+                self.l1d.cache.touch(set, i);
                 (i, None)
             }
-            Some(None) => self.l1.allocate(set, line),
-            None => self.l1.find_or_allocate(set, line),
+            Some(None) => self.l1d.cache.allocate(set, line),
+            None => self.l1d.cache.find_or_allocate(set, line),
         };
         if let Some(ev) = ev {
             self.l1_writeback(now, t, ev, miss.ctx, net);
         }
-        let p = sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
-        self.l1.fill(i, p, PENDING);
+        let p = sectors & !(self.l1d.cache.valid(i) & !self.l1d.cache.pending_mask(i));
+        self.l1d.cache.fill(i, p, PENDING);
         i
     }
 
@@ -459,9 +496,9 @@ impl LdStUnit {
         self.stats.l1d.accesses += n;
         let set = self.params.l1d.geom.line_index(la.line_addr);
         // Nothing below changes the L1 before the way found here is used.
-        let way = self.l1.find(set, la.line_addr);
+        let way = self.l1d.cache.find(set, la.line_addr);
         let present = match way {
-            Some(i) => self.l1.valid(i) & la.sectors,
+            Some(i) => self.l1d.cache.valid(i) & la.sectors,
             None => 0,
         };
         self.stats.l1d.hits += popcount(present);
@@ -473,21 +510,21 @@ impl LdStUnit {
             WritePolicy::WriteThrough | WritePolicy::WriteEvict => false,
         };
         if write_back {
-            let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
+            let (i, ev) = self.l1d.cache.touch_or_allocate(set, la.line_addr, way);
             if let Some(ev) = ev {
                 self.l1_writeback(now, t, ev, self.ctx, net);
             }
             // The store's bytes are in L1 from `hit_at` on (a fill in flight of the same
             // sectors brings older data: the store's win).
-            let new = la.sectors & !(self.l1.valid(i) & !self.l1.pending_mask(i));
-            self.l1.fill(i, new, hit_at);
-            self.l1.mark_dirty(i, la.sectors);
+            let new = la.sectors & !(self.l1d.cache.valid(i) & !self.l1d.cache.pending_mask(i));
+            self.l1d.cache.fill(i, new, hit_at);
+            self.l1d.cache.mark_dirty(i, la.sectors);
             return hit_at;
         }
         let missing = la.sectors & !present;
         if self.params.l1d.write_policy == WritePolicy::WriteEvict {
             if let Some(i) = way {
-                self.l1.invalidate_sectors(i, la.sectors);
+                self.l1d.cache.invalidate_sectors(i, la.sectors);
             }
         } else if missing != 0 {
             let alloc = match self.params.l1d.write_allocate {
@@ -498,14 +535,14 @@ impl LdStUnit {
                 }
             };
             if alloc != 0 {
-                let (i, ev) = self.l1.touch_or_allocate(set, la.line_addr, way);
+                let (i, ev) = self.l1d.cache.touch_or_allocate(set, la.line_addr, way);
                 if let Some(ev) = ev {
                     self.l1_writeback(now, t, ev, self.ctx, net);
                 }
-                self.l1.fill(i, alloc, hit_at);
+                self.l1d.cache.fill(i, alloc, hit_at);
             }
         } else if let Some(i) = way {
-            self.l1.touch(set, i);
+            self.l1d.cache.touch(set, i);
         }
         self.send_write(now, t, la.line_addr, la.sectors, self.ctx, net)
             .max(hit_at)

@@ -4,16 +4,13 @@
 //! NoC ports, the replies in and the instructions they complete (the model is in the
 //! module documentation of [`crate::mem`]).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::address_map::AddressMap;
-use super::cache::SectorCache;
 use super::coalesce::Geometry;
 use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
 use super::l1d::L1dParams;
-use super::l1d::{Miss, Mshr, Op, NO_WAY};
-use super::mshr_index::MshrIndex;
+use super::l1d::{L1d, Miss, Op, NO_WAY};
 use super::noc::NocParams;
 use super::port::BwPort;
 use super::shared_mem::SharedMemParams;
@@ -98,22 +95,12 @@ pub struct LdStUnit {
     pub(super) map: Arc<AddressMap>,
     /// Its unit id.
     pub(super) unit: u32,
-    pub(super) l1: SectorCache,
-    /// The L1 tag/data stage: one line per core cycle.
-    pub(super) l1_port: BwPort,
+    /// Its L1D: cache, tag/data stage, MSHRs.
+    pub(super) l1d: L1d,
     /// The shared-memory banks: `banks * bank_bytes` per core cycle.
     pub(super) shared_port: BwPort,
     pub(super) noc_out: BwPort,
     pub(super) noc_in: BwPort,
-    pub(super) mshrs: Vec<Mshr>,
-    /// By MSHR: the tokens of the warp instructions that wait for it after the first, one
-    /// entry per wait (valid while its [`Mshr::more`] is set).
-    pub(super) more_waiters: Vec<Vec<u32>>,
-    pub(super) free_mshrs: Vec<u32>,
-    pub(super) busy_mshrs: u32,
-    /// The MSHR of each line with a load in flight that fills the L1.
-    pub(super) by_line: MshrIndex,
-    pub(super) waiting: VecDeque<Miss>,
     /// By token: the instructions with replies outstanding.
     pub(super) insts: Vec<InstWait>,
     pub(super) lines: Vec<LineAccess>,
@@ -146,17 +133,10 @@ impl LdStUnit {
         let (l1, sh) = (&params.l1d, &params.shared);
         LdStUnit {
             unit: map.ids.sm(sm),
-            l1: SectorCache::new(l1.sets, l1.assoc, l1.geom.sectors_per_line()),
-            l1_port: BwPort::new(l1.geom.line_bytes, l1.clock_hz),
+            l1d: L1d::new(l1),
             shared_port: BwPort::new(sh.banks as u64 * sh.bank_bytes as u64, sh.clock_hz),
             noc_out: params.noc.port(),
             noc_in: params.noc.port(),
-            mshrs: Vec::new(),
-            more_waiters: Vec::new(),
-            free_mshrs: Vec::new(),
-            busy_mshrs: 0,
-            by_line: MshrIndex::new(l1.mshrs),
-            waiting: VecDeque::new(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
@@ -240,7 +220,7 @@ impl LdStUnit {
 
     /// MSHRs in use and misses waiting for one (nothing in flight when both are 0).
     pub fn in_flight(&self) -> (u32, usize) {
-        (self.busy_mshrs, self.waiting.len())
+        (self.l1d.busy_mshrs, self.l1d.waiting.len())
     }
 
     /// The warp instruction `req` (its results named `token`, unique among the SM's
@@ -340,7 +320,7 @@ impl LdStUnit {
             self.prefetch_lines(&lines);
         }
         for la in &lines {
-            let t = self.l1_port.reserve(now, now, geom.line_bytes);
+            let t = self.l1d.port.reserve(now, now, geom.line_bytes);
             match access {
                 Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
                 Access::Store => {
@@ -354,8 +334,8 @@ impl LdStUnit {
                         .filter(|&&(_, a)| geom.line_index(a) == set)
                         .count() as u32;
                     // Atomics bypass L1: its copy of their sectors is dropped.
-                    if let Some(i) = self.l1.find(set, la.line_addr) {
-                        self.l1.invalidate_sectors(i, la.sectors);
+                    if let Some(i) = self.l1d.cache.find(set, la.line_addr) {
+                        self.l1d.cache.invalidate_sectors(i, la.sectors);
                     }
                     w.outstanding += 1;
                     let miss = Miss {
@@ -399,13 +379,13 @@ impl LdStUnit {
             tag,
         };
         let m = tag as usize;
-        if self.mshrs.get(m).is_none_or(|x| x.replies == 0) {
+        if self.l1d.mshrs.get(m).is_none_or(|x| x.replies == 0) {
             return Err(bad);
         }
         let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
         let ti = self.noc_in.reserve(now, now, bytes);
         let hit_ps = self.params.l1d.hit_ps;
-        let x = &mut self.mshrs[m];
+        let x = &mut self.l1d.mshrs[m];
         x.ready = x.ready.max(ti + hit_ps);
         x.replies -= 1;
         if x.replies > 0 {
@@ -414,35 +394,35 @@ impl LdStUnit {
         let ready = x.ready;
         let line = x.line;
         if x.fill_l1 {
-            self.by_line.remove(line, tag, &mut self.mshrs);
+            self.l1d.by_line.remove(line, tag, &mut self.l1d.mshrs);
             let set = self.params.l1d.geom.line_index(line);
-            let hint = self.mshrs[m].l1_way;
-            let way = if hint != NO_WAY && self.l1.tag(hint as usize) == line {
+            let hint = self.l1d.mshrs[m].l1_way;
+            let way = if hint != NO_WAY && self.l1d.cache.tag(hint as usize) == line {
                 Some(hint as usize)
             } else {
-                self.l1.find(set, line)
+                self.l1d.cache.find(set, line)
             };
             if let Some(i) = way {
-                let p = self.l1.pending_mask(i) & self.mshrs[m].sectors;
-                self.l1.fill(i, p, ready);
+                let p = self.l1d.cache.pending_mask(i) & self.l1d.mshrs[m].sectors;
+                self.l1d.cache.fill(i, p, ready);
             }
         }
-        let first = self.mshrs[m].waiter;
+        let first = self.l1d.mshrs[m].waiter;
         self.wake(first, ready, done);
-        if self.mshrs[m].more {
-            self.mshrs[m].more = false;
-            let mut more = std::mem::take(&mut self.more_waiters[m]);
+        if self.l1d.mshrs[m].more {
+            self.l1d.mshrs[m].more = false;
+            let mut more = std::mem::take(&mut self.l1d.more_waiters[m]);
             for &token in &more {
                 self.wake(token, ready, done);
             }
             more.clear();
-            self.more_waiters[m] = more;
+            self.l1d.more_waiters[m] = more;
         }
-        self.free_mshrs.push(tag);
-        self.busy_mshrs -= 1;
+        self.l1d.free_mshrs.push(tag);
+        self.l1d.busy_mshrs -= 1;
         // Misses waiting for an MSHR leave when the fill frees one.
-        while self.busy_mshrs < self.params.l1d.mshrs {
-            let Some(miss) = self.waiting.pop_front() else {
+        while self.l1d.busy_mshrs < self.params.l1d.mshrs {
+            let Some(miss) = self.l1d.waiting.pop_front() else {
                 break;
             };
             self.start_miss(now, ti, miss, net);

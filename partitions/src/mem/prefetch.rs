@@ -86,8 +86,8 @@ impl LdStUnit {
     pub(super) fn prefetch_lines(&self, lines: &[LineAccess]) {
         let geom = self.params.l1d.geom;
         for la in lines {
-            self.l1.prefetch(geom.line_index(la.line_addr));
-            self.by_line.prefetch(la.line_addr);
+            self.l1d.cache.prefetch(geom.line_index(la.line_addr));
+            self.l1d.by_line.prefetch(la.line_addr);
         }
     }
 
@@ -95,9 +95,9 @@ impl LdStUnit {
     /// a reply naming MSHR `tag` for `line`: the MSHR and its index bucket (called for the
     /// replies a visit is about to take; results are unchanged).
     pub fn prefetch_reply(&self, tag: u32, line: u64) {
-        if let Some(m) = self.mshrs.get(tag as usize) {
+        if let Some(m) = self.l1d.mshrs.get(tag as usize) {
             prefetch(m);
         }
-        self.by_line.prefetch(line);
+        self.l1d.by_line.prefetch(line);
     }
 }
