@@ -39,6 +39,7 @@
 //! ```
 
 pub mod codec;
+mod columns;
 pub mod error;
 pub mod format;
 pub mod opcode;
