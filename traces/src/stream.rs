@@ -11,6 +11,7 @@
 //! an error when the CTA is made, never while it runs. A [`WarpCursor`] then decodes one
 //! warp a few instructions at a time into its own small buffer.
 
+use crate::bounds::{AccessBounds, AccessFault, Outside};
 use crate::codec::{
     read_cta_header, AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor,
     DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
@@ -49,6 +50,8 @@ struct WarpHead {
     head_op_index: (usize, usize),
     /// Its entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none).
     tmpl: u32,
+    /// Bit `i`: its head instruction `i` has memory (for [`WarpCursor::start`]'s check).
+    mem_head: u32,
 }
 
 /// [`WarpHead::tmpl`] of a warp without a [`Template`].
@@ -178,6 +181,7 @@ struct Twin<'r> {
     /// Its range of the CTA's head, and its highest slot (`None` without instructions).
     head: (usize, usize),
     top: Option<u32>,
+    mem_head: u32,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -203,6 +207,8 @@ pub struct CtaStream {
     tmpls: Vec<Arc<Template>>,
     insts: u64,
     max_slot: Option<u32>,
+    /// Where its accesses may go, checked as its warps are decoded (`None`: unchecked).
+    bounds: Option<Arc<AccessBounds>>,
 }
 
 impl CtaStream {
@@ -315,6 +321,7 @@ impl CtaStream {
                     head_ops: (ho, ho),
                     head_op_index: (hi, hi),
                     tmpl: NO_TEMPLATE,
+                    mem_head: t.mem_head,
                 });
                 continue;
             }
@@ -571,6 +578,7 @@ impl CtaStream {
                 head_ops: (ho0, head_ops.len()),
                 head_op_index: (hi0, head_op_index.len()),
                 tmpl,
+                mem_head,
             });
             twin = (v2 && n == k && !has_ops && all_stride).then(|| Twin {
                 body: &rec[at..end],
@@ -580,6 +588,7 @@ impl CtaStream {
                 mask: m,
                 head: (h0, head.len()),
                 top: (n > 0).then_some(top as u32),
+                mem_head,
             });
         }
         if !c.is_empty() {
@@ -600,6 +609,7 @@ impl CtaStream {
             tmpls,
             insts: total,
             max_slot,
+            bounds: None,
         })
     }
 
@@ -645,6 +655,13 @@ impl CtaStream {
 
     pub fn id(&self) -> [u32; 3] {
         self.id
+    }
+
+    /// Makes its cursors refuse an access that breaks `bounds` (the kernel's: see
+    /// [`AccessBounds`]) as they decode it: [`WarpCursor::start`] and
+    /// [`WarpCursor::advance`] then fail and [`WarpCursor::fault`] says where.
+    pub fn set_bounds(&mut self, bounds: Option<Arc<AccessBounds>>) {
+        self.bounds = bounds;
     }
 
     pub fn cluster(&self) -> Option<ClusterInfo> {
@@ -779,7 +796,19 @@ pub struct WarpCursor {
     /// it of the next instruction to decode.
     tmpl: u32,
     tmpl_pos: usize,
+    /// The warp's id, for [`WarpCursor::fault`].
+    warp_id: u32,
+    /// Per static slot modulo [`HINTS`], the allocation that held its last checked
+    /// access (see [`AccessBounds::check`]): an instruction mostly accesses one array.
+    hints: [usize; HINTS],
+    fault: Option<AccessFault>,
 }
+
+/// Entries of [`WarpCursor::hints`].
+const HINTS: usize = 8;
+
+/// The error of a cursor whose warp accesses outside its kernel's bounds.
+const OUTSIDE: CodecError = CodecError("an access outside every allocation");
 
 impl WarpCursor {
     /// An idle cursor; `with_operands` decodes atomic operands too (the timing model does
@@ -841,10 +870,54 @@ impl WarpCursor {
         self.last = usize::MAX;
         self.tmpl = h.tmpl;
         self.tmpl_pos = 0;
+        self.warp_id = h.warp_id;
+        self.fault = None;
+        if let Some(b) = cta.bounds.as_deref() {
+            self.check_bounds(b, h.mem_head)?;
+        }
         if self.insts.is_empty() && self.left > 0 {
             return self.fill(cta);
         }
         Ok(())
+    }
+
+    /// Where its warp accessed outside its kernel's bounds, when [`WarpCursor::start`] or
+    /// [`WarpCursor::advance`] failed for that reason.
+    pub fn fault(&self) -> Option<&AccessFault> {
+        self.fault.as_ref()
+    }
+
+    /// Checks the buffered instructions whose bit is set in `mem` against the kernel's
+    /// bounds. Out of line: once per buffer, and kept out of the decoding loops.
+    #[inline(never)]
+    fn check_bounds(&mut self, b: &AccessBounds, mut mem: u32) -> CResult<()> {
+        let list = self.addrs.as_slice();
+        while mem != 0 {
+            let i = mem.trailing_zeros() as usize;
+            mem &= mem - 1;
+            let Some(inst) = self.insts.get(i) else {
+                break;
+            };
+            let hint = &mut self.hints[inst.slot as usize % HINTS];
+            if let Some(lane) = b.check(inst, list, hint) {
+                let inst = *inst;
+                return Err(self.outside(&inst, lane));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an access of `inst` outside the bounds; its error.
+    #[cold]
+    #[inline(never)]
+    fn outside(&mut self, inst: &WarpInst, lane: Outside) -> CodecError {
+        self.fault = Some(AccessFault {
+            warp_id: self.warp_id,
+            pc: inst.pc,
+            slot: inst.slot,
+            lane,
+        });
+        OUTSIDE
     }
 
     /// The instruction at the cursor (`None` at the end of the warp). Its
@@ -1007,6 +1080,7 @@ impl WarpCursor {
         }
         self.insts = insts;
         let mut ac = col(self.addr_pos, self.addr_end)?;
+        let with_mem = mem;
         while mem != 0 {
             let i = mem.trailing_zeros() as usize;
             mem &= mem - 1;
@@ -1022,6 +1096,9 @@ impl WarpCursor {
             };
             (inst.addr_mode, inst.addrs) =
                 decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
+        }
+        if let Some(b) = cta.bounds.as_deref() {
+            self.check_bounds(b, with_mem)?;
         }
         self.addr_pos += ac.pos();
         if self.with_operands && self.op_pos < self.op_end {
