@@ -449,6 +449,41 @@ fn seeds_pass() {
     assert_eq!(harness::run(&env, &[3, 12, 0, 0, 0]), RunOutcome::Ran);
 }
 
+/// `tessera run` on the trace of tests/data/fuzz/run-semantic/access-outside-allocations (a
+/// recorded vectorAdd whose first allocation was edited to start past the kernel's loads)
+/// refuses it as `verify` does, naming the kernel, CTA, warp, instruction and address.
+#[test]
+fn run_refuses_an_access_outside_every_allocation() {
+    let env = new_env();
+    let data =
+        std::fs::read(repo().join("tests/data/fuzz/run-semantic/access-outside-allocations"))
+            .unwrap();
+    let (&mode, edits) = data.split_first().unwrap();
+    let bad = harness::flipped_seed(&env, mode % 4, edits).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tst = dir.path().join("bad.tst");
+    std::fs::write(&tst, bad).unwrap();
+    let verified = tessera_traces::verify(&TraceFile::open(&tst).unwrap())
+        .unwrap_err()
+        .to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("run")
+        .arg("--config")
+        .arg(repo().join("configs/gtx480.yaml"))
+        .arg("--trace")
+        .arg(&tst)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the run succeeded: {err}");
+    // The same words as `verify`'s (which names the CTA verify met first, so only the
+    // fault is compared).
+    let fault = "LDG.E at pc 0x70 accesses 4 bytes at 0x7f0000000000, outside every allocation";
+    assert!(verified.contains(fault), "verify says: {verified}");
+    assert!(err.contains(fault), "the run says: {err}");
+    assert!(err.contains("kernel 0 (") && err.contains("warp "), "{err}");
+}
+
 /// The inputs the fuzzers found (tests/data/fuzz/<target>/<file>; README.md there says
 /// what each one broke), replayed; every one that still fails is listed.
 #[test]

@@ -592,28 +592,9 @@ pub fn run(env: &Env, data: &[u8]) -> RunOutcome {
     let mode = mode % 4;
     match mode {
         0..=2 => {
-            let mut b = env.seed_tst.clone();
-            let (lo, hi) = if mode == 2 {
-                let (off, len) = footer(&b).expect("seed footer");
-                (off, off + len)
-            } else if mode == 1 {
-                let spans = env.seed_chunk_spans();
-                (spans[0].0, spans[spans.len() - 1].1)
-            } else {
-                (0, b.len())
-            };
-            let mut any = false;
-            for e in edits.chunks_exact(3) {
-                let at = lo + u16::from_le_bytes([e[0], e[1]]) as usize % (hi - lo);
-                b[at] ^= e[2];
-                any |= e[2] != 0;
-            }
-            if !any {
+            let Some(b) = flipped_seed(env, mode, edits) else {
                 return RunOutcome::Skipped;
-            }
-            if mode == 2 {
-                fix_index_crc(&mut b);
-            }
+            };
             let changed_chunks = env
                 .seed_chunk_spans()
                 .iter()
@@ -642,6 +623,38 @@ pub fn run(env: &Env, data: &[u8]) -> RunOutcome {
             run_file(env, &p)
         }
     }
+}
+
+/// The seed with the bytes of `edits` flipped, as the `run` target's modes 0 to 2 make its
+/// trace: anywhere (0), inside the chunks (1), inside the index with its checksum fixed
+/// (2). `None` when no byte changes or for another mode.
+pub fn flipped_seed(env: &Env, mode: u8, edits: &[u8]) -> Option<Vec<u8>> {
+    let mut b = env.seed_tst.clone();
+    let (lo, hi) = match mode {
+        2 => {
+            let (off, len) = footer(&b).expect("seed footer");
+            (off, off + len)
+        }
+        1 => {
+            let spans = env.seed_chunk_spans();
+            (spans[0].0, spans[spans.len() - 1].1)
+        }
+        0 => (0, b.len()),
+        _ => return None,
+    };
+    let mut any = false;
+    for e in edits.chunks_exact(3) {
+        let at = lo + u16::from_le_bytes([e[0], e[1]]) as usize % (hi - lo);
+        b[at] ^= e[2];
+        any |= e[2] != 0;
+    }
+    if !any {
+        return None;
+    }
+    if mode == 2 {
+        fix_index_crc(&mut b);
+    }
+    Some(b)
 }
 
 /// Opens `p`, verifies it and runs it as `tessera run` does; checks that the run refuses

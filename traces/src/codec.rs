@@ -23,6 +23,9 @@
 //! 1 is base + stride over the active lanes, 2 is base + signed deltas from the previous
 //! active lane. The mode is kept so that export reproduces the original line.
 
+use crate::columns::{
+    decode_addrs, one_byte_entries, read_operands, slot_check, MaskWalk, SlotWalk, WarpColumns,
+};
 use crate::opcode::OpClass;
 use std::ops::Range;
 
@@ -72,7 +75,7 @@ pub(crate) static UNZIGZAG_BYTE: [u64; 256] = {
 };
 
 /// The high bit of each byte of a word: a word of one-byte varints has none set.
-const HIGH: u64 = 0x8080_8080_8080_8080;
+pub(crate) const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// A read cursor over a byte slice.
 #[derive(Clone, Copy)]
@@ -218,7 +221,7 @@ impl<'a> Cursor<'a> {
 
     /// The next `N` bytes, if there are as many (not consumed).
     #[inline(always)]
-    fn words<const N: usize>(&self) -> Option<&'a [u8; N]> {
+    pub(crate) fn words<const N: usize>(&self) -> Option<&'a [u8; N]> {
         self.buf.get(self.pos..)?.first_chunk::<N>()
     }
 
@@ -251,6 +254,18 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn bytes(&self) -> &'a [u8] {
         self.buf
+    }
+
+    /// The unread bytes, not consuming them.
+    #[inline(always)]
+    pub(crate) fn unread(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or(&[])
+    }
+
+    /// Consumes `k` bytes (at most those unread: see [`Cursor::unread`]).
+    #[inline(always)]
+    pub(crate) fn consume(&mut self, k: usize) {
+        self.pos += k;
     }
 
     /// Bytes not yet read.
@@ -919,98 +934,50 @@ fn decode_warps(
     last_base: &mut [BaseState],
     out: &mut DecodedCta,
 ) -> CResult<()> {
-    let has_operand_col = version >= 2;
-    let dod = version >= 2;
+    let v2 = version >= 2;
     for _ in 0..n_warps {
         let warp_id = c.u32()?;
-        let n = c.varint()? as usize;
-        let slot_len = c.varint()? as usize;
-        let mask_len = c.varint()? as usize;
-        let addr_len = c.varint()? as usize;
-        let operand_len = if has_operand_col {
-            c.varint()? as usize
-        } else {
-            0
-        };
-        let mut sc = c.take(slot_len)?;
-        let mut mc = c.take(mask_len)?;
-        let mut ac = c.take(addr_len)?;
-        let mut oc = c.take(operand_len)?;
-        if n > slot_len {
-            return Err(CodecError(
-                "instruction count larger than the static column",
-            ));
-        }
+        let mut cols = WarpColumns::read(c, v2)?;
+        let n = cols.n;
         let start = out.insts.len();
         // Column by column: each loop keeps few values live, which is what makes decoding
         // fast (one pass over all columns at once spills registers on x86-64).
         out.insts.reserve(n);
-        let mut prev_slot: i64 = -1;
-        let mut push = |slot: i64| -> CResult<()> {
-            // A negative index wraps to a huge usize: `get` rejects both.
-            let info = slots
-                .get(slot as usize)
-                .ok_or(CodecError("static instruction index out of range"))?;
-            out.insts.push(info.inst(slot as u32));
-            Ok(())
-        };
-        if sc.remaining() == n {
-            // Every entry is one byte (straight-line code and short jumps): no varint
-            // continuation to follow.
-            // Branch-light: out-of-range entries are flagged, not returned from, so the
-            // loop is a plain `extend` with one capacity check.
-            let bytes = sc.rest();
-            if bytes.iter().any(|&b| b >= 0x80) {
-                return Err(CodecError("static column entry longer than its column"));
-            }
-            let n_slots = slots.len();
+        let mut walk = SlotWalk::START;
+        if let Some(bytes) = one_byte_entries(&cols.slots, n) {
+            cols.slots.consume(n);
             let mut bad = false;
-            let fallback = SlotInfo {
-                pc: 0,
-                class: OpClass::Other,
-                has_mem: false,
-                operands: 0,
-            };
-            out.insts.extend(bytes.iter().map(|&b| {
-                prev_slot += 1 + unzigzag(b as u64);
-                let s = prev_slot as usize;
-                bad |= s >= n_slots;
-                slots.get(s).unwrap_or(&fallback).inst(prev_slot as u32)
-            }));
-            if bad {
-                return Err(CodecError("static instruction index out of range"));
-            }
+            out.insts.extend(
+                walk.bytes(bytes, slots, &mut bad)
+                    .map(|(slot, info)| info.inst(slot)),
+            );
+            slot_check(bad)?;
         } else {
             for _ in 0..n {
-                prev_slot += 1 + unzigzag(sc.varint()?);
-                push(prev_slot)?;
+                let (slot, info) = walk.next(&mut cols.slots, slots)?;
+                out.insts.push(info.inst(slot));
             }
         }
-        let mut mask = u32::MAX;
-        if mc.remaining() == n {
-            // Every mask equals the previous one or flips only low lanes.
-            for (inst, &b) in out.insts[start..].iter_mut().zip(mc.rest()) {
-                if b >= 0x80 {
-                    return Err(CodecError("mask column entry longer than its column"));
-                }
-                mask = apply_mask_code(mask, b as u64, version >= 2)?;
-                inst.mask = mask;
+        let mut masks = MaskWalk::new(u32::MAX, v2);
+        if let Some(bytes) = one_byte_entries(&cols.masks, n) {
+            cols.masks.consume(n);
+            for (inst, &b) in out.insts[start..].iter_mut().zip(bytes) {
+                inst.mask = masks.byte(b);
             }
         } else {
             for inst in &mut out.insts[start..] {
-                mask = apply_mask_code(mask, mc.varint()?, version >= 2)?;
-                inst.mask = mask;
+                inst.mask = masks.next(&mut cols.masks)?;
             }
         }
-        if !ac.is_empty() {
+        if !cols.addrs.is_empty() {
             for inst in &mut out.insts[start..] {
                 // In range: checked by the first loop.
                 if slots[inst.slot as usize].has_mem {
                     (inst.addr_mode, inst.addrs) = decode_addrs(
-                        &mut ac,
+                        &mut cols.addrs,
                         &mut last_base[inst.slot as usize],
                         inst.mask,
-                        dod,
+                        v2,
                         &mut out.addrs,
                     )?;
                 }
@@ -1021,25 +988,18 @@ fn decode_warps(
         {
             return Err(CodecError("memory instruction without its addresses"));
         }
-        if !oc.is_empty() {
-            for i in start..out.insts.len() {
-                let inst = &out.insts[i];
-                let per_lane = slots[inst.slot as usize].operands as u32;
-                if per_lane == 0 || inst.mask == 0 {
-                    continue;
-                }
-                out.operand_index
-                    .push((i as u32, out.operands.len() as u32));
-                for _ in 0..per_lane * inst.mask.count_ones() {
-                    out.operands.push(unzigzag(oc.varint()?) as u64);
-                }
-            }
+        if !cols.operands.is_empty() {
+            read_operands(
+                &mut cols.operands,
+                &out.insts[start..],
+                slots,
+                start as u32,
+                0,
+                &mut out.operands,
+                &mut out.operand_index,
+            )?;
         }
-        if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
-            return Err(CodecError(
-                "column has bytes left after the warp's last instruction",
-            ));
-        }
+        cols.finish()?;
         out.warps.push(DecodedWarp {
             warp_id,
             insts: start..out.insts.len(),
@@ -1048,228 +1008,10 @@ fn decode_warps(
     Ok(())
 }
 
-/// Slots past a list's end that [`decode_addrs`] may write (and leave as garbage): a step
-/// decodes sixteen one-byte deltas whether or not all sixteen are one byte, and keeps
-/// those that are.
-const PAD: usize = 16;
-
-/// Where [`decode_addrs`] writes a list's addresses.
-pub(crate) trait AddrSink {
-    /// Room for `n` more addresses and [`PAD`] slots after them: their start index and
-    /// the slots.
-    fn grow(&mut self, n: usize) -> (u32, &mut [u64]);
-    /// Ends the list that [`AddrSink::grow`] made room for (`n` addresses).
-    fn commit(&mut self, start: u32, n: usize);
-}
-
-impl AddrSink for Vec<u64> {
-    #[inline]
-    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
-        let s = self.len();
-        self.resize(s + n + PAD, 0);
-        (s as u32, &mut self[s..])
-    }
-
-    #[inline]
-    fn commit(&mut self, start: u32, n: usize) {
-        self.truncate(start as usize + n);
-    }
-}
-
-/// Addresses decoded in place: `v[..len]` are the addresses; `v` keeps its length from one
-/// use to the next (a cursor's buffer), so that a list neither fills nor checks capacity
-/// per address.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct AddrBuf {
-    v: Vec<u64>,
-    len: usize,
-}
-
-impl AddrBuf {
-    #[inline]
-    pub(crate) fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    pub(crate) fn as_slice(&self) -> &[u64] {
-        self.v.get(..self.len).unwrap_or(&[])
-    }
-
-    /// Replaces the addresses with `a`.
-    pub(crate) fn set(&mut self, a: &[u64]) {
-        self.len = 0;
-        if a.is_empty() {
-            // No room made: a cursor without list addresses allocates none.
-            return;
-        }
-        let (s, out) = self.grow(a.len());
-        out[..a.len()].copy_from_slice(a);
-        self.commit(s, a.len());
-    }
-
-    /// The addresses alone, as a vector.
-    pub(crate) fn into_vec(mut self) -> Vec<u64> {
-        self.v.truncate(self.len);
-        self.v
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow_slow(&mut self, e: usize) {
-        self.v.resize(e.max(2 * self.v.len()), 0);
-    }
-}
-
-impl AddrSink for AddrBuf {
-    #[inline]
-    fn grow(&mut self, n: usize) -> (u32, &mut [u64]) {
-        let s = self.len;
-        let e = s + n + PAD;
-        if self.v.len() < e {
-            self.grow_slow(e);
-        }
-        (s as u32, &mut self.v[s..e])
-    }
-
-    #[inline]
-    fn commit(&mut self, start: u32, n: usize) {
-        self.len = start as usize + n;
-    }
-}
-
-/// Decodes the addresses of one memory instruction whose static instruction's base state
-/// is `state`, appending list-mode addresses to `addrs`.
-#[inline(always)]
-pub(crate) fn decode_addrs(
-    ac: &mut Cursor<'_>,
-    state: &mut BaseState,
-    mask: u32,
-    dod: bool,
-    addrs: &mut impl AddrSink,
-) -> CResult<(u8, Addrs)> {
-    let mode = ac.byte()?;
-    match mode {
-        ADDR_STRIDE => {
-            let base = state.decode(ac.varint()?, dod);
-            let stride = i32::try_from(unzigzag(ac.varint()?))
-                .map_err(|_| CodecError("stride does not fit 32 bits"))?;
-            Ok((mode, Addrs::Stride { base, stride }))
-        }
-        ADDR_LIST | ADDR_DELTA => {
-            let len = list_len(mode, mask);
-            let n = len as usize;
-            // Written in place, not pushed: no capacity check per address.
-            let (start, out) = addrs.grow(n);
-            if n > 0 {
-                decode_list(ac, state, dod, &mut out[..n + PAD])?;
-            }
-            addrs.commit(start, n);
-            Ok((mode, Addrs::List { start, len }))
-        }
-        _ => Err(CodecError("unknown address mode")),
-    }
-}
-
-/// Addresses after `a` by the deltas of bytes `w` into `o`, whether one-byte varints or
-/// not; the first `min(ones, take)` are kept (`a` moves to the last of them), their count
-/// returned.
-#[inline(always)]
-fn one_byte_deltas<const N: usize>(
-    w: &[u8; N],
-    o: &mut [u64; N],
-    a: &mut u64,
-    ones: usize,
-    take: usize,
-) -> usize {
-    let mut b = *a;
-    for (o, &x) in o.iter_mut().zip(w) {
-        b = b.wrapping_add(UNZIGZAG_BYTE[x as usize]);
-        *o = b;
-    }
-    let k = ones.min(take);
-    if let Some(&last) = o.get(k.wrapping_sub(1)) {
-        *a = last;
-    }
-    k
-}
-
-/// The base and deltas of a list of `out.len() - PAD` (at least one) addresses, into `out`.
-#[inline(always)]
-fn decode_list(
-    ac: &mut Cursor<'_>,
-    state: &mut BaseState,
-    dod: bool,
-    out: &mut [u64],
-) -> CResult<()> {
-    let n = out.len() - PAD;
-    let mut a = state.decode(ac.varint()?, dod);
-    out[0] = a;
-    let mut i = 1;
-    while i < n {
-        // Lanes a few words apart (shared-memory tiles) take one byte per delta: sixteen
-        // bytes at a time (eight near the column's end), each a table load and an add,
-        // the addresses up to the first longer delta kept (those after it are
-        // overwritten), then that one on its own.
-        let take = (n - i).min(16);
-        let k = if let (Some(w), Some(o)) = (ac.words::<16>(), out[i..].first_chunk_mut::<16>()) {
-            let high = u128::from_le_bytes(*w) & ((HIGH as u128) << 64 | HIGH as u128);
-            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
-        } else if let (Some(w), Some(o)) = (ac.words::<8>(), out[i..].first_chunk_mut::<8>()) {
-            let high = u64::from_le_bytes(*w) & HIGH;
-            one_byte_deltas(w, o, &mut a, high.trailing_zeros() as usize / 8, take)
-        } else {
-            0
-        };
-        ac.pos += k;
-        i += k;
-        if k < take {
-            a = a.wrapping_add(unzigzag(ac.varint()?) as u64);
-            out[i] = a;
-            i += 1;
-        }
-    }
-    Ok(())
-}
-
-/// [`decode_addrs`] for a record only checked and stepped over: the same checks and base
-/// state, but a list's addresses after its base are skipped, not decoded. Whether a base
-/// was decoded (not for a list without lanes).
-#[inline(always)]
-pub(crate) fn skip_addrs(
-    ac: &mut Cursor<'_>,
-    state: &mut BaseState,
-    mask: u32,
-    dod: bool,
-) -> CResult<bool> {
-    let mode = ac.byte()?;
-    match mode {
-        ADDR_STRIDE => {
-            state.decode(ac.varint()?, dod);
-            i32::try_from(unzigzag(ac.varint()?))
-                .map_err(|_| CodecError("stride does not fit 32 bits"))?;
-            Ok(true)
-        }
-        ADDR_LIST | ADDR_DELTA => {
-            let len = list_len(mode, mask);
-            if len > 0 {
-                state.decode(ac.varint()?, dod);
-                ac.skip_varints(len as u64 - 1)?;
-            }
-            Ok(len > 0)
-        }
-        _ => Err(CodecError("unknown address mode")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::{decode_addrs, AddrBuf};
 
     #[test]
     fn varint_roundtrip_edges() {

@@ -38,7 +38,9 @@
 //! assert_eq!(d.kernel_cta(0, 0).unwrap().insts[0].class, OpClass::Exit);
 //! ```
 
+pub mod bounds;
 pub mod codec;
+mod columns;
 pub mod error;
 pub mod format;
 pub mod opcode;
@@ -49,6 +51,7 @@ pub mod stream;
 pub mod verify;
 pub mod writer;
 
+pub use bounds::{AccessBounds, AccessFault};
 pub use codec::{
     AddrRecord, Addrs, ClusterInfo, DecodedCta, DecodedWarp, LaneAddrSource, SlotInfo, WarpInst,
 };

@@ -10,6 +10,7 @@
 //! chunk's pages of the mapping may be dropped, so reading a 50 GB trace from start to
 //! end keeps only what the workers are decoding resident.
 
+use crate::bounds::AccessBounds;
 use crate::codec::{decode_cta, split_chunk, DecodedCta, SlotInfo};
 use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
@@ -27,6 +28,8 @@ pub struct TraceFile {
     index: Index,
     /// Per kernel, shared with the [`CtaStream`]s made from it.
     slots: Vec<Arc<[SlotInfo]>>,
+    /// Per kernel, where its accesses may go (given to its [`CtaStream`]s).
+    bounds: Vec<Option<Arc<AccessBounds>>>,
     version: u32,
     /// The footer's CRC-32 of the index (checked on open).
     index_crc: u32,
@@ -133,14 +136,17 @@ impl TraceFile {
             .iter()
             .map(|k| Arc::from(SlotInfo::table(k)))
             .collect();
-        Ok(TraceFile {
+        let mut t = TraceFile {
             path: path.to_path_buf(),
             map,
             index,
             slots,
+            bounds: Vec::new(),
             version,
             index_crc,
-        })
+        };
+        t.bounds = AccessBounds::of_trace(&t);
+        Ok(t)
     }
 
     /// The footer's CRC-32 of the index, which holds the command list, the kernels and
@@ -572,13 +578,15 @@ impl<'f> ChunkDecoder<'f> {
     pub fn kernel_cta_stream(&mut self, k: usize, cta: u32) -> Result<CtaStream> {
         let (chunk, i) = self.locate(k, cta)?;
         let (off, len) = self.ctas[i];
-        CtaStream::new_in(
+        let mut st = CtaStream::new_in(
             &self.raw[off..off + len],
             self.file.slots[k].clone(),
             self.file.version,
             &mut self.stream,
         )
-        .map_err(|e| self.file.chunk_error(chunk, &format!("CTA {i}: {}", e.0)))
+        .map_err(|e| self.file.chunk_error(chunk, &format!("CTA {i}: {}", e.0)))?;
+        st.set_bounds(self.file.bounds.get(k).cloned().flatten());
+        Ok(st)
     }
 
     /// Calls `f` on every CTA of chunk `chunk`, in order.

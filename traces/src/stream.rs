@@ -11,10 +11,14 @@
 //! an error when the CTA is made, never while it runs. A [`WarpCursor`] then decodes one
 //! warp a few instructions at a time into its own small buffer.
 
+use crate::bounds::{AccessBounds, AccessFault, Outside};
 use crate::codec::{
-    apply_mask_byte, apply_mask_code, decode_addrs, read_cta_header, skip_addrs, unzigzag, AddrBuf,
-    AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor, DecodedCta,
-    LaneAddrSource, SlotInfo, WarpInst, UNZIGZAG_BYTE,
+    read_cta_header, AddrRecord, Addrs, BaseState, ClusterInfo, CodecError, CtaEncoder, Cursor,
+    DecodedCta, LaneAddrSource, SlotInfo, WarpInst,
+};
+use crate::columns::{
+    decode_addrs, one_byte_entries, read_operands, skip_addrs, slot_check, AddrBuf, MaskWalk,
+    SlotWalk, WarpColumns,
 };
 use std::sync::Arc;
 
@@ -46,6 +50,8 @@ struct WarpHead {
     head_op_index: (usize, usize),
     /// Its entry of [`CtaStream::tmpls`] ([`NO_TEMPLATE`]: none).
     tmpl: u32,
+    /// Bit `i`: its head instruction `i` has memory (for [`WarpCursor::start`]'s check).
+    mem_head: u32,
 }
 
 /// [`WarpHead::tmpl`] of a warp without a [`Template`].
@@ -175,6 +181,7 @@ struct Twin<'r> {
     /// Its range of the CTA's head, and its highest slot (`None` without instructions).
     head: (usize, usize),
     top: Option<u32>,
+    mem_head: u32,
 }
 
 /// One CTA record kept encoded (see the module documentation).
@@ -200,6 +207,8 @@ pub struct CtaStream {
     tmpls: Vec<Arc<Template>>,
     insts: u64,
     max_slot: Option<u32>,
+    /// Where its accesses may go, checked as its warps are decoded (`None`: unchecked).
+    bounds: Option<Arc<AccessBounds>>,
 }
 
 impl CtaStream {
@@ -312,31 +321,14 @@ impl CtaStream {
                     head_ops: (ho, ho),
                     head_op_index: (hi, hi),
                     tmpl: NO_TEMPLATE,
+                    mem_head: t.mem_head,
                 });
                 continue;
             }
-            let n = c.varint()?;
-            let slot_len = c.varint()? as usize;
-            let mask_len = c.varint()? as usize;
-            let addr_len = c.varint()? as usize;
-            let operand_len = if v2 { c.varint()? as usize } else { 0 };
-            let s0 = c.pos();
-            let mut sc = c.take(slot_len)?;
-            let m0 = c.pos();
-            let mut mc = c.take(mask_len)?;
-            let a0 = c.pos();
-            let mut ac = c.take(addr_len)?;
-            let o0 = c.pos();
-            let mut oc = c.take(operand_len)?;
-            let end = c.pos();
-            if n > slot_len as u64 {
-                return Err(CodecError(
-                    "instruction count larger than the static column",
-                ));
-            }
-            let has_ops = !oc.is_empty();
-            // At most the static column's length (checked above), itself within the record.
-            let n = n as usize;
+            let mut cols = WarpColumns::read(&mut c, v2)?;
+            let [s0, m0, a0, o0, end] = cols.at;
+            let has_ops = !cols.operands.is_empty();
+            let n = cols.n;
             let k = n.min(BUF_INSTS as usize);
             let (h0, ha0, ho0, hi0, b0) = (
                 head.len(),
@@ -359,8 +351,8 @@ impl CtaStream {
             let same = memo.n == n
                 && memo.v2 == v2
                 && memo.slots.as_ref().is_some_and(|m| Arc::ptr_eq(m, &slots))
-                && memo.slot_col == sc.bytes()
-                && memo.mask_col == mc.bytes();
+                && memo.slot_col == cols.slots.bytes()
+                && memo.mask_col == cols.masks.bytes();
             let (resume_slot, resume_mask, top, mem_head);
             let mut tmpl = NO_TEMPLATE;
             if same {
@@ -377,84 +369,57 @@ impl CtaStream {
                 (resume_slot, resume_mask, top, mem_head) =
                     (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head);
                 // Consumed, as decoding them would.
-                sc.rest();
-                mc.rest();
+                cols.slots.rest();
+                cols.masks.rest();
             } else {
                 // Valid again only once this warp has passed every check.
                 memo.slots = None;
                 memo.tmpl = None;
                 tail.clear();
-                let mut prev_slot: i64 = -1;
+                let mut walk = SlotWalk::START;
                 // The warp's highest slot (meaningful when it has instructions).
                 let mut hi = 0;
                 // Bit `i`: head instruction `i` has memory.
                 let mut mem = 0u32;
                 for i in 0..k {
-                    prev_slot = prev_slot
-                        .wrapping_add(1)
-                        .wrapping_add(unzigzag(sc.varint()?));
-                    let s = prev_slot as usize;
-                    let info = slots
-                        .get(s)
-                        .ok_or(CodecError("static instruction index out of range"))?;
-                    head.push(info.inst(s as u32));
+                    let (s, info) = walk.next(&mut cols.slots, &slots)?;
+                    head.push(info.inst(s));
                     mem |= (info.has_mem as u32) << i;
                     hi = hi.max(s);
                 }
                 mem_head = mem;
-                resume_slot = (sc.pos(), prev_slot);
-                // Slots are checked against `n_slots` as one flag (branch-light); a
-                // negative index wraps to a huge one.
-                let n_slots = slots.len();
+                resume_slot = (cols.slots.pos(), walk.prev);
+                let tail_n = n - k;
                 let mut bad = false;
-                if n > k && sc.remaining() == n - k {
-                    // Every entry one byte (straight-line code and short jumps).
-                    let bytes = sc.rest();
-                    if bytes.iter().any(|&b| b >= 0x80) {
-                        return Err(CodecError("static column entry longer than its column"));
-                    }
-                    tail.extend(bytes.iter().map(|&b| {
-                        prev_slot = prev_slot.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
-                        let s = prev_slot as usize;
-                        bad |= s >= n_slots;
+                if let Some(bytes) = one_byte_entries(&cols.slots, tail_n) {
+                    cols.slots.consume(tail_n);
+                    tail.extend(walk.bytes(bytes, &slots, &mut bad).map(|(s, _)| {
                         hi = hi.max(s);
-                        (s as u32, 0)
+                        (s, 0)
                     }));
-                } else if n > k {
-                    tail.reserve(n - k);
-                    for _ in k..n {
-                        prev_slot = prev_slot
-                            .wrapping_add(1)
-                            .wrapping_add(unzigzag(sc.varint()?));
-                        let s = prev_slot as usize;
-                        bad |= s >= n_slots;
+                } else {
+                    tail.reserve(tail_n);
+                    for _ in 0..tail_n {
+                        let (s, _) = walk.next(&mut cols.slots, &slots)?;
                         hi = hi.max(s);
-                        tail.push((s as u32, 0));
+                        tail.push((s, 0));
                     }
                 }
-                if bad {
-                    return Err(CodecError("static instruction index out of range"));
-                }
-                top = hi;
-                let mut mask = u32::MAX;
+                slot_check(bad)?;
+                top = hi as usize;
+                let mut masks = MaskWalk::new(u32::MAX, v2);
                 for inst in &mut head[h0..] {
-                    mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                    inst.mask = mask;
+                    inst.mask = masks.next(&mut cols.masks)?;
                 }
-                resume_mask = (mc.pos(), mask);
-                if n > k && mc.remaining() == n - k {
-                    // Every entry one byte (same mask, all, none, or low lanes flipped).
-                    for ((_, m), &b) in tail.iter_mut().zip(mc.rest()) {
-                        if b >= 0x80 {
-                            return Err(CodecError("mask column entry longer than its column"));
-                        }
-                        mask = apply_mask_code(mask, b as u64, v2)?;
-                        *m = mask;
+                resume_mask = (cols.masks.pos(), masks.mask);
+                if let Some(bytes) = one_byte_entries(&cols.masks, tail_n) {
+                    cols.masks.consume(tail_n);
+                    for ((_, m), &b) in tail.iter_mut().zip(bytes) {
+                        *m = masks.byte(b);
                     }
                 } else {
                     for (_, m) in tail.iter_mut() {
-                        mask = apply_mask_code(mask, mc.varint()?, v2)?;
-                        *m = mask;
+                        *m = masks.next(&mut cols.masks)?;
                     }
                 }
                 mem_tail.clear();
@@ -471,9 +436,9 @@ impl CtaStream {
                 memo.v2 = v2;
                 memo.n = n;
                 memo.slot_col.clear();
-                memo.slot_col.extend_from_slice(sc.bytes());
+                memo.slot_col.extend_from_slice(cols.slots.bytes());
                 memo.mask_col.clear();
-                memo.mask_col.extend_from_slice(mc.bytes());
+                memo.mask_col.extend_from_slice(cols.masks.bytes());
                 memo.head.clear();
                 memo.head.extend_from_slice(&head[h0..]);
                 (memo.resume_slot, memo.resume_mask, memo.top, memo.mem_head) =
@@ -493,15 +458,20 @@ impl CtaStream {
                 // Below `k`, the head's length; its slot in range (checked when decoded).
                 let inst = &mut head[h0 + i];
                 let s = inst.slot as usize;
-                if ac.is_empty() {
+                if cols.addrs.is_empty() {
                     return Err(CodecError("memory instruction without its addresses"));
                 }
                 let before = table[s];
                 if !before.seen() {
                     touched.push(s as u32);
                 }
-                (inst.addr_mode, inst.addrs) =
-                    decode_addrs(&mut ac, &mut table[s], inst.mask, v2, &mut head_addrs)?;
+                (inst.addr_mode, inst.addrs) = decode_addrs(
+                    &mut cols.addrs,
+                    &mut table[s],
+                    inst.mask,
+                    v2,
+                    &mut head_addrs,
+                )?;
                 match inst.addrs {
                     // Relative to the warp's head, as a cursor's buffer holds it.
                     Addrs::List { ref mut start, .. } => {
@@ -514,7 +484,7 @@ impl CtaStream {
                     Addrs::None => {}
                 }
             }
-            let resume_addr = ac.pos();
+            let resume_addr = cols.addrs.pos();
             // The state before a static instruction's first instance after the head is
             // its state now: only its own instances change it, and the head's are done.
             for &s in mem_first.iter() {
@@ -540,46 +510,42 @@ impl CtaStream {
                     table[s as usize] = after;
                     (f.2, f.3) = (now, after);
                 }
-                ac.rest();
+                cols.addrs.rest();
             } else {
                 for &(s, m) in mem_tail.iter() {
-                    if ac.is_empty() {
+                    if cols.addrs.is_empty() {
                         return Err(CodecError("memory instruction without its addresses"));
                     }
                     // Past the head only the base state is needed (and the checks).
-                    let decoded = skip_addrs(&mut ac, &mut table[s as usize], m, v2)?;
+                    let decoded = skip_addrs(&mut cols.addrs, &mut table[s as usize], m, v2)?;
                     counts[s as usize] += decoded as u32;
                 }
             }
-            let mut resume_op = oc.pos();
+            let mut resume_op = cols.operands.pos();
             if has_ops {
-                for (i, inst) in head[h0..].iter().enumerate() {
-                    let per_lane = slots[inst.slot as usize].operands as u32;
-                    if per_lane > 0 && inst.mask != 0 {
-                        head_op_index.push((i as u32, (head_ops.len() - ho0) as u32));
-                        for _ in 0..per_lane * inst.mask.count_ones() {
-                            head_ops.push(unzigzag(oc.varint()?) as u64);
-                        }
-                    }
-                }
-                resume_op = oc.pos();
+                read_operands(
+                    &mut cols.operands,
+                    &head[h0..],
+                    &slots,
+                    0,
+                    ho0,
+                    &mut head_ops,
+                    &mut head_op_index,
+                )?;
+                resume_op = cols.operands.pos();
                 if follows {
                     // Checked with the warp it follows.
-                    oc.rest();
+                    cols.operands.rest();
                 } else {
                     // The rest only checked: one skip over all their operands.
                     let rest: u64 = tail
                         .iter()
                         .map(|&(s, m)| slots[s as usize].operands as u64 * m.count_ones() as u64)
                         .sum();
-                    oc.skip_varints(rest)?;
+                    cols.operands.skip_varints(rest)?;
                 }
             }
-            if !sc.is_empty() || !mc.is_empty() || !ac.is_empty() || !oc.is_empty() {
-                return Err(CodecError(
-                    "column has bytes left after the warp's last instruction",
-                ));
-            }
+            cols.finish()?;
             if !same {
                 scratch.memo.slots = Some(slots.clone());
             }
@@ -612,8 +578,9 @@ impl CtaStream {
                 head_ops: (ho0, head_ops.len()),
                 head_op_index: (hi0, head_op_index.len()),
                 tmpl,
+                mem_head,
             });
-            twin = (v2 && n == k && operand_len == 0 && all_stride).then(|| Twin {
+            twin = (v2 && n == k && !has_ops && all_stride).then(|| Twin {
                 body: &rec[at..end],
                 n: n as u32,
                 cols: cols.map(|x| x - at),
@@ -621,6 +588,7 @@ impl CtaStream {
                 mask: m,
                 head: (h0, head.len()),
                 top: (n > 0).then_some(top as u32),
+                mem_head,
             });
         }
         if !c.is_empty() {
@@ -641,6 +609,7 @@ impl CtaStream {
             tmpls,
             insts: total,
             max_slot,
+            bounds: None,
         })
     }
 
@@ -686,6 +655,13 @@ impl CtaStream {
 
     pub fn id(&self) -> [u32; 3] {
         self.id
+    }
+
+    /// Makes its cursors refuse an access that breaks `bounds` (the kernel's: see
+    /// [`AccessBounds`]) as they decode it: [`WarpCursor::start`] and
+    /// [`WarpCursor::advance`] then fail and [`WarpCursor::fault`] says where.
+    pub fn set_bounds(&mut self, bounds: Option<Arc<AccessBounds>>) {
+        self.bounds = bounds;
     }
 
     pub fn cluster(&self) -> Option<ClusterInfo> {
@@ -820,7 +796,19 @@ pub struct WarpCursor {
     /// it of the next instruction to decode.
     tmpl: u32,
     tmpl_pos: usize,
+    /// The warp's id, for [`WarpCursor::fault`].
+    warp_id: u32,
+    /// Per static slot modulo [`HINTS`], the allocation that held its last checked
+    /// access (see [`AccessBounds::check`]): an instruction mostly accesses one array.
+    hints: [usize; HINTS],
+    fault: Option<AccessFault>,
 }
+
+/// Entries of [`WarpCursor::hints`].
+const HINTS: usize = 8;
+
+/// The error of a cursor whose warp accesses outside its kernel's bounds.
+const OUTSIDE: CodecError = CodecError("an access outside every allocation");
 
 impl WarpCursor {
     /// An idle cursor; `with_operands` decodes atomic operands too (the timing model does
@@ -882,10 +870,54 @@ impl WarpCursor {
         self.last = usize::MAX;
         self.tmpl = h.tmpl;
         self.tmpl_pos = 0;
+        self.warp_id = h.warp_id;
+        self.fault = None;
+        if let Some(b) = cta.bounds.as_deref() {
+            self.check_bounds(b, h.mem_head)?;
+        }
         if self.insts.is_empty() && self.left > 0 {
             return self.fill(cta);
         }
         Ok(())
+    }
+
+    /// Where its warp accessed outside its kernel's bounds, when [`WarpCursor::start`] or
+    /// [`WarpCursor::advance`] failed for that reason.
+    pub fn fault(&self) -> Option<&AccessFault> {
+        self.fault.as_ref()
+    }
+
+    /// Checks the buffered instructions whose bit is set in `mem` against the kernel's
+    /// bounds. Out of line: once per buffer, and kept out of the decoding loops.
+    #[inline(never)]
+    fn check_bounds(&mut self, b: &AccessBounds, mut mem: u32) -> CResult<()> {
+        let list = self.addrs.as_slice();
+        while mem != 0 {
+            let i = mem.trailing_zeros() as usize;
+            mem &= mem - 1;
+            let Some(inst) = self.insts.get(i) else {
+                break;
+            };
+            let hint = &mut self.hints[inst.slot as usize % HINTS];
+            if let Some(lane) = b.check(inst, list, hint) {
+                let inst = *inst;
+                return Err(self.outside(&inst, lane));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an access of `inst` outside the bounds; its error.
+    #[cold]
+    #[inline(never)]
+    fn outside(&mut self, inst: &WarpInst, lane: Outside) -> CodecError {
+        self.fault = Some(AccessFault {
+            warp_id: self.warp_id,
+            pc: inst.pc,
+            slot: inst.slot,
+            lane,
+        });
+        OUTSIDE
     }
 
     /// The instruction at the cursor (`None` at the end of the warp). Its
@@ -945,25 +977,22 @@ impl WarpCursor {
                 .ok_or(CodecError("column outside the CTA record"))
         };
         let mut sc = col(self.slot_pos, self.slot_end)?;
-        let mut prev = self.prev_slot;
+        let mut walk = SlotWalk {
+            prev: self.prev_slot,
+        };
         for i in 0..n {
-            prev = prev.wrapping_add(1).wrapping_add(unzigzag(sc.varint()?));
-            let info = cta
-                .slots
-                .get(prev as usize)
-                .ok_or(CodecError("static instruction index out of range"))?;
+            let (slot, info) = walk.next(&mut sc, &cta.slots)?;
             *mem |= (info.has_mem as u32) << i;
-            insts.push(info.inst(prev as u32));
+            insts.push(info.inst(slot));
         }
-        self.prev_slot = prev;
+        self.prev_slot = walk.prev;
         self.slot_pos += sc.pos();
         let mut mc = col(self.mask_pos, self.mask_end)?;
-        let mut mask = self.mask;
+        let mut masks = MaskWalk::new(self.mask, cta.v2);
         for inst in insts.iter_mut() {
-            mask = apply_mask_code(mask, mc.varint()?, cta.v2)?;
-            inst.mask = mask;
+            inst.mask = masks.next(&mut mc)?;
         }
-        self.mask = mask;
+        self.mask = masks.mask;
         self.mask_pos += mc.pos();
         Ok(())
     }
@@ -989,20 +1018,18 @@ impl WarpCursor {
                 .map(Cursor::new)
                 .ok_or(CodecError("column outside the CTA record"))
         };
+        let (sc, mc) = (
+            col(self.slot_pos, self.slot_end)?,
+            col(self.mask_pos, self.mask_end)?,
+        );
         // Worked on out of `self`, so that its length stays in a register.
         let mut insts = std::mem::take(&mut self.insts);
         // Bit `i`: instruction `i` has memory.
         let mut mem = 0u32;
-        let mut prev = self.prev_slot;
-        let mut mask = self.mask;
-        let (sb, mb) = (
-            cta.rec.get(self.slot_pos..self.slot_end),
-            cta.rec.get(self.mask_pos..self.mask_end),
-        );
-        let one_byte = |b: Option<&'c [u8]>| {
-            b.and_then(|b| b.get(..n as usize))
-                .filter(|b| b.iter().fold(0, |a, &x| a | x) < 0x80)
+        let mut walk = SlotWalk {
+            prev: self.prev_slot,
         };
+        let mut masks = MaskWalk::new(self.mask, cta.v2);
         // With a template, where each instruction's base state is.
         let mut base_at: Option<&'c [u32]> = None;
         if let Some(t) = cta.tmpls.get(self.tmpl as usize) {
@@ -1021,43 +1048,39 @@ impl WarpCursor {
             mem = m;
             base_at = Some(at);
             self.tmpl_pos = p + n as usize;
-        } else if let (Some(sb), Some(mb)) = (one_byte(sb), one_byte(mb)) {
-            // Every entry of both columns one byte (straight-line code, short jumps, masks
-            // that stay or flip low lanes): no varint steps, the instructions in one pass.
-            // Slots are checked as one flag (branch-light); a negative one wraps to a huge
-            // index.
+        } else if let (Some(sb), Some(mb)) = (
+            one_byte_entries(&sc, n as usize),
+            one_byte_entries(&mc, n as usize),
+        ) {
+            // Both columns' entries one byte: no varint steps, the instructions in one
+            // pass.
             let mut bad = false;
-            let v2 = cta.v2;
-            insts.extend(sb.iter().zip(mb).enumerate().map(|(i, (&b, &c))| {
-                prev = prev.wrapping_add(1 + UNZIGZAG_BYTE[b as usize] as i64);
-                let info = slots.get(prev as usize);
-                bad |= info.is_none();
-                let info = info.unwrap_or(&NO_SLOT);
-                mem |= (info.has_mem as u32) << i;
-                mask = apply_mask_byte(mask, c, v2);
-                let mut inst = info.inst(prev as u32);
-                inst.mask = mask;
-                inst
-            }));
-            if bad {
+            insts.extend(walk.bytes(sb, slots, &mut bad).zip(mb).enumerate().map(
+                |(i, ((slot, info), &b))| {
+                    mem |= (info.has_mem as u32) << i;
+                    let mut inst = info.inst(slot);
+                    inst.mask = masks.byte(b);
+                    inst
+                },
+            ));
+            if let Err(e) = slot_check(bad) {
                 self.insts = insts;
-                return Err(CodecError("static instruction index out of range"));
+                return Err(e);
             }
             self.slot_pos += n as usize;
             self.mask_pos += n as usize;
+            self.prev_slot = walk.prev;
+            self.mask = masks.mask;
         } else {
             let r = self.fill_static(cta, &mut insts, n, &mut mem);
             if let Err(e) = r {
                 self.insts = insts;
                 return Err(e);
             }
-            prev = self.prev_slot;
-            mask = self.mask;
         }
-        self.prev_slot = prev;
-        self.mask = mask;
         self.insts = insts;
         let mut ac = col(self.addr_pos, self.addr_end)?;
+        let with_mem = mem;
         while mem != 0 {
             let i = mem.trailing_zeros() as usize;
             mem &= mem - 1;
@@ -1074,33 +1097,26 @@ impl WarpCursor {
             (inst.addr_mode, inst.addrs) =
                 decode_addrs(&mut ac, state, inst.mask, cta.v2, &mut self.addrs)?;
         }
+        if let Some(b) = cta.bounds.as_deref() {
+            self.check_bounds(b, with_mem)?;
+        }
         self.addr_pos += ac.pos();
         if self.with_operands && self.op_pos < self.op_end {
             let mut oc = col(self.op_pos, self.op_end)?;
-            for (i, inst) in self.insts.iter().enumerate() {
-                let per_lane = slots[inst.slot as usize].operands as u32;
-                if per_lane == 0 || inst.mask == 0 {
-                    continue;
-                }
-                self.operand_index
-                    .push((i as u32, self.operands.len() as u32));
-                for _ in 0..per_lane * inst.mask.count_ones() {
-                    self.operands.push(unzigzag(oc.varint()?) as u64);
-                }
-            }
+            read_operands(
+                &mut oc,
+                &self.insts,
+                slots,
+                0,
+                0,
+                &mut self.operands,
+                &mut self.operand_index,
+            )?;
             self.op_pos += oc.pos();
         }
         Ok(())
     }
 }
-
-/// The slot info of an out-of-range static index in a loop that flags it, not returns.
-const NO_SLOT: SlotInfo = SlotInfo {
-    pc: 0,
-    class: crate::OpClass::Other,
-    has_mem: false,
-    operands: 0,
-};
 
 /// A static instruction's base state in a [`WarpCursor`], with the entry looked up after
 /// it last time: nested loops and code around a loop visit a warp's memory instructions

@@ -9,11 +9,12 @@
 //!   an allocation made before the launch, and every shared access inside the CTA's
 //!   shared memory.
 
+use crate::bounds::{allocations, AccessBounds, AccessFault, Outside};
 use crate::codec::DecodedCta;
 use crate::error::{Result, TraceError};
-use crate::opcode::{MemSpace, OpClass};
+use crate::opcode::OpClass;
 use crate::reader::TraceFile;
-use crate::schema::{Command, KernelMeta};
+use crate::schema::KernelMeta;
 
 /// What [`verify`] counted by decoding (equal to the index's counts when it returns Ok).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -28,31 +29,13 @@ pub struct VerifyReport {
     pub checked_accesses: u64,
 }
 
-/// The trace's allocations `(base, end)` in command order, and for each kernel how many
-/// of them precede its launch: one pass over the commands for the whole file.
-fn allocations(t: &TraceFile) -> (Vec<(u64, u64)>, Vec<usize>) {
-    let mut allocs = Vec::new();
-    let mut before = vec![0usize; t.kernels().len()];
-    for c in t.commands() {
-        match *c {
-            Command::Alloc { addr, bytes, .. } => allocs.push((addr, addr.saturating_add(bytes))),
-            Command::KernelLaunch { kernel, .. } => {
-                if let Some(b) = before.get_mut(kernel as usize) {
-                    *b = allocs.len();
-                }
-            }
-            _ => {}
-        }
-    }
-    (allocs, before)
-}
-
 struct Semantics<'a> {
     t: &'a TraceFile,
     k: usize,
     meta: &'a KernelMeta,
     seen: Vec<u64>,
-    allocs: Vec<(u64, u64)>,
+    /// `None` when the trace records no allocations before the launch.
+    bounds: Option<AccessBounds>,
     checked: u64,
 }
 
@@ -64,14 +47,6 @@ impl Semantics<'_> {
                 "kernel {} ({}), CTA ({},{},{}): {what}",
                 self.k, self.meta.name, cta.id[0], cta.id[1], cta.id[2]
             ),
-        }
-    }
-
-    fn inside(&self, addr: u64, width: u64) -> bool {
-        let i = self.allocs.partition_point(|&(b, _)| b <= addr);
-        i > 0 && {
-            let (b, e) = self.allocs[i - 1];
-            addr >= b && addr.saturating_add(width) <= e
         }
     }
 
@@ -133,42 +108,24 @@ impl Semantics<'_> {
             }
             seqs.push((w.warp_id, bars));
             let _ = wpos;
-            if self.allocs.is_empty() {
+            let Some(bounds) = &self.bounds else {
                 continue;
-            }
+            };
             for i in insts {
                 if !i.class.is_memory() || i.mask == 0 {
                     continue;
                 }
-                let st = &self.meta.statics[i.slot as usize];
-                let width = self.meta.opcodes[st.opcode as usize].width_bytes.max(1) as u64;
-                let space = match i.class {
-                    OpClass::LoadShared | OpClass::StoreShared | OpClass::AtomicShared => {
-                        Some(MemSpace::Shared)
-                    }
-                    OpClass::LoadLocal
-                    | OpClass::StoreLocal
-                    | OpClass::LoadConst
-                    | OpClass::Texture => None,
-                    OpClass::LoadGeneric | OpClass::StoreGeneric | OpClass::AtomicGeneric => None,
-                    _ => Some(MemSpace::Global),
-                };
-                for (lane, a) in cta.lane_addrs(i) {
-                    let ok = match space {
-                        Some(MemSpace::Global) => self.inside(a, width),
-                        Some(MemSpace::Shared) => {
-                            a.saturating_add(width) <= self.meta.shmem_bytes as u64
-                        }
-                        _ => true,
-                    };
-                    if !ok {
-                        return Err(self.err(
-                            cta,
-                            format!(
-                                "warp {} lane {lane}: {} at pc {:#x} accesses {width} bytes at {a:#x}, outside every allocation",
-                                w.warp_id, self.meta.opcodes[st.opcode as usize].name, i.pc
-                            ),
-                        ));
+                let rule = bounds.rule(i.slot);
+                for (lane, addr) in cta.lane_addrs(i) {
+                    let outside = rule.filter(|&(s, w)| !bounds.allows(s, w, addr));
+                    if let Some((_, width)) = outside {
+                        let fault = AccessFault {
+                            warp_id: w.warp_id,
+                            pc: i.pc,
+                            slot: i.slot,
+                            lane: Outside { lane, addr, width },
+                        };
+                        return Err(self.err(cta, fault.describe(self.meta)));
                     }
                     self.checked += 1;
                 }
@@ -221,14 +178,12 @@ fn verify_with(t: &TraceFile, semantic: bool) -> Result<VerifyReport> {
     let (all_allocs, allocs_before) = allocations(t);
     for (k, meta) in t.kernels().iter().enumerate() {
         rep.kernels += 1;
-        let mut allocs = all_allocs[..allocs_before[k]].to_vec();
-        allocs.sort_unstable();
         let mut sem = Semantics {
             t,
             k,
             meta,
             seen: vec![0u64; meta.grid_ctas().div_ceil(64).min(1 << 26) as usize],
-            allocs,
+            bounds: AccessBounds::new(meta, all_allocs[..allocs_before[k]].to_vec()),
             checked: 0,
         };
         let mut ctas = 0u64;
@@ -327,6 +282,7 @@ fn class_mismatch(t: &TraceFile, k: usize, meta: &KernelMeta, decoded: &[u64]) -
 mod tests {
     use super::*;
     use crate::codec::AddrRecord;
+    use crate::schema::Command;
     use crate::{OpcodeInfo, RawInst, TraceWriter, WriterOptions};
 
     /// Kinds of instruction in the little programs below.

@@ -865,13 +865,31 @@ impl<'t> GpuPartition<'t> {
         } = self;
         let unit = &mut sms[i];
         let sm_index = unit.index;
-        let sm_err = |k: Option<u32>, e: crate::sm::SmError| GpuError::Sm {
-            index: k.unwrap_or(0) as usize,
-            name: k
-                .and_then(|k| kernels.get(k as usize))
-                .map_or_else(String::new, |m| m.name.clone()),
-            sm: sm_index,
-            err: e,
+        let sm_err = |k: Option<u32>, e: crate::sm::SmError| {
+            let meta = k.and_then(|k| kernels.get(k as usize));
+            match (e, meta) {
+                // Worded as `verify` words it.
+                (crate::sm::SmError::Access { cta, fault }, Some(meta)) => {
+                    GpuError::Trace(tessera_traces::TraceError::Corrupt {
+                        path: trace_path.to_path_buf(),
+                        detail: format!(
+                            "kernel {} ({}), CTA ({},{},{}): {}",
+                            k.unwrap_or(0),
+                            meta.name,
+                            cta[0],
+                            cta[1],
+                            cta[2],
+                            fault.describe(meta)
+                        ),
+                    })
+                }
+                (e, _) => GpuError::Sm {
+                    index: k.unwrap_or(0) as usize,
+                    name: meta.map_or_else(String::new, |m| m.name.clone()),
+                    sm: sm_index,
+                    err: e,
+                },
+            }
         };
         let mut got_packet = false;
         while let Some((at, _src, pkt)) = wires.pop_arrived(u, t) {
@@ -998,6 +1016,9 @@ impl<'t> GpuPartition<'t> {
                     next_own = unit.sm.next_event();
                 }
             }
+        }
+        if let Some(e) = unit.sm.take_fault() {
+            return Err(sm_err(unit.kernel, e));
         }
         unit.next_own = next_own;
         if unit.next_own.is_none() && unit.sm.pending_replies() == 0 {

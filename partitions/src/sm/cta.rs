@@ -89,9 +89,15 @@ impl Sm {
             self.next_age += 1;
             let cur = &mut self.cursors[search];
             // The stream was checked whole when made: starting cannot fail on it.
-            cur.start(&cta, w).map_err(|e| SmError::Trace {
-                cta: ci as u32,
-                detail: e.0,
+            cur.start(&cta, w).map_err(|e| match cur.fault() {
+                Some(&fault) => SmError::Access {
+                    cta: cta.id(),
+                    fault,
+                },
+                None => SmError::Trace {
+                    cta: ci as u32,
+                    detail: e.0,
+                },
             })?;
             let first = cur.peek().map(|i| (i.pc, i.class));
             let done = first.is_none();

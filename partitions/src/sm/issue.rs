@@ -49,6 +49,13 @@ pub enum SmError {
     /// table).
     #[error("CTA {cta}: {detail}")]
     Trace { cta: u32, detail: &'static str },
+    /// A warp accesses outside every allocation (or outside shared memory), as `verify`
+    /// refuses.
+    #[error("CTA ({},{},{}): {fault}", cta[0], cta[1], cta[2])]
+    Access {
+        cta: [u32; 3],
+        fault: tessera_traces::AccessFault,
+    },
 }
 
 /// One SM running CTAs of one kernel at a time ([`Sm::set_kernel`]; it persists across
@@ -98,6 +105,9 @@ pub struct Sm {
     /// Entries of `inflight` that are live.
     pub(super) pending: u32,
     pub(super) icache: Option<Icache>,
+    /// A warp's access outside its kernel's allocations, met while decoding it: the run
+    /// stops with it ([`Sm::take_fault`]).
+    pub(super) fault: Option<SmError>,
 }
 
 /// Warp slots whose per-slot tables [`Sm::new`] reserves up front (more are grown on use).
@@ -156,6 +166,7 @@ impl Sm {
             free: Vec::new(),
             pending: 0,
             icache,
+            fault: None,
         }
     }
 
@@ -298,6 +309,7 @@ impl Sm {
             icache,
             n_finished,
             finished_at,
+            fault,
             ..
         } = self;
         // Without a kernel no warp is resident: nothing can issue.
@@ -424,11 +436,22 @@ impl Sm {
             }
         }
         ws.next += 1;
-        if cur.advance(&rc.cta).is_err() {
-            // Not on a stream checked when made (every one is): end the warp rather than
-            // run what cannot be decoded.
-            debug_assert!(false, "warp {w}: its checked stream fails to decode");
+        if let Err(e) = cur.advance(&rc.cta) {
+            // A stream is checked whole when made, but its accesses as its warps are
+            // decoded: the warp ends before the access, and the run stops with it.
             ws.end = ws.next;
+            if fault.is_none() {
+                *fault = Some(match cur.fault() {
+                    Some(&f) => SmError::Access {
+                        cta: rc.cta.id(),
+                        fault: f,
+                    },
+                    None => SmError::Trace {
+                        cta: cta as u32,
+                        detail: e.0,
+                    },
+                });
+            }
         }
         let next = if ws.next < ws.end { cur.peek() } else { None };
         if let (Some(next), Some(ic)) = (next, icache.as_mut()) {
@@ -505,6 +528,12 @@ impl Sm {
     #[inline]
     pub fn completes_by(&self, t: u64) -> bool {
         self.n_finished > 0 && self.finished_at <= t
+    }
+
+    /// The error that stopped a warp while it ran (an access outside its kernel's
+    /// allocations), once.
+    pub fn take_fault(&mut self) -> Option<SmError> {
+        self.fault.take()
     }
 
     /// An error when some warp is unfinished but none can ever issue again (never while a
