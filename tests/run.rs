@@ -298,6 +298,7 @@ fn stats_keys_come_in_the_fixed_order() {
         "dram_writes",
         "dram_bytes",
         "stalls",
+        "host_memory",
     ];
     let pos: Vec<usize> = want
         .iter()
@@ -321,7 +322,8 @@ fn stats_keys_come_in_the_fixed_order() {
             "end_ps",
             "cycles",
             "warp_insts",
-            "thread_insts"
+            "thread_insts",
+            "memory"
         ]
     );
     assert_eq!(s["chiplets"].as_array().unwrap().len(), 1);
