@@ -20,7 +20,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use std::sync::Arc;
 use std::time::Duration;
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::sm::{KernelPrep, Sm, SmSpec};
+use tessera_partitions::sm::{KernelPrep, Sm, SmParams};
 use tessera_traces::{CtaStream, DecodedCta, KernelMeta, SlotInfo, TraceFile};
 
 #[path = "../tests/common/sm_batch.rs"]
@@ -29,8 +29,8 @@ use sm_batch::{run_cta_batch, PlaceholderMem};
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
-fn spec() -> SmSpec {
-    SmSpec::from_config(&GpuConfig::load(A100, &[]).expect("a100.yaml loads"))
+fn spec() -> SmParams {
+    SmParams::from_config(&GpuConfig::load(A100, &[]).expect("a100.yaml loads"))
 }
 
 /// Records `workload` and decodes every CTA of its first kernel.
@@ -52,7 +52,7 @@ fn probe(workload: &str, params: &[(&str, &str)]) -> (KernelMeta, Vec<DecodedCta
 }
 
 /// Streams `ctas` through one SM with `resident` CTAs at a time; returns warp insts.
-fn stream(spec: &Arc<SmSpec>, k: &KernelMeta, ctas: &[CtaStream], resident: usize) -> u64 {
+fn stream(spec: &Arc<SmParams>, k: &KernelMeta, ctas: &[CtaStream], resident: usize) -> u64 {
     let mut sm = Sm::new(spec.clone(), 0);
     sm.set_kernel(Arc::new(KernelPrep::new(k)))
         .expect("empty SM");

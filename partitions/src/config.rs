@@ -4,7 +4,7 @@
 //! A configuration is a tree of sections (`package`, `system`, `partitioning`, `core`, `l1d`,
 //! `shared_mem`, `noc`, `l2`, `llc`, `dram`, `launch`, `memcpy`), each a serde struct
 //! declared with `section!` beside the unit it configures (`l1d` in `mem/l1d.rs`, `core` in
-//! `sm/spec.rs`, ...; the tree itself, `package`, `system` and `partitioning` here) and
+//! `sm/params.rs`, ...; the tree itself, `package`, `system` and `partitioning` here) and
 //! re-exported here, with every key documented where it is declared: what it is, its unit
 //! (the unit is also in the key's name: `_hz`, `_ps`, `_cycles`, `_bytes`,
 //! `_bytes_per_cycle`) and where the presets in `configs/` take its value from. The
@@ -55,8 +55,8 @@ pub use crate::mem::llc_slice::LlcConfig;
 pub use crate::mem::noc::NocConfig;
 pub use crate::mem::shared_mem::SharedMemConfig;
 pub use crate::sm::icache::IcacheConfig;
+pub use crate::sm::params::{CoreConfig, OpLatencyTable, OpTiming};
 pub use crate::sm::scheduler::SchedulerPolicy;
-pub use crate::sm::spec::{CoreConfig, OpLatencyTable, OpTiming};
 
 use crate::Picos;
 

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use tessera_partitions::config::{GpuConfig, SchedulerPolicy};
-use tessera_partitions::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec};
+use tessera_partitions::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmParams};
 use tessera_traces::{
     Addrs, CtaStream, DecodedCta, DecodedWarp, KernelCounts, KernelMeta, LaneAddrSource, OpClass,
     OpcodeInfo, SlotInfo, StaticInst, TraceFile, WarpInst,
@@ -77,7 +77,7 @@ fn check_counts(k: &KernelMeta, ctas: &[DecodedCta], s: &BatchStats) {
 /// each warp's instructions once and in order, at most one issue per scheduler per
 /// cycle, warp `i` on scheduler `i % n`, no register read or written before its pending
 /// write completes (latency from the spec), no unit reused within its initiation interval.
-fn check_schedule(spec: &SmSpec, k: &KernelMeta, ctas: &[DecodedCta], s: &BatchStats) {
+fn check_schedule(spec: &SmParams, k: &KernelMeta, ctas: &[DecodedCta], s: &BatchStats) {
     assert_eq!(s.issue_log.len() as u64, s.warp_insts);
     let warps: Vec<(usize, usize)> = ctas
         .iter()
@@ -153,7 +153,7 @@ fn check_schedule(spec: &SmSpec, k: &KernelMeta, ctas: &[DecodedCta], s: &BatchS
 fn fma_chain_runs_at_the_fp32_latency() {
     // The issue stage alone: instruction fetch is timed by its own test.
     let cfg = a100(&[("core.icache.enabled", "false")]);
-    let spec = SmSpec::from_config(&cfg);
+    let spec = SmParams::from_config(&cfg);
     let lat = cfg.core.op_latency.fp32.latency_cycles as u64;
     assert_eq!(lat, 4);
     let (iters, unroll) = (1024u64, 32u64);
@@ -275,7 +275,7 @@ fn fma_streams_reach_peak_issue_rate() {
             let mut sets = sets.clone();
             sets.push(("core.scheduler", policy));
             let cfg = a100(&sets);
-            let spec = SmSpec::from_config(&cfg);
+            let spec = SmParams::from_config(&cfg);
             let s = run_cta_batch_with(&spec, &k, &ctas, &logged()).unwrap();
             check_counts(&k, &ctas, &s);
             check_schedule(&spec, &k, &ctas, &s);
@@ -315,7 +315,7 @@ fn barrier_holds_every_warp_until_the_last_arrives() {
         "barrier",
         &[("threads", "256"), ("iters", "16"), ("ctas", "2")],
     );
-    let spec = SmSpec::from_config(&a100(&[]));
+    let spec = SmParams::from_config(&a100(&[]));
     let s = run_cta_batch_with(&spec, &k, &ctas, &logged()).unwrap();
     check_counts(&k, &ctas, &s);
     check_schedule(&spec, &k, &ctas, &s);
@@ -389,7 +389,7 @@ fn idle_skipping_equals_ticking_every_cycle() {
         ),
     ];
     for policy in SchedulerPolicy::NAMES {
-        let spec = SmSpec::from_config(&a100(&[("core.scheduler", policy)]));
+        let spec = SmParams::from_config(&a100(&[("core.scheduler", policy)]));
         for (k, ctas) in &probes {
             let skip = run_cta_batch_with(&spec, k, ctas, &logged()).unwrap();
             let tick = run_cta_batch_with(
@@ -423,7 +423,7 @@ fn gto_and_lrr_differ_but_both_are_valid() {
         &[("warps", "8"), ("streams", "2"), ("iters", "64")],
     );
     let run = |p: &str| {
-        let spec = SmSpec::from_config(&a100(&[("core.scheduler", p)]));
+        let spec = SmParams::from_config(&a100(&[("core.scheduler", p)]));
         let s = run_cta_batch_with(&spec, &k, &ctas, &logged()).unwrap();
         check_counts(&k, &ctas, &s);
         check_schedule(&spec, &k, &ctas, &s);
@@ -456,7 +456,7 @@ fn gto_and_lrr_differ_but_both_are_valid() {
 #[test]
 fn too_many_warps_is_an_error() {
     let (k, ctas) = probe("fma_chain", &[("iters", "8"), ("warps", "32")]);
-    let spec = SmSpec::from_config(&a100(&[]));
+    let spec = SmParams::from_config(&a100(&[]));
     let three: Vec<DecodedCta> = (0..3).map(|_| ctas[0].clone()).collect();
     let e = run_cta_batch(&spec, &k, &three).unwrap_err();
     assert!(e.to_string().contains("96 warps"), "{e}");
@@ -544,7 +544,7 @@ impl Replies for ReplyMem {
 /// completion or a reply) or ticks every cycle; returns the counters and the
 /// `(tag, cycle)` completions.
 fn drive(
-    spec: &SmSpec,
+    spec: &SmParams,
     k: &KernelMeta,
     ctas: &[DecodedCta],
     port: &mut impl Replies,
@@ -606,7 +606,7 @@ fn pending_replies_equal_results_known_at_issue() {
         ),
     ];
     for policy in SchedulerPolicy::NAMES {
-        let spec = SmSpec::from_config(&a100(&[("core.scheduler", policy)]));
+        let spec = SmParams::from_config(&a100(&[("core.scheduler", policy)]));
         for (k, ctas) in &probes {
             let (done, done_ctas) = drive(&spec, k, ctas, &mut DoneMem, false);
             check_counts(k, ctas, &done);
@@ -636,7 +636,7 @@ fn a_cta_waits_for_its_pending_replies() {
         "fma_chain",
         &[("iters", "8"), ("unroll", "8"), ("warps", "1")],
     );
-    let spec = SmSpec::from_config(&a100(&[]));
+    let spec = SmParams::from_config(&a100(&[]));
     let mut sm = Sm::new(Arc::new(spec), 0);
     let prep = Arc::new(KernelPrep::new(&k));
     sm.set_kernel(prep.clone()).unwrap();
@@ -783,9 +783,9 @@ fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta
 /// One scheduler, every class latency 1 / interval 1 except global loads (latency 10)
 /// and local loads (latency 3), `policy` with an active pool of `active`; a perfect
 /// I-cache (fetch is timed by its own test).
-fn tiny_spec(policy: &str, active: u32) -> SmSpec {
+fn tiny_spec(policy: &str, active: u32) -> SmParams {
     let active = active.to_string();
-    let mut spec = SmSpec::from_config(&a100(&[
+    let mut spec = SmParams::from_config(&a100(&[
         ("core.scheduler", policy),
         ("core.two_level_active_warps", &active),
     ]));
@@ -814,7 +814,7 @@ fn schedule(s: &BatchStats) -> Vec<(u64, u32, u32)> {
 
 /// Runs a hand-made kernel under every driver (idle skipping, ticking, and the
 /// pending-reply driver both ways) and checks they agree; returns the skipping run.
-fn run_all(spec: &SmSpec, k: &KernelMeta, cta: &DecodedCta) -> BatchStats {
+fn run_all(spec: &SmParams, k: &KernelMeta, cta: &DecodedCta) -> BatchStats {
     let ctas = [cta.clone()];
     let skip = run_cta_batch_with(spec, k, &ctas, &logged()).unwrap();
     let tick = run_cta_batch_with(
@@ -1084,7 +1084,7 @@ fn icache_fetch_follows_a_hand_count() {
         ]
     );
     assert_eq!((s.icache.accesses, s.icache.misses), (0, 0));
-    spec.icache = Some(tessera_partitions::sm::IcacheSpec {
+    spec.icache = Some(tessera_partitions::sm::IcacheParams {
         sets: 1,
         assoc: 1,
         line_bytes: 32,

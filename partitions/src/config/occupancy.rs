@@ -5,7 +5,7 @@
 //! and shared memory (plus the per-CTA reservation, rounded up to
 //! `shared_mem_alloc_granularity_bytes`).
 
-use crate::sm::spec::CoreConfig;
+use crate::sm::params::CoreConfig;
 
 /// Which resource bounds the resident CTAs per SM. On a tie the first in this order is
 /// reported.

@@ -47,7 +47,7 @@ use crate::mem::{
 };
 use crate::observe::Observer;
 use crate::per_kernel::KernelTally;
-use crate::sm::{SmError, SmSpec, SmStats};
+use crate::sm::{SmError, SmParams, SmStats};
 use crate::stats::{
     ChipletStats, ClassCounts, LinkEntry, RunStats, StallStats, StatsPart, StatsRegistry, Totals,
     UnitStats, STATS_VERSION,
@@ -65,7 +65,7 @@ pub use partition::GpuPartition;
 /// every partition.
 pub(crate) struct UnitParams {
     pub(crate) map: Arc<AddressMap>,
-    pub(crate) sm: Arc<SmSpec>,
+    pub(crate) sm: Arc<SmParams>,
     pub(crate) ldst: LdStParams,
     pub(crate) channel: ChannelParams,
     pub(crate) link: Arc<LinkParams>,
@@ -78,7 +78,7 @@ impl UnitParams {
     fn for_trace(cfg: &GpuConfig, trace: &TraceFile) -> UnitParams {
         UnitParams {
             map: Arc::new(AddressMap::for_trace(cfg, trace)),
-            sm: Arc::new(SmSpec::from_config(cfg)),
+            sm: Arc::new(SmParams::from_config(cfg)),
             ldst: LdStParams::from_config(cfg),
             channel: ChannelParams::from_config(cfg),
             link: Arc::new(LinkParams::from_config(cfg)),

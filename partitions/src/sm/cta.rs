@@ -61,7 +61,7 @@ impl Sm {
         if n_warps as u64 > self.free_warp_slots() as u64 {
             return Err(SmError::TooManyWarps {
                 warps: n_warps as u64 + self.n_used as u64,
-                slots: self.spec.warp_slots,
+                slots: self.params.warp_slots,
             });
         }
         let n_sched = self.scheds.len() as u32;

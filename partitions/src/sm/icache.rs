@@ -6,7 +6,7 @@
 //! filled then; a fetch of a line still being filled waits for it and counts as a hit).
 //! Waiting for an instruction counts as `stall_scoreboard`. Disabled: fetch is free.
 
-use super::spec::IcacheSpec;
+use super::params::IcacheParams;
 use super::warp::WarpState;
 use crate::config::{section, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
@@ -53,7 +53,7 @@ struct Line {
 
 /// Mutable state of an SM's I-cache.
 pub(super) struct Icache {
-    spec: IcacheSpec,
+    params: IcacheParams,
     /// `log2(line_bytes)` when a power of two (always, in the presets): every fetch maps
     /// its address to a line, and a shift is a cycle where a division is tens.
     line_shift: Option<u32>,
@@ -62,14 +62,14 @@ pub(super) struct Icache {
 }
 
 impl Icache {
-    pub fn new(spec: IcacheSpec) -> Self {
+    pub fn new(params: IcacheParams) -> Self {
         Icache {
-            spec,
-            line_shift: spec
+            params,
+            line_shift: params
                 .line_bytes
                 .is_power_of_two()
-                .then(|| spec.line_bytes.trailing_zeros()),
-            lines: vec![Line::default(); spec.sets as usize * spec.assoc as usize],
+                .then(|| params.line_bytes.trailing_zeros()),
+            lines: vec![Line::default(); params.sets as usize * params.assoc as usize],
             clock: 0,
         }
     }
@@ -83,7 +83,7 @@ impl Icache {
     /// there it skips the search of the set, and it is set to the line's index.
     #[inline(always)]
     pub fn fetch(&mut self, addr: u64, c: u64, hint: &mut u32) -> (u64, bool) {
-        let s = &self.spec;
+        let s = &self.params;
         let line = match self.line_shift {
             Some(k) => addr >> k,
             None => addr / s.line_bytes.max(1) as u64,

@@ -14,9 +14,9 @@ use super::cta::Resident;
 use super::decode::KernelPrep;
 use super::icache::{fetch, Icache};
 use super::ldst::{InFlight, MemIssue, MemPort, MemToken};
+use super::params::SmParams;
 use super::scheduler::{Entry, SchedState};
 use super::scoreboard::{is_long, refresh_warp, NEVER};
-use super::spec::SmSpec;
 use super::stats::SmStats;
 use super::warp::WarpState;
 use crate::config::SchedulerPolicy;
@@ -66,7 +66,7 @@ pub enum SmError {
 /// in time proportional to the schedulers, not the warps: the next issue cycle, the stall
 /// reason of an idle interval, the CTAs ready to complete.
 pub struct Sm {
-    pub(super) spec: Arc<SmSpec>,
+    pub(super) params: Arc<SmParams>,
     pub(super) prep: Option<Arc<KernelPrep>>,
     pub(super) warps: Vec<WarpState>,
     /// Per warp slot, the decoder of its warp's instructions (a few at a time).
@@ -115,24 +115,24 @@ const MAX_RESERVED_SLOTS: usize = 128;
 
 impl Sm {
     /// An empty SM whose first cycle is `now`, with no kernel yet ([`Sm::set_kernel`]).
-    pub fn new(spec: Arc<SmSpec>, now: u64) -> Self {
-        let n_sched = spec.schedulers.max(1);
-        let cap = match spec.policy {
-            SchedulerPolicy::TwoLevel => spec.two_level_active_warps.max(1) as usize,
+    pub fn new(params: Arc<SmParams>, now: u64) -> Self {
+        let n_sched = params.schedulers.max(1);
+        let cap = match params.policy {
+            SchedulerPolicy::TwoLevel => params.two_level_active_warps.max(1) as usize,
             SchedulerPolicy::Lrr | SchedulerPolicy::Gto => 0,
         };
         let (banks, colls) = (
-            spec.reg_banks_per_sched as usize,
-            spec.collectors_per_sched as usize,
+            params.reg_banks_per_sched as usize,
+            params.collectors_per_sched as usize,
         );
-        let icache = spec.icache.map(Icache::new);
+        let icache = params.icache.map(Icache::new);
         // The per-slot tables take their full size once, not by doubling as the first
         // CTAs arrive (a warp cursor moved by each growth is a few hundred bytes); capped
         // so that an absurd slot count in a config does not reserve more than warps use.
-        let slots = (spec.warp_slots as usize).min(MAX_RESERVED_SLOTS);
+        let slots = (params.warp_slots as usize).min(MAX_RESERVED_SLOTS);
         let per_sched = slots.div_ceil(n_sched as usize);
         Sm {
-            spec,
+            params,
             prep: None,
             warps: Vec::with_capacity(slots),
             cursors: Vec::with_capacity(slots),
@@ -180,7 +180,7 @@ impl Sm {
         // No warp is resident: the scoreboards take the new kernel's size.
         self.stride = prep.regs;
         // Room for every warp slot's scoreboard now, not grown CTA by CTA.
-        let slots = (self.spec.warp_slots as usize)
+        let slots = (self.params.warp_slots as usize)
             .min(MAX_RESERVED_SLOTS)
             .max(self.used.len());
         self.reg_ready.clear();
@@ -243,7 +243,7 @@ impl Sm {
 
     /// Free warp slots.
     pub fn free_warp_slots(&self) -> u32 {
-        self.spec.warp_slots.saturating_sub(self.n_used)
+        self.params.warp_slots.saturating_sub(self.n_used)
     }
 
     /// The counters since the last [`Sm::take_stats`] (`cycles` is set by it).
@@ -289,7 +289,7 @@ impl Sm {
     #[inline(always)]
     pub(super) fn issue(&mut self, s: usize, pos: usize, now: u64, mem: &mut impl MemPort) {
         let Sm {
-            spec,
+            params,
             prep,
             warps,
             cursors,
@@ -328,7 +328,7 @@ impl Sm {
             return;
         };
         let ws = &mut warps[w];
-        let t = spec.timing_of(inst.class);
+        let t = params.timing_of(inst.class);
         // Most instructions run on a full warp: skip the (software) population count.
         let lanes = if inst.mask == u32::MAX {
             32
@@ -358,7 +358,7 @@ impl Sm {
         // Operand reads before dispatch: bank conflicts delay the result. The unit's
         // interval still counts from issue: collectors dispatch in any order (GPGPU-Sim),
         // so a later instruction whose operands are ready can take the unit meanwhile.
-        let shift = if spec.reg_bank_use_warp_id { w } else { 0 };
+        let shift = if params.reg_bank_use_warp_id { w } else { 0 };
         let x = sc.collect(&regs.srcs, shift, now, &mut st.operands);
         sc.unit_free[inst.class as usize] = now + t.initiation_cycles as u64;
         let Some(rc) = ctas[cta].as_mut() else {

@@ -31,7 +31,7 @@ pub trait MemPort {
     /// from which its destination registers are written is known now
     /// ([`MemIssue::Done`]), or it comes later through [`Sm::mem_reply`]`(token, ..)`
     /// ([`MemIssue::Pending`]). `placeholder_latency` is the class's latency of
-    /// [`super::SmSpec`] (for a test driver without a memory system; the GPU ignores it).
+    /// [`super::SmParams`] (for a test driver without a memory system; the GPU ignores it).
     fn access(
         &mut self,
         cycle: u64,

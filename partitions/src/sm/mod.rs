@@ -2,8 +2,8 @@
 //! CTAs of one kernel at a time. Its memory instructions leave through [`MemPort`] (in the
 //! GPU, the SM's LD/ST unit in [`crate::mem`]).
 //!
-//! As everywhere in the models, a unit's immutable parameters ([`SmSpec`], made once from
-//! [`crate::config::GpuConfig`] by [`SmSpec::from_config`]) are kept apart from its mutable
+//! As everywhere in the models, a unit's immutable parameters ([`SmParams`], made once from
+//! [`crate::config::GpuConfig`] by [`SmParams::from_config`]) are kept apart from its mutable
 //! state (plain data inside [`Sm`]).
 //!
 //! One hardware unit per file:
@@ -17,7 +17,7 @@
 //! - `cta`: CTA residency (warp slots, arrival, completion) and CTA barriers;
 //! - `ldst`: the port to the LD/ST unit ([`MemPort`]) and the in-flight memory table;
 //! - `decode`: what the SM needs of a kernel's static instructions ([`KernelPrep`]);
-//! - `spec`: the parameters ([`SmSpec`]) and the `core` config section; `stats`: the SM's
+//! - `params`: the parameters ([`SmParams`]) and the `core` config section; `stats`: the SM's
 //!   counters ([`SmStats`], with the [`SchedulerStats`], [`OperandCollectorStats`] and
 //!   [`IcacheStats`] declared in their units' files) and the stall accounting. Events go to
 //!   an observer when one is attached ([`Sm::observe`], [`crate::observe`]).
@@ -31,9 +31,9 @@ pub(crate) mod icache;
 mod issue;
 mod ldst;
 mod operand_collector;
+pub(crate) mod params;
 pub(crate) mod scheduler;
 mod scoreboard;
-pub(crate) mod spec;
 mod stats;
 mod warp;
 
@@ -41,5 +41,5 @@ pub use crate::observe::{BarrierEvent, IssueEvent};
 pub use decode::KernelPrep;
 pub use issue::{Sm, SmError};
 pub use ldst::{MemIssue, MemPort, MemToken};
-pub use spec::{IcacheSpec, SmSpec, UnitTiming};
+pub use params::{IcacheParams, SmParams, UnitTiming};
 pub use stats::{IcacheStats, OperandCollectorStats, SchedulerStats, SmStats};

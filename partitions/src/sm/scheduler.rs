@@ -448,7 +448,7 @@ impl Sm {
         let sch = &self.scheds[s];
         let ents = &sch.entries;
         let ready = |e: &Entry| sch.earliest(e) <= now;
-        match self.spec.policy {
+        match self.params.policy {
             SchedulerPolicy::Lrr => {
                 // Round robin in age order, starting after the last issued warp (finished
                 // warps, never ready, may have left the list: the order is unchanged).

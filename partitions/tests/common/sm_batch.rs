@@ -6,7 +6,8 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use tessera_partitions::observe::{Observer, Probe};
 use tessera_partitions::sm::{
-    BarrierEvent, IssueEvent, KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmSpec, SmStats,
+    BarrierEvent, IssueEvent, KernelPrep, MemIssue, MemPort, MemToken, Sm, SmError, SmParams,
+    SmStats,
 };
 use tessera_traces::{CtaStream, DecodedCta, KernelMeta, LaneAddrSource, SlotInfo, WarpInst};
 
@@ -77,7 +78,7 @@ impl Recorder {
 }
 
 /// The placeholder memory of the batch driver (no memory system): every memory instruction takes its class's
-/// latency from [`SmSpec`] (not a model).
+/// latency from [`SmParams`] (not a model).
 pub struct PlaceholderMem;
 
 impl MemPort for PlaceholderMem {
@@ -101,7 +102,7 @@ fn take<T>(v: &Mutex<Vec<T>>) -> Vec<T> {
 /// Runs `ctas` (CTAs of `kernel`, all resident at once) on one SM to completion and
 /// returns its counters; idle cycles are skipped.
 pub fn run_cta_batch(
-    spec: &SmSpec,
+    spec: &SmParams,
     kernel: &KernelMeta,
     ctas: &[DecodedCta],
 ) -> Result<BatchStats, SmError> {
@@ -109,9 +110,9 @@ pub fn run_cta_batch(
 }
 
 /// [`run_cta_batch`] with options. Memory instructions take the placeholder latency of
-/// [`SmSpec::mem_placeholder_latency_cycles`].
+/// [`SmParams::mem_placeholder_latency_cycles`].
 pub fn run_cta_batch_with(
-    spec: &SmSpec,
+    spec: &SmParams,
     kernel: &KernelMeta,
     ctas: &[DecodedCta],
     opts: &SmOptions,

@@ -1,5 +1,5 @@
 //! The `core` config section (with its opcode timing table) and the immutable parameters
-//! of one SM core's issue stage made from it ([`SmSpec`]).
+//! of one SM core's issue stage made from it ([`SmParams`]).
 
 use super::icache::IcacheConfig;
 use super::scheduler::SchedulerPolicy;
@@ -382,7 +382,7 @@ impl From<&OpTiming> for UnitTiming {
 
 /// The instruction cache of one SM (`core.icache`, when enabled).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IcacheSpec {
+pub struct IcacheParams {
     /// Sets (`size_bytes / (assoc * line_bytes)`, a power of two after validation).
     pub sets: u32,
     pub assoc: u32,
@@ -395,7 +395,7 @@ pub struct IcacheSpec {
 /// What the issue model of one SM needs to know, read from `core.*` (DESIGN.md section 5,
 /// "SM core"). Plain data; never changes during a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SmSpec {
+pub struct SmParams {
     /// Sub-core warp schedulers (`core.schedulers_per_sm`); warp slot `i` belongs to
     /// scheduler `i % schedulers`.
     pub schedulers: u32,
@@ -408,7 +408,7 @@ pub struct SmSpec {
     pub warp_slots: u32,
     /// Latency and initiation interval per [`OpClass`] (indexed by discriminant).
     /// Non-memory classes come from `core.op_latency`; memory classes get
-    /// [`SmSpec::mem_placeholder_latency_cycles`] with an initiation interval of 1;
+    /// [`SmParams::mem_placeholder_latency_cycles`] with an initiation interval of 1;
     /// `barrier`, `fence` and `exit` take 1 and 1 (their waiting is modelled separately:
     /// barriers by the CTA barrier, fences by waiting for the warp's memory results).
     pub timing: [UnitTiming; OpClass::COUNT],
@@ -429,12 +429,12 @@ pub struct SmSpec {
     pub collectors_per_sched: u32,
     /// Instruction fetch through the I-cache; `None`: a perfect one, fetch costs nothing
     /// (`core.icache.enabled: false`).
-    pub icache: Option<IcacheSpec>,
+    pub icache: Option<IcacheParams>,
 }
 
-impl SmSpec {
-    /// The spec of every SM of `cfg` (all SMs of a chiplet are alike).
-    pub fn from_config(cfg: &GpuConfig) -> SmSpec {
+impl SmParams {
+    /// The parameters of every SM of `cfg` (all SMs of a chiplet are alike).
+    pub fn from_config(cfg: &GpuConfig) -> SmParams {
         let c = &cfg.core;
         let t = &c.op_latency;
         let mem = cfg.l1d.hit_latency_cycles;
@@ -481,7 +481,7 @@ impl SmSpec {
         let icache = ic.enabled.then(|| {
             let line = ic.line_bytes.max(1);
             let assoc = ic.assoc.max(1);
-            IcacheSpec {
+            IcacheParams {
                 sets: (ic.size_bytes / (assoc * line)).max(1),
                 assoc,
                 line_bytes: line,
@@ -489,7 +489,7 @@ impl SmSpec {
                 miss_latency_cycles: ic.miss_latency_cycles,
             }
         });
-        SmSpec {
+        SmParams {
             icache,
             reg_banks_per_sched: per_sched(c.register_banks),
             reg_bank_use_warp_id: c.reg_bank_use_warp_id,
