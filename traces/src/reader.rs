@@ -485,6 +485,24 @@ impl<'f> ChunkDecoder<'f> {
         let frame = &f.map[start..end];
         // Decompressed into the vector's spare capacity (zstd sets its length): no zeroing
         // pass over a buffer about to be overwritten.
+        // The index's length is checked against the frame's own header before anything is
+        // allocated for it: a damaged index must not make the reader ask for gigabytes.
+        match zstd::zstd_safe::get_frame_content_size(frame) {
+            Ok(Some(n)) if n == c.raw_len as u64 => {}
+            Ok(Some(n)) => {
+                return Err(f.chunk_error(
+                    chunk,
+                    &format!(
+                        "the index says {} bytes decompressed, its zstd frame {n}",
+                        c.raw_len
+                    ),
+                ))
+            }
+            // The writer always records the size; a frame without one is not the writer's.
+            Ok(None) | Err(_) => {
+                return Err(f.chunk_error(chunk, "not a zstd frame with its content size"))
+            }
+        }
         self.raw.clear();
         self.raw.reserve(c.raw_len as usize);
         let zstd = match &mut self.zstd {

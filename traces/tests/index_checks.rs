@@ -92,6 +92,20 @@ fn open_err(path: &std::path::Path) -> String {
     }
 }
 
+/// Found by the `run` fuzz target (tests/data/fuzz/run/oom-chunk-length-*): a chunk whose
+/// decompressed length the index overstates (3 GiB) made the decoder reserve that much
+/// before decompressing; it is refused from the frame's own header first.
+#[test]
+fn an_overstated_chunk_length_is_refused_before_allocating() {
+    let (_d, path) = edited(|i| i.chunks[0].raw_len = 3 << 30);
+    let t = TraceFile::open(&path).unwrap();
+    let m = verify(&t).unwrap_err().to_string();
+    assert!(
+        m.contains("chunk 0") && m.contains("the index says 3221225472 bytes decompressed"),
+        "{m}"
+    );
+}
+
 #[test]
 fn an_unedited_index_round_trips_and_verifies() {
     let (_d, path) = edited(|_| {});
