@@ -127,8 +127,11 @@ mod tests {
     #[test]
     fn growth_goes_to_the_context_it_happened_in() {
         let mut p = PerKernel::default();
-        let mut now = KernelMemStats::default();
-        now.l2_accesses = 3; // before any request: the host's
+        // Before any request: the host's.
+        let mut now = KernelMemStats {
+            l2_accesses: 3,
+            ..KernelMemStats::default()
+        };
         assert!(p.leaves(c(0)));
         p.enter(c(0), now);
         now.l2_accesses = 10;
