@@ -25,6 +25,7 @@ pub mod packet;
 pub mod per_kernel;
 pub mod sm;
 pub mod stats;
+pub mod stats_doc;
 
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};

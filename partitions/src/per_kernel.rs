@@ -20,21 +20,39 @@ unit_counters! {
     /// hits and misses, DRAM sector reads and writes and bytes, NoC bytes, and packets and
     /// bytes sent on inter-chiplet links and GPU-fabric ports (the sum of `links`).
     pub struct KernelMemStats {
+        /// `l1d_accesses` of this context (see the chiplets' `memory.l1d_accesses`).
         l1d_accesses,
+        /// `l1d_hits` of this context (see the chiplets' `memory.l1d_hits`).
         l1d_hits,
+        /// `l1d_misses` of this context (see the chiplets' `memory.l1d_misses`).
         l1d_misses,
+        /// `l2_accesses` of this context (see the chiplets' `memory.l2_accesses`).
         l2_accesses,
+        /// `l2_hits` of this context (see the chiplets' `memory.l2_hits`).
         l2_hits,
+        /// `l2_misses` of this context (see the chiplets' `memory.l2_misses`).
         l2_misses,
+        /// `llc_accesses` of this context (see the chiplets' `memory.llc_accesses`).
         llc_accesses,
+        /// `llc_hits` of this context (see the chiplets' `memory.llc_hits`).
         llc_hits,
+        /// `llc_misses` of this context (see the chiplets' `memory.llc_misses`).
         llc_misses,
+        /// `dram_reads` of this context (see the chiplets' `memory.dram_reads`).
         dram_reads,
+        /// `dram_writes` of this context (see the chiplets' `memory.dram_writes`).
         dram_writes,
+        /// `dram_bytes` of this context (see the chiplets' `memory.dram_bytes`).
         dram_bytes,
+        /// `noc_request_bytes` of this context (see the chiplets' `memory.noc_request_bytes`).
         noc_request_bytes,
+        /// `noc_reply_bytes` of this context (see the chiplets' `memory.noc_reply_bytes`).
         noc_reply_bytes,
+        /// Packets sent for this context on inter-chiplet links and GPU-fabric ports (its
+        /// part of the sum of `links[].packets`).
         link_packets,
+        /// Packet bytes sent for this context on inter-chiplet links and GPU-fabric ports
+        /// (its part of the sum of `links[].bytes`).
         link_bytes,
     }
 }

@@ -30,9 +30,12 @@ pub const STATS_VERSION: u32 = 6;
 /// Everything a run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunStats {
+    /// Version of this layout ([`STATS_VERSION`]); raised when a key moves or changes
+    /// meaning.
     pub stats_version: u32,
     /// The configuration's `name`.
     pub config: String,
+    /// Whole-system totals.
     pub totals: Totals,
     /// One entry per kernel launch, in command-list order.
     pub kernels: Vec<KernelStats>,
@@ -49,19 +52,23 @@ pub struct RunStats {
 /// One direction of an inter-chiplet link.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkEntry {
-    /// Sending and receiving end, as a name: `chiplet0`, or `switch` (one GPU); with several
+    /// Sending end, as a name: `chiplet0`, or `switch` (one GPU); with several
     /// GPUs a GPU's package switch is `gpu1.switch`, and the GPU fabric's ports run between
     /// `gpu1` (`gpu1.chiplet2` with several chiplets per GPU) and `nvswitch` or `pcie_host`.
     pub from: String,
+    /// Receiving end, named as `from`.
     pub to: String,
+    /// Packets sent in this direction.
     pub packets: u64,
-    /// Packet bytes (header and data), and bytes on the wire (plus the per-packet overhead).
+    /// Packet bytes sent (header and data).
     pub bytes: u64,
+    /// Bytes on the wire: `bytes` plus the per-packet overhead of the link.
     pub wire_bytes: u64,
     /// Picoseconds the sender was transmitting (`busy_ps / sim_time_ps` is its utilization).
     pub busy_ps: u64,
-    /// Sum and maximum over packets of the time waited behind earlier packets.
+    /// Sum over packets of the time each waited behind earlier packets.
     pub queued_ps: u64,
+    /// Longest time one packet waited behind earlier packets.
     pub max_queued_ps: u64,
 }
 
@@ -79,31 +86,48 @@ pub struct Totals {
     pub ipc: f64,
     /// Simulated time in picoseconds.
     pub sim_time_ps: u64,
+    /// Kernel launches completed (the length of `kernels`).
     pub kernels: u64,
+    /// CTAs completed, over every kernel.
     pub ctas: u64,
     /// GPUs in the system (`system.gpus`).
     pub gpus: u64,
     /// Requests of SMs to lines homed on another GPU (peer memory; the sum of the
     /// chiplets' `memory.peer_requests`).
     pub peer_requests: u64,
+    /// Sum of the chiplets' `memory.l1d_accesses`.
     pub l1d_accesses: u64,
+    /// Sum of the chiplets' `memory.l1d_hits`.
     pub l1d_hits: u64,
+    /// Sum of the chiplets' `memory.l1d_misses`.
     pub l1d_misses: u64,
+    /// Sum of the chiplets' `memory.l2_accesses`.
     pub l2_accesses: u64,
+    /// Sum of the chiplets' `memory.l2_hits`.
     pub l2_hits: u64,
+    /// Sum of the chiplets' `memory.l2_misses`.
     pub l2_misses: u64,
+    /// Sum of the chiplets' `memory.dram_reads`.
     pub dram_reads: u64,
+    /// Sum of the chiplets' `memory.dram_writes`.
     pub dram_writes: u64,
+    /// Sum of the chiplets' `memory.dram_bytes`.
     pub dram_bytes: u64,
-    /// LLC sector accesses, hits and misses (`package.l2: private`; 0 with a memory-side L2).
+    /// Sum of the chiplets' `memory.llc_accesses` (`package.l2: private`; 0 with a
+    /// memory-side L2).
     pub llc_accesses: u64,
+    /// Sum of the chiplets' `memory.llc_hits`.
     pub llc_hits: u64,
+    /// Sum of the chiplets' `memory.llc_misses`.
     pub llc_misses: u64,
-    /// Kernel-boundary flushes of the private L2s: dirty sectors written back to their home
-    /// LLC, valid lines invalidated, and later read sector misses on lines they invalidated
-    /// (the inter-kernel L2 hits lost; `memory` of each chiplet has the same counters).
+    /// Dirty sectors the private L2s' kernel-boundary flushes wrote back to their home LLC
+    /// (the sum of the chiplets' `memory.l2_flush_writeback_sectors`).
     pub l2_flush_writeback_sectors: u64,
+    /// Valid lines the private L2s' kernel-boundary flushes invalidated (the sum of the
+    /// chiplets' `memory.l2_flush_invalidated_lines`).
     pub l2_flush_invalidated_lines: u64,
+    /// Later read sector misses on lines the flushes invalidated: the inter-kernel L2 hits
+    /// lost (the sum of the chiplets' `memory.l2_flush_lost_hits`).
     pub l2_flush_lost_hits: u64,
     /// Scheduler-cycle breakdown, summed over every SM over the whole run.
     pub stalls: StallStats,
@@ -115,15 +139,24 @@ pub struct Totals {
 
 /// Every scheduler-cycle of every SM from time 0 to the end of the run
 /// (`gpu_tot_sim_cycle`), counted once: `slots == issued + unit_busy + scoreboard + barrier
-/// + no_warp` (see [`SmStats`] for the reasons and their precedence); cycles with no
-/// resident warp (launch gaps, an SM without CTAs) count as `no_warp`.
+/// + no_warp`; a cycle without an issue counts for the first reason that applies, in that
+/// order; cycles with no resident warp (launch gaps, an SM without CTAs) count as `no_warp`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StallStats {
+    /// Scheduler-cycles: core cycles times warp schedulers, over the SMs counted.
     pub slots: u64,
+    /// Scheduler-cycles with an issue (equals the warp instructions issued).
     pub issued: u64,
+    /// Scheduler-cycles without an issue in which some warp had its registers ready but the
+    /// functional unit of its next instruction was inside its initiation interval, or every
+    /// operand collector of the scheduler was busy.
     pub unit_busy: u64,
+    /// Otherwise, scheduler-cycles in which some warp's next instruction read or wrote a
+    /// register with a pending write, or was not fetched yet (I-cache).
     pub scoreboard: u64,
+    /// Otherwise, scheduler-cycles in which some warp waited at a CTA barrier.
     pub barrier: u64,
+    /// Otherwise, scheduler-cycles in which the scheduler had no unfinished warp.
     pub no_warp: u64,
 }
 
@@ -152,11 +185,15 @@ impl StallStats {
 /// One kernel launch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelStats {
+    /// The kernel's name as the trace gives it.
     pub name: String,
     /// The GPU it ran on (the trace's device with `system.gpus` > 1; 0 with one GPU).
     pub gpu: u32,
+    /// Grid dimensions in CTAs (x, y, z).
     pub grid: [u32; 3],
+    /// CTA dimensions in threads (x, y, z).
     pub block: [u32; 3],
+    /// CTAs of the grid (`grid` x * y * z), all completed.
     pub ctas: u64,
     /// Resident CTAs per SM by the occupancy calculation.
     pub ctas_per_sm: u32,
@@ -168,10 +205,12 @@ pub struct KernelStats {
     pub end_ps: u64,
     /// `end_ps - start_ps` in core cycles, rounded up.
     pub cycles: u64,
+    /// Warp instructions the kernel retired.
     pub warp_insts: u64,
+    /// Thread instructions the kernel retired (sum of the active-lane counts).
     pub thread_insts: u64,
-    /// The memory traffic its requests made, attributed by the context they carry
-    /// ([`crate::per_kernel`]): L1D, L2, LLC, DRAM, NoC and links.
+    /// The memory traffic its requests made, attributed by the context the requests carry
+    /// (`per_kernel.rs`): L1D, L2, LLC, DRAM, NoC and links.
     pub memory: KernelMemStats,
 }
 
@@ -183,23 +222,35 @@ pub struct ChipletStats {
     pub id: u32,
     /// The GPU it belongs to.
     pub gpu: u32,
+    /// SMs of the chiplet (`core.sm_count`).
     pub sms: u32,
+    /// Warp instructions its SMs retired.
     pub warp_insts: u64,
+    /// Thread instructions its SMs retired (sum of the active-lane counts).
     pub thread_insts: u64,
+    /// CTAs its SMs ran.
     pub ctas: u64,
+    /// CTA barriers completed on its SMs (one per barrier instance of a CTA, not per warp).
     pub barriers: u64,
+    /// Lanes retired by `EXIT` instructions on its SMs.
     pub exited_lanes: u64,
-    /// Instruction fetches that looked up the I-cache, and those that missed.
+    /// Instruction fetches that looked up the I-cache.
     pub icache_accesses: u64,
+    /// Instruction fetches that missed the I-cache.
     pub icache_misses: u64,
-    /// Source-register reads by the operand collectors, reads that found their bank busy,
-    /// and the cycles those conflicts added.
+    /// Source-register reads by the operand collectors.
     pub operand_reads: u64,
+    /// Source-register reads that found their register bank busy.
     pub bank_conflicts: u64,
+    /// Core cycles the bank conflicts added.
     pub bank_conflict_cycles: u64,
-    /// Warp instructions per opcode class (non-zero classes, in class order).
+    /// Warp instructions per opcode class: one key per class with a non-zero count, in
+    /// class order.
     pub class_warp_insts: ClassCounts,
+    /// Scheduler-cycle breakdown of its SMs over the whole run.
     pub stalls: StallStats,
+    /// Counters of its memory system: its SMs' L1D, shared memory and NoC ports, its
+    /// channels' L2 (or private L2 and LLC) slices and DRAM.
     pub memory: MemStats,
 }
 
