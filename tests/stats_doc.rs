@@ -79,7 +79,11 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
     let tst = gen(tmp.path(), "vectoradd", &["n=4096"]);
     let t = tst.to_str().unwrap();
     let runs = [
-        run_stats_full("default.yaml", &["--workload", "vectoradd", "--param", "n=4096"]).0,
+        run_stats_full(
+            "default.yaml",
+            &["--workload", "vectoradd", "--param", "n=4096"],
+        )
+        .0,
         run_stats_full(
             "a100-4chiplet.yaml",
             &["--trace", t, "--set", "core.sm_count=4"],

@@ -267,7 +267,11 @@ pub fn stats_markdown(provenance: &[DocKey], run: &[DocKey]) -> String {
         let Some((top, rest)) = keys.split_first() else {
             continue;
         };
-        let row = (top.path.to_string(), top.unit.to_string(), top.doc.to_string());
+        let row = (
+            top.path.to_string(),
+            top.unit.to_string(),
+            top.doc.to_string(),
+        );
         let rows = &mut tables[0].1.rows;
         match after.and_then(|a| rows.iter().position(|r| r.0 == a)) {
             Some(i) => rows.insert(i + 1, row),
@@ -395,8 +399,18 @@ mod tests {
     fn every_stats_field_is_documented() {
         // Panics on a field without a doc comment.
         let md = stats_markdown(&[], &[]);
-        for key in ["totals", "l1d_hits", "slots", "link_bytes", "max_queued_ps", "int"] {
-            assert!(md.contains(&format!("| `{key}` |")), "{key} not in the page");
+        for key in [
+            "totals",
+            "l1d_hits",
+            "slots",
+            "link_bytes",
+            "max_queued_ps",
+            "int",
+        ] {
+            assert!(
+                md.contains(&format!("| `{key}` |")),
+                "{key} not in the page"
+            );
         }
         for path in [
             "totals.stalls",
