@@ -198,10 +198,10 @@ impl Progress {
                             100.0 * done as f64 / t.max(1) as f64,
                             self.unit.name(),
                             detail(),
-                            HumanDuration(elapsed)
+                            secs(elapsed)
                         )
                     }
-                    None => format!("{}, {} elapsed", detail(), HumanDuration(elapsed)),
+                    None => format!("{}, {} elapsed", detail(), secs(elapsed)),
                 };
                 eprintln!("{}: {share}", self.what);
             }
@@ -231,6 +231,17 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A time in a progress line: `12.3 s`, or `1:02:03` from a minute on.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        let t = d.as_secs();
+        format!("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
     }
 }
 
@@ -271,5 +282,11 @@ mod tests {
         assert!(parse_seconds("inf").is_err());
         assert!(parse_seconds("NaN").is_err());
         assert!(parse_seconds("ten").is_err());
+    }
+
+    #[test]
+    fn times_read_as_seconds_then_clock_time() {
+        assert_eq!(secs(Duration::from_millis(12_345)), "12.3 s");
+        assert_eq!(secs(Duration::from_secs(3723)), "1:02:03");
     }
 }
