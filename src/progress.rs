@@ -41,7 +41,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 /// How progress is shown in this process.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Show {
     Off,
     Bar,
@@ -54,26 +54,40 @@ static SHOW: OnceLock<Show> = OnceLock::new();
 /// whether stderr is a terminal; never on `other_rank` (an MPI rank other than 0). A bad
 /// `TESSERA_PROGRESS_EVERY` is an error.
 pub fn init(a: &ProgressArgs, other_rank: bool) -> anyhow::Result<()> {
-    let every = match a.progress_every {
-        Some(v) => v,
-        None => match std::env::var(EVERY_VAR) {
-            Ok(v) if !v.trim().is_empty() => {
-                parse_seconds(&v).map_err(|e| anyhow::anyhow!("{EVERY_VAR}: {e}"))?
-            }
-            _ => DEFAULT_EVERY_S,
-        },
+    let env = std::env::var(EVERY_VAR).ok();
+    let show = decide(
+        a,
+        other_rank,
+        std::io::stderr().is_terminal(),
+        env.as_deref(),
+    )?;
+    let _ = SHOW.set(show);
+    Ok(())
+}
+
+/// [`init`]'s decision, given whether stderr is a terminal and the variable's value.
+fn decide(
+    a: &ProgressArgs,
+    other_rank: bool,
+    tty: bool,
+    env: Option<&str>,
+) -> anyhow::Result<Show> {
+    let every = match (a.progress_every, env) {
+        (Some(v), _) => v,
+        (None, Some(v)) if !v.trim().is_empty() => {
+            parse_seconds(v).map_err(|e| anyhow::anyhow!("{EVERY_VAR}: {e}"))?
+        }
+        _ => DEFAULT_EVERY_S,
     };
-    let show = if a.quiet || other_rank {
+    Ok(if a.quiet || other_rank {
         Show::Off
-    } else if std::io::stderr().is_terminal() {
+    } else if tty {
         Show::Bar
     } else if every > 0.0 {
         Show::Lines(Duration::try_from_secs_f64(every).unwrap_or(Duration::MAX))
     } else {
         Show::Off
-    };
-    let _ = SHOW.set(show);
-    Ok(())
+    })
 }
 
 /// Whether progress is shown at all (a run that is not shown need not pause).
@@ -282,6 +296,33 @@ mod tests {
         assert!(parse_seconds("inf").is_err());
         assert!(parse_seconds("NaN").is_err());
         assert!(parse_seconds("ten").is_err());
+    }
+
+    #[test]
+    fn terminal_lines_quiet_and_ranks() {
+        let a = |quiet, every| ProgressArgs {
+            quiet,
+            progress_every: every,
+        };
+        let d = |a: &ProgressArgs, rank, tty, env| decide(a, rank, tty, env).ok();
+        assert_eq!(d(&a(false, None), false, true, None), Some(Show::Bar));
+        let ten = Some(Show::Lines(Duration::from_secs(10)));
+        assert_eq!(d(&a(false, None), false, false, None), ten);
+        let half = Some(Show::Lines(Duration::from_millis(500)));
+        assert_eq!(d(&a(false, None), false, false, Some("0.5")), half);
+        // The option wins over the variable; 0 turns lines off.
+        assert_eq!(d(&a(false, Some(0.5)), false, false, Some("3")), half);
+        assert_eq!(d(&a(false, Some(0.0)), false, false, None), Some(Show::Off));
+        // --quiet, and every MPI rank but 0, show nothing, terminal or not.
+        assert_eq!(d(&a(true, None), false, true, None), Some(Show::Off));
+        assert_eq!(d(&a(false, None), true, true, None), Some(Show::Off));
+        assert_eq!(d(&a(false, None), true, false, None), Some(Show::Off));
+        assert!(decide(&a(false, None), false, false, Some("x")).is_err());
+        // A huge interval is no panic.
+        assert_eq!(
+            d(&a(false, Some(1e300)), false, false, None),
+            Some(Show::Lines(Duration::MAX))
+        );
     }
 
     #[test]
