@@ -222,8 +222,8 @@ impl Progress {
         }
     }
 
-    /// The end: the bar stays drawn at its last state (complete when the command was),
-    /// the heartbeat stops.
+    /// The end: a bar stays drawn at its last state (complete when the command was), a
+    /// spinner is cleared, the heartbeat stops.
     pub fn finish(mut self) {
         self.stop();
     }
@@ -234,8 +234,15 @@ impl Progress {
             let _ = handle.join();
         }
         if let Kind::Bar(b) = &self.kind {
-            if !b.is_finished() {
+            if self.total.is_none() {
+                // A spinner says nothing once done.
+                b.finish_and_clear();
+            } else if !b.is_finished() {
+                // The bar stays, its line ended: the summary follows on lines of its own.
                 b.abandon();
+                if !b.is_hidden() {
+                    eprintln!();
+                }
             }
         }
         self.kind = Kind::Off;

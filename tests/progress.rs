@@ -186,6 +186,11 @@ fn a_terminal_gets_a_bar() {
     assert!(o.status.success(), "{text}");
     assert!(text.contains("/256 CTAs"), "{text}");
     assert!(text.contains("100%") && text.contains("ETA"), "{text}");
+    // The bar's line is ended: the summary starts a line of its own.
+    assert!(
+        text.lines().any(|l| l.starts_with("titanv: 1 kernel(s)")),
+        "{text}"
+    );
     // No plain progress lines on a terminal.
     assert!(!text.contains("run: "), "{text}");
 }
