@@ -14,6 +14,7 @@ mod diff_cmd;
 mod jobs;
 mod mpi_cmd;
 mod outputs;
+mod progress;
 mod provenance;
 mod run_cmd;
 mod stats_file;
@@ -56,6 +57,8 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    #[command(flatten)]
+    progress: progress::ProgressArgs,
 }
 
 #[derive(Subcommand)]
@@ -118,6 +121,12 @@ fn main() -> ExitCode {
         None => String::new(),
     };
     cleanup::install(&who);
+    // Under MPI, rank 0 alone shows progress.
+    let other_rank = matches!(mpi_cmd::launched_rank(), Some(r) if r != 0);
+    if let Err(e) = progress::init(&cli.progress, other_rank) {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let res = match cli.cmd {
         Cmd::Trace(t) => trace_cmd::run(t),
         Cmd::Config(c) => config_cmd::run(c),

@@ -181,6 +181,16 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         panic!("injected by TESSERA_TEST_PANIC_RANK");
     }
     let t0 = Instant::now();
+    // Rank 0 alone shows progress (crate::progress::init turns it off on the others): the
+    // time elapsed, as the ranks' engines are not paused to be read.
+    let beat = crate::progress::Progress::heartbeat(
+        "run",
+        format!(
+            "{} partitions on {ranks} rank(s) x {} thread(s)",
+            setup.cfg.partition_count(),
+            a.threads
+        ),
+    );
     let run = tessera_system::run_gpu_mpi(
         &setup.cfg,
         &setup.trace,
@@ -189,6 +199,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         a.placement,
         a.threads as usize,
     );
+    beat.finish();
     let mut status: i32 = match run {
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);

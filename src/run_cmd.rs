@@ -5,7 +5,6 @@ use crate::outputs;
 use crate::provenance::{self, Input, RunInfo};
 use anyhow::Result;
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_partitions::check::check_trace;
@@ -186,32 +185,44 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
             a.threads
         );
     }
-    // A progress line on a terminal only (redirected stderr gets the summary alone),
-    // refreshed at most twice a second.
-    let mut last_print = Instant::now();
-    let mut shown = false;
-    let mut show = |p: GpuProgress| {
-        if last_print.elapsed().as_millis() < 500 {
-            return;
+    // Progress (crate::progress): the share of the trace's CTAs completed, read while the
+    // engine pauses every 10 simulated microseconds. Only a GPU of one partition pauses:
+    // pausing cuts the engine's windows, which a GPU of several partitions keeps as they
+    // are (their count is reported), so there the time elapsed is shown alone.
+    let (stats, windows) = if parts <= 1 {
+        let ctas: u64 = trace.kernels().iter().map(|k| k.counts.ctas).sum();
+        let mut bar =
+            crate::progress::Progress::new("run", Some(ctas), crate::progress::Unit::Ctas);
+        let mut show = |p: GpuProgress| {
+            bar.update(p.ctas_done, || {
+                let secs = t0.elapsed().as_secs_f64().max(1e-9);
+                format!(
+                    "{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s",
+                    p.sim_ps as f64 / 1e6,
+                    p.kernels_done,
+                    p.kernels,
+                    p.warp_insts as f64 / 1e6 / secs
+                )
+            });
+        };
+        let report: Option<&mut dyn FnMut(GpuProgress)> =
+            crate::progress::enabled().then_some(&mut show);
+        let res = run_gpu_placed(cfg, trace, threads, a.placement, report);
+        if let Ok((st, _)) = &res {
+            bar.update(st.totals.ctas, || "done".to_string());
         }
-        last_print = Instant::now();
-        shown = true;
-        let secs = t0.elapsed().as_secs_f64().max(1e-9);
-        eprint!(
-            "\r{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s   ",
-            p.sim_ps as f64 / 1e6,
-            p.kernels_done,
-            p.kernels,
-            p.warp_insts as f64 / 1e6 / secs
+        bar.finish();
+        res
+    } else {
+        let beat = crate::progress::Progress::heartbeat(
+            "run",
+            format!("{parts} partitions on {threads} thread(s)"),
         );
-    };
-    let report: Option<&mut dyn FnMut(GpuProgress)> =
-        std::io::stderr().is_terminal().then_some(&mut show);
-    let (stats, windows) = run_gpu_placed(cfg, trace, threads, a.placement, report)
-        .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
-    if shown {
-        eprintln!();
+        let res = run_gpu_placed(cfg, trace, threads, a.placement, None);
+        beat.finish();
+        res
     }
+    .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let how = How {
         threads,
         ranks: 1,

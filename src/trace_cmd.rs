@@ -1,12 +1,14 @@
 //! `tessera trace ...`: import, export, info, verify.
 
+use crate::progress::Unit;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
-use tessera_frontend::accelsim::{export_dir, import_dir_with_progress, ImportOptions};
+use tessera_frontend::accelsim::{
+    export_dir_with_progress, import_dir_with_progress, ImportOptions,
+};
 use tessera_traces::{OpClass, TraceFile, WriterOptions};
 
 #[derive(Subcommand)]
@@ -93,7 +95,10 @@ fn gen(
     };
     let t0 = Instant::now();
     let _pending = crate::cleanup::pending(&crate::outputs::partial(&out));
-    let rep = workloads::generate(&name, params, arch, &out)?;
+    let beat = crate::progress::Progress::heartbeat("gen", format!("recording {name}"));
+    let rep = workloads::generate(&name, params, arch, &out);
+    beat.finish();
+    let rep = rep?;
     let secs = t0.elapsed().as_secs_f64();
     outln!("{}: {}", rep.generator, rep.summary);
     outln!(
@@ -146,20 +151,19 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                     chunk_target_bytes: writer.chunk_kib as usize * 1024,
                 },
             };
-            // A progress line on a terminal only; logs and pipes get the summary alone.
-            let tty = std::io::stderr().is_terminal();
-            let mut last = Instant::now();
+            // The total is not known before the kernels are read (their text may be
+            // compressed): what is done so far, without a share.
+            let mut bar = crate::progress::Progress::new("import", None, Unit::Kernels);
             let mut progress = |r: &tessera_frontend::accelsim::ImportReport| {
-                if tty && last.elapsed().as_secs_f64() >= 1.0 {
-                    last = Instant::now();
-                    let s = t0.elapsed().as_secs_f64();
-                    eprint!(
-                        "\r  {:.0} MB of text read, {} kernel(s) done, {:.1} MB/s   ",
+                bar.update(r.kernels, || {
+                    let s = t0.elapsed().as_secs_f64().max(1e-9);
+                    format!(
+                        "{:.0} MB of text read, {} kernel(s) done, {:.1} MB/s",
                         r.text_bytes as f64 / 1e6,
                         r.kernels,
                         r.text_bytes as f64 / 1e6 / s
-                    );
-                }
+                    )
+                });
             };
             // Never over the directory or a file the import reads there (the lists and
             // the kernel traces).
@@ -172,9 +176,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
             let res = import_dir_with_progress(&dir, &output, &opts, &mut progress);
             drop(pending);
-            if tty && t0.elapsed().as_secs_f64() >= 1.0 {
-                eprintln!();
-            }
+            bar.finish();
             let rep = res?;
             let secs = t0.elapsed().as_secs_f64();
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
@@ -215,8 +217,19 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
                 crate::outputs::refuse_input(w, &[&file])?;
             }
             let pending = crate::cleanup::pending(&crate::outputs::partial(&output));
-            let rep = export_dir(&file, &output)?;
+            let mut bar = None;
+            let mut progress = |done: u64, total: u64| {
+                bar.get_or_insert_with(|| {
+                    crate::progress::Progress::new("export", Some(total), Unit::Ctas)
+                })
+                .update(done, || "writing Accel-Sim text".to_string());
+            };
+            let res = export_dir_with_progress(&file, &output, &mut progress);
             drop(pending);
+            if let Some(b) = bar {
+                b.finish();
+            }
+            let rep = res?;
             outln!(
                 "exported {} kernel(s), {} warp instructions to {} ({} files, {} bytes)",
                 rep.kernels,

@@ -429,3 +429,37 @@ fn a_panicking_rank_aborts_the_job() {
         "{err}"
     );
 }
+
+/// Progress under MPI comes from rank 0 alone (Open MPI's tagged output names the rank of
+/// each line), every `TESSERA_PROGRESS_EVERY` seconds off a terminal.
+#[test]
+fn rank_0_alone_reports_progress() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let cfg = config("a100-4chiplet.yaml");
+    let o = mpirun_env(
+        2,
+        bin(),
+        &[
+            "run".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "--trace".as_ref(),
+            tst.as_os_str(),
+        ],
+        &[
+            ("TESSERA_PROGRESS_EVERY", Path::new("0.001")),
+            ("OMPI_MCA_orte_tag_output", Path::new("1")),
+        ],
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    let lines: Vec<&str> = e.lines().filter(|l| l.contains("run: ")).collect();
+    assert!(!lines.is_empty(), "{e}");
+    for l in lines {
+        assert!(
+            l.contains(",0]<stderr>"),
+            "a progress line not from rank 0: {l}\n{e}"
+        );
+    }
+}

@@ -39,11 +39,13 @@ pub fn run_gpu_threads(
 }
 
 /// Where a GPU run is, for a progress display: simulated time, warp instructions retired,
-/// kernels done of all.
+/// CTAs completed (of the trace's CTAs, which its index counts: the share of the run done
+/// even when the instructions to come are not known in advance), kernels done of all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuProgress {
     pub sim_ps: Picos,
     pub warp_insts: u64,
+    pub ctas_done: u64,
     pub kernels_done: usize,
     pub kernels: usize,
 }
@@ -157,12 +159,14 @@ fn run_reporting<'t>(
         let mut p = GpuProgress {
             sim_ps: at,
             warp_insts: 0,
+            ctas_done: 0,
             kernels_done: 0,
             kernels: 0,
         };
         for part in parts {
-            let (w, k) = part.progress();
+            let (w, c, k) = part.progress();
             p.warp_insts += w;
+            p.ctas_done += c;
             if let Some((d, n)) = k {
                 (p.kernels_done, p.kernels) = (d, n);
             }

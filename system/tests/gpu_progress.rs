@@ -31,9 +31,15 @@ fn progress_reports_never_change_results() {
         assert!(w[1].sim_ps > w[0].sim_ps);
         assert!(w[1].warp_insts >= w[0].warp_insts);
         assert!(w[1].kernels_done >= w[0].kernels_done);
+        assert!(w[1].ctas_done >= w[0].ctas_done);
     }
     let last = seen[seen.len() - 1];
     assert_eq!(last.kernels, 5);
     assert!(last.warp_insts <= plain.totals.warp_insts);
     assert!(last.sim_ps <= plain.totals.sim_time_ps);
+    // CTAs complete as the run goes: some by the last report, never more than the trace's.
+    assert!(
+        last.ctas_done > 0 && last.ctas_done <= plain.totals.ctas,
+        "{last:?}"
+    );
 }

@@ -134,6 +134,16 @@ fn kernel_file_name(m: &KernelMeta, k: usize) -> String {
 /// empty). Files are written into `<out_dir>.partial` and renamed at the end, so a failed
 /// export leaves nothing under `out_dir`.
 pub fn export_dir(tst: &Path, out_dir: &Path) -> Result<ExportReport, ImportError> {
+    export_dir_with_progress(tst, out_dir, &mut |_, _| {})
+}
+
+/// [`export_dir`], calling `progress(ctas_done, ctas)` after each CTA written (`ctas`: all
+/// the trace's, as its index counts them).
+pub fn export_dir_with_progress(
+    tst: &Path,
+    out_dir: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ExportReport, ImportError> {
     let t = TraceFile::open(tst)?;
     if out_dir.exists() {
         let empty = std::fs::read_dir(out_dir)
@@ -154,7 +164,7 @@ pub fn export_dir(tst: &Path, out_dir: &Path) -> Result<ExportReport, ImportErro
         std::fs::remove_dir_all(&tmp).map_err(|e| ferr(&tmp, e))?;
     }
     std::fs::create_dir_all(&tmp).map_err(|e| ferr(&tmp, e))?;
-    let res = export_into(&t, &tmp);
+    let res = export_into(&t, &tmp, progress);
     if let Err(e) = res {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
@@ -166,9 +176,19 @@ pub fn export_dir(tst: &Path, out_dir: &Path) -> Result<ExportReport, ImportErro
     res
 }
 
-fn export_into(t: &TraceFile, dir: &Path) -> Result<ExportReport, ImportError> {
+fn export_into(
+    t: &TraceFile,
+    dir: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ExportReport, ImportError> {
     let mut rep = ExportReport::default();
     let idx = t.index();
+    let total: u64 = idx.kernels.iter().map(|k| k.counts.ctas).sum();
+    let mut done = 0u64;
+    let mut on_cta = || {
+        done += 1;
+        progress(done, total);
+    };
     let n_dev = idx.devices.len().max(1);
     for d in 0..n_dev {
         let name = idx
@@ -198,7 +218,7 @@ fn export_into(t: &TraceFile, dir: &Path) -> Result<ExportReport, ImportError> {
                     let k = kernel as usize;
                     let kname = kernel_file_name(&idx.kernels[k], k);
                     let _ = writeln!(list, "{kname}");
-                    rep.bytes += write_kernel(t, k, &dir.join(&kname))?;
+                    rep.bytes += write_kernel(t, k, &dir.join(&kname), &mut on_cta)?;
                     rep.kernels += 1;
                     rep.files += 1;
                     rep.warp_insts += idx.kernels[k].counts.warp_insts;
@@ -214,7 +234,12 @@ fn export_into(t: &TraceFile, dir: &Path) -> Result<ExportReport, ImportError> {
     Ok(rep)
 }
 
-fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError> {
+fn write_kernel(
+    t: &TraceFile,
+    k: usize,
+    path: &Path,
+    on_cta: &mut dyn FnMut(),
+) -> Result<u64, ImportError> {
     let meta = &t.kernels()[k];
     let f = std::fs::File::create(path).map_err(|e| ferr(path, e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -262,6 +287,7 @@ fn write_kernel(t: &TraceFile, k: usize, path: &Path) -> Result<u64, ImportError
                 }
             }
             s.push_str("\n#END_TB\n");
+            on_cta();
             if s.len() > 1 << 20 {
                 out.write_all(s.as_bytes()).map_err(|e| ferr(path, e))?;
                 total += s.len() as u64;

@@ -24,7 +24,7 @@ mod export;
 mod import;
 mod line;
 
-pub use export::{export_dir, to_text_inst, ExportReport};
+pub use export::{export_dir, export_dir_with_progress, to_text_inst, ExportReport};
 pub use import::{import_dir, import_dir_with_progress, ImportError, ImportOptions, ImportReport};
 pub use line::{parse_inst_line, LineError, TextAddrs, TextInst};
 

@@ -1137,11 +1137,21 @@ impl Partition for GpuPartition<'_> {
 }
 
 impl GpuPartition<'_> {
-    /// Warp instructions its SMs have retired so far, and `(kernels done, kernels)` when it
-    /// hosts the command processor (for progress reports; not part of the stats).
-    pub fn progress(&self) -> (u64, Option<(usize, usize)>) {
+    /// Warp instructions its SMs have retired so far, CTAs they have completed (sent and no
+    /// longer resident), and `(kernels done, kernels)` when it hosts the command processor
+    /// (for progress reports; not part of the stats).
+    pub fn progress(&self) -> (u64, u64, Option<(usize, usize)>) {
         let warp_insts = self.sms.iter().map(|u| u.sm.stats().warp_insts).sum();
-        (warp_insts, self.cps.iter().find_map(|c| c.kernels_done()))
+        let ctas_done = self
+            .sms
+            .iter()
+            .map(|u| u.ctas.saturating_sub(u.sm.resident() as u64))
+            .sum();
+        (
+            warp_insts,
+            ctas_done,
+            self.cps.iter().find_map(|c| c.kernels_done()),
+        )
     }
 
     /// Reports the events of every unit it hosts to `obs` from now on (see
