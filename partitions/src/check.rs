@@ -79,6 +79,20 @@ pub enum CheckError {
         ctas: u64,
         grid: u64,
     },
+    /// The index counts fewer warps than the CTAs' threads make.
+    #[error(
+        "kernel {index} ({kernel}): the index counts {warps} warps, but {ctas} CTAs of \
+         {threads} threads make {listed} warps of 32 lanes: a damaged index (`tessera trace \
+         verify` decodes every warp)"
+    )]
+    MissingWarps {
+        index: usize,
+        kernel: String,
+        warps: u64,
+        ctas: u64,
+        threads: u64,
+        listed: u64,
+    },
     /// More warps per CTA than the core model's warps give.
     #[error(
         "kernel {index} ({kernel}): {warps} warps in {ctas} CTA(s) of {threads} threads, more \
@@ -169,6 +183,19 @@ fn check_kernel(cfg: &GpuConfig, index: usize, k: &KernelMeta) -> Result<(), Che
             threads,
             lanes,
             expected,
+        });
+    }
+    // Every CTA lists all its (32-lane) warps (import and the recorder both insist): an
+    // index that counts fewer was damaged, as `verify` would say after decoding it all.
+    let listed = k.counts.ctas.saturating_mul(k.warps_per_cta());
+    if k.counts.warps < listed {
+        return Err(CheckError::MissingWarps {
+            index,
+            kernel: k.name.clone(),
+            warps: k.counts.warps,
+            ctas: k.counts.ctas,
+            threads,
+            listed,
         });
     }
     Ok(())
