@@ -33,7 +33,10 @@ fn stream(dir: &Path) -> PathBuf {
 /// (the partitioning keys are kept apart already; the others are removed too, so runs of
 /// other cuts compare).
 fn run(dir: &Path, trace: &Path, config: &str, extra: &[&str]) -> Value {
-    let out = dir.join(format!("stats-{}.json", extra.join("_").replace(['/', '='], "-")));
+    let out = dir.join(format!(
+        "stats-{}.json",
+        extra.join("_").replace(['/', '='], "-")
+    ));
     let mut args: Vec<OsString> = vec![
         "run".into(),
         "--config".into(),
@@ -78,7 +81,10 @@ fn check_cut(s: &Value, full: &Value) {
     assert_eq!(s["kernels"].as_array().unwrap().len() as u64, done);
     assert!(u(s, "/totals/warp_insts") < u(full, "/totals/warp_insts"));
     assert!(u(s, "/totals/warp_insts") > 0);
-    assert!(full.get("run_limit").is_none(), "no run_limit without limits");
+    assert!(
+        full.get("run_limit").is_none(),
+        "no run_limit without limits"
+    );
 }
 
 #[test]
@@ -96,7 +102,10 @@ fn max_cycles_cuts_the_same_on_threads_and_chiplets() {
         let mut args = vec!["--max-cycles", &c];
         args.extend(extra);
         let other = run(tmp.path(), &t, "a100-4chiplet.yaml", &args);
-        assert!(one == other, "--max-cycles {c} {extra:?} differs from one thread");
+        assert!(
+            one == other,
+            "--max-cycles {c} {extra:?} differs from one thread"
+        );
     }
 }
 
@@ -118,7 +127,10 @@ fn max_cycles_cuts_the_same_on_sm_clusters() {
         let mut args = vec!["--max-cycles", &c, "--threads", threads];
         args.extend(cut);
         let s = run(tmp.path(), &t, "default.yaml", &args);
-        assert!(whole == s, "2 SM clusters on {threads} thread(s) differ from one partition");
+        assert!(
+            whole == s,
+            "2 SM clusters on {threads} thread(s) differ from one partition"
+        );
     }
 }
 
@@ -127,11 +139,19 @@ fn max_cycles_past_the_end_is_the_whole_run() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
     let full = run(tmp.path(), &t, "default.yaml", &[]);
-    let mut s = run(tmp.path(), &t, "default.yaml", &["--max-cycles", "100000000"]);
+    let mut s = run(
+        tmp.path(),
+        &t,
+        "default.yaml",
+        &["--max-cycles", "100000000"],
+    );
     let lim = s.as_object_mut().unwrap().remove("run_limit").unwrap();
     assert_eq!(lim["partial"], false, "{lim}");
     assert_eq!(u(&lim, "/kernels_completed"), 5);
-    assert!(s == full, "a limit the run never reaches changes nothing else");
+    assert!(
+        s == full,
+        "a limit the run never reaches changes nothing else"
+    );
 }
 
 #[test]
