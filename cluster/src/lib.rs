@@ -115,7 +115,9 @@
 //! the error returned is the lowest-numbered failing partition's, as a sequential run
 //! would report it. [`run_sequential_paused`] pauses every given stretch of simulated
 //! time (a progress display), and `run_rank_threads` runs one MPI rank's partitions on
-//! several threads. This crate knows nothing of what a partition simulates: the GPU
+//! several threads. [`run_threads_until`] and [`run_sequential_paused_until`] stop at a
+//! simulated time instead of running to completion ([`Engine::run_to`]: every event before
+//! it simulated on every partition, none at or after, whatever the windows), a run limit. This crate knows nothing of what a partition simulates: the GPU
 //! runners are in `tessera-system`.
 
 mod engine;

@@ -6,7 +6,8 @@
 //!
 //! [`run_gpu`] and [`run_gpu_threads`] run a GPU to completion and collect its stats (the
 //! same bytes on any thread count or placement, [`run_gpu_placed`]); [`run_gpu_progress`]
-//! reports progress while it runs; `run_gpu_mpi` (feature `mpi`) runs one rank's share of
+//! reports progress while it runs; [`run_gpu_limited`] stops at a simulated time
+//! ([`RunLimits`]: `--max-cycles`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
 //! it and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0,
 //! which merges them into the bytes a sequential run writes.
 
