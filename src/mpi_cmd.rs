@@ -116,7 +116,15 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         eprintln!("error: rank {rank} of {ranks} panicked: ending the job");
         mpi::topology::SimpleCommunicator::world().abort(101);
     }));
-    let setup = crate::run_cmd::setup(&a, rank != 0);
+    let setup = crate::run_cmd::setup(&a, rank != 0).and_then(|s| match a.max_cycles {
+        // The ranks' engines run to completion; a cut would need the stop time in
+        // `run_gpu_mpi` and partial stats parts.
+        Some(n) => Err(anyhow::anyhow!(
+            "--max-cycles {n}: not supported under MPI yet; run on threads (`--threads N`) \
+             without mpirun"
+        )),
+        None => Ok(s),
+    });
     // Every rank learns whether any failed to load; the lowest failing rank reports.
     let failed = i32::from(setup.is_err());
     let mut all = vec![0i32; ranks as usize];
@@ -207,7 +215,9 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             tessera_cluster::mpi::abort_job(&world, 1)
         }
         Ok(None) => 0,
-        Ok(Some((stats, windows))) => {
+        Ok(Some((mut stats, windows))) => {
+            // `--kernels` (applied to the trace by `setup`) is recorded as on one process.
+            tessera_system::mark_limits(&mut stats, &setup.trace, &setup.limits, true);
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
                 threads: a.threads as usize,

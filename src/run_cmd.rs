@@ -10,7 +10,7 @@ use std::time::Instant;
 use tessera_partitions::check::check_trace;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
-use tessera_system::{run_gpu_placed, GpuProgress};
+use tessera_system::{run_gpu_limited, GpuProgress};
 use tessera_traces::TraceFile;
 
 /// What a run simulates: a configuration with overrides, and a trace or a built-in
@@ -57,6 +57,16 @@ pub struct RunArgs {
         default_value = "contiguous"
     )]
     pub(crate) placement: tessera_cluster::Placement,
+    /// Stop the run at this many core cycles of simulated time (`core.clock_hz`): every
+    /// event before it is simulated, none after, the same for any threads, placement or
+    /// partitioning. The stats are then partial (their `run_limit` says so).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_cycles: Option<u64>,
+    /// Simulate only these kernel launches of the trace's command list, by rank among its
+    /// launches (0 for the first): `2` (one), `0..3` (0, 1 and 2), `0..=2`, `5..` (5 to the
+    /// last), `..3`. The other launches are dropped; copies and allocations are kept.
+    #[arg(long, value_name = "RANGE", value_parser = parse_kernel_range)]
+    pub(crate) kernels: Option<KernelRange>,
     /// Write the stats JSON here (as <FILE>.partial, renamed when complete).
     #[arg(long, value_name = "FILE.json")]
     stats_out: Option<PathBuf>,
@@ -66,6 +76,72 @@ pub struct RunArgs {
     #[cfg(feature = "mpi")]
     #[arg(long, value_name = "all|linked", default_value = "all")]
     pub(crate) mpi_exchange: tessera_cluster::Exchange,
+}
+
+/// A `--kernels` range of launch ranks, as given: the end is open (`5..`) or exclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelRange {
+    pub start: usize,
+    pub end: Option<usize>,
+}
+
+impl KernelRange {
+    /// The launches of a command list of `launches` it selects, or why none can be.
+    pub fn resolve(&self, launches: usize) -> Result<std::ops::Range<usize>> {
+        let end = self.end.unwrap_or(launches);
+        let shown = match self.end {
+            Some(e) => format!("{}..{e}", self.start),
+            None => format!("{}..", self.start),
+        };
+        if end > launches || self.start >= launches {
+            anyhow::bail!(
+                "--kernels {shown}: the trace launches {launches} kernel(s), ranks 0 to {}",
+                launches.saturating_sub(1)
+            );
+        }
+        Ok(self.start..end)
+    }
+}
+
+/// Parses `--kernels`: `N`, `A..B` (B excluded), `A..=B`, `A..`, `..B`.
+pub fn parse_kernel_range(s: &str) -> std::result::Result<KernelRange, String> {
+    let num = |t: &str| -> std::result::Result<usize, String> {
+        t.trim().parse::<usize>().map_err(|_| {
+            format!("`{s}` is not a range of kernel launches: `{t}` is not a launch rank (give N, A..B, A..=B, A.. or ..B)")
+        })
+    };
+    let r = if let Some((a, b)) = s.split_once("..") {
+        let start = if a.trim().is_empty() { 0 } else { num(a)? };
+        let end = if let Some(b) = b.strip_prefix('=') {
+            Some(
+                num(b)?
+                    .checked_add(1)
+                    .ok_or_else(|| format!("`{s}`: too large"))?,
+            )
+        } else if b.trim().is_empty() {
+            None
+        } else {
+            Some(num(b)?)
+        };
+        KernelRange { start, end }
+    } else {
+        let n = num(s)?;
+        KernelRange {
+            start: n,
+            end: Some(n + 1),
+        }
+    };
+    if let Some(e) = r.end {
+        if e <= r.start {
+            return Err(format!(
+                "`{s}` selects no kernel launch (the end is excluded: `{}..{}` runs launch {})",
+                r.start,
+                r.start + 1,
+                r.start
+            ));
+        }
+    }
+    Ok(r)
 }
 
 /// A temporary file removed when dropped, or when a signal ends the run (it and the
@@ -102,6 +178,8 @@ pub(crate) struct Setup {
     pub label: String,
     /// A recorded workload's description, every parameter included.
     pub generator: Option<String>,
+    /// The run's limits (`--max-cycles`, `--kernels` resolved against the trace).
+    pub limits: tessera_system::RunLimits,
     _temp: Option<TempTrace>,
 }
 
@@ -154,13 +232,25 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         Some(w) if a.input.trace.is_none() => format!("workload {w}"),
         _ => trace_path.display().to_string(),
     };
-    let trace = TraceFile::open(&trace_path)?;
+    let mut trace = TraceFile::open(&trace_path)?;
+    let mut limits = tessera_system::RunLimits {
+        max_cycles: a.max_cycles,
+        kernels: None,
+    };
+    if let Some(k) = &a.kernels {
+        let keep = k
+            .resolve(trace.launch_count())
+            .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        limits.kernels = Some(format!("{}..{}", keep.start, keep.end));
+        trace.keep_launches(keep);
+    }
     check_trace(&cfg, &trace).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     Ok(Setup {
         cfg,
         trace,
         label,
         generator,
+        limits,
         _temp: temp,
     })
 }
@@ -207,7 +297,7 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
         };
         let report: Option<&mut dyn FnMut(GpuProgress)> =
             crate::progress::enabled().then_some(&mut show);
-        let res = run_gpu_placed(cfg, trace, threads, a.placement, report);
+        let res = run_gpu_limited(cfg, trace, threads, a.placement, report, &s.limits);
         if let Ok((st, _)) = &res {
             bar.update(st.totals.ctas, || "done".to_string());
         }
@@ -218,7 +308,7 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
             "run",
             format!("{parts} partitions on {threads} thread(s)"),
         );
-        let res = run_gpu_placed(cfg, trace, threads, a.placement, None);
+        let res = run_gpu_limited(cfg, trace, threads, a.placement, None, &s.limits);
         beat.finish();
         res
     }

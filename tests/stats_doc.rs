@@ -89,6 +89,12 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
             &["--trace", t, "--set", "core.sm_count=4"],
         )
         .0,
+        // A limited run writes `run_limit`.
+        run_stats_full(
+            "default.yaml",
+            &["--trace", t, "--max-cycles", "2000", "--kernels", "0"],
+        )
+        .0,
     ];
     let (documented, maps) = documented();
     let mut written = BTreeSet::new();

@@ -138,6 +138,19 @@ impl<P: Partition, T: Transport> Engine<P, T> {
         }
     }
 
+    /// Runs to completion (`stop` = `Picos::MAX`, as [`Engine::run`]) or until every
+    /// event before `stop` has been simulated (the last window cut at `stop`): `true`
+    /// when the simulation finished, `false` when events at or after `stop` remain. The
+    /// state reached at `stop` is the same for any windows, transport or partitioning
+    /// (every partition has simulated exactly `[0, stop)`).
+    pub fn run_to(&mut self, stop: Picos) -> Result<bool, EngineError> {
+        if stop == Picos::MAX {
+            self.run()?;
+            return Ok(true);
+        }
+        Ok(matches!(self.run_until(stop)?, Progress::Finished))
+    }
+
     /// Runs windows while the next one starts before `stop`; a window that would cross
     /// `stop` is cut there (a shorter window is always exact). Call again to go on: the
     /// results never depend on where a run was paused.

@@ -115,7 +115,9 @@
 //! the error returned is the lowest-numbered failing partition's, as a sequential run
 //! would report it. [`run_sequential_paused`] pauses every given stretch of simulated
 //! time (a progress display), and `run_rank_threads` runs one MPI rank's partitions on
-//! several threads. This crate knows nothing of what a partition simulates: the GPU
+//! several threads. [`run_threads_until`] and [`run_sequential_paused_until`] stop at a
+//! simulated time instead of running to completion ([`Engine::run_to`]: every event before
+//! it simulated on every partition, none at or after, whatever the windows), a run limit. This crate knows nothing of what a partition simulates: the GPU
 //! runners are in `tessera-system`.
 
 mod engine;
@@ -135,7 +137,8 @@ pub use routing::Routing;
 #[cfg(feature = "mpi")]
 pub use system::run_rank_threads;
 pub use system::{
-    run_sequential, run_sequential_paused, run_threads, run_threads_placed, run_threads_with,
+    run_sequential, run_sequential_paused, run_sequential_paused_until, run_threads,
+    run_threads_placed, run_threads_until, run_threads_with, run_threads_with_until, UntilDone,
 };
 pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};

@@ -59,6 +59,28 @@ pub fn run_threads_placed<P: Partition + Send>(
     run_threads_with(lookahead, routing, partitions, &map)
 }
 
+/// What [`run_threads_until`] hands back: the partitions in global index order, the
+/// window counters, and whether the simulation finished (`false`: cut at the stop time).
+pub type UntilDone<P> = (Vec<P>, WindowStats, bool);
+
+/// [`run_threads_placed`] stopped at simulated time `stop` (every event before it
+/// simulated, none at or after it, on every partition: [`Engine::run_to`]); `Picos::MAX`
+/// runs to completion. The partitions' state at `stop` is the same for any thread count
+/// and placement.
+pub fn run_threads_until<P: Partition + Send>(
+    partitions: Vec<P>,
+    ports: impl IntoIterator<Item = (PortId, usize)>,
+    links: impl IntoIterator<Item = Link>,
+    threads: usize,
+    placement: Placement,
+    stop: Picos,
+) -> Result<UntilDone<P>, EngineError> {
+    let routing = Routing::new(partitions.len(), ports)?;
+    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let map = WorkerMap::place(partitions.len(), threads, placement)?;
+    run_threads_with_until(lookahead, routing, partitions, &map, stop)
+}
+
 /// Runs `partitions` (in global index order) to completion on the workers of `map`, with
 /// the lookahead and routing given; the calling thread is worker 0. One worker is the
 /// sequential transport. Construction errors (a zero lookahead, counts that disagree)
@@ -75,6 +97,19 @@ pub fn run_threads_with<P: Partition + Send>(
     partitions: Vec<P>,
     map: &WorkerMap,
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
+    let (parts, stats, _) =
+        run_threads_with_until(lookahead, routing, partitions, map, Picos::MAX)?;
+    Ok((parts, stats))
+}
+
+/// [`run_threads_with`] stopped at `stop` ([`run_threads_until`]).
+pub fn run_threads_with_until<P: Partition + Send>(
+    lookahead: Picos,
+    routing: Routing,
+    partitions: Vec<P>,
+    map: &WorkerMap,
+    stop: Picos,
+) -> Result<UntilDone<P>, EngineError> {
     if map.workers() == 1 {
         if partitions.len() != map.partition_count() {
             return Err(EngineError::PartitionCountMismatch {
@@ -83,8 +118,9 @@ pub fn run_threads_with<P: Partition + Send>(
             });
         }
         let mut engine = Engine::sequential(lookahead, routing, partitions)?;
-        let stats = engine.run()?;
-        return Ok((engine.into_partitions(), stats));
+        let finished = engine.run_to(stop)?;
+        let stats = *engine.stats();
+        return Ok((engine.into_partitions(), stats, finished));
     }
     let per_worker = map.split(partitions)?;
     let transports = ThreadTransport::for_workers(map);
@@ -99,12 +135,13 @@ pub fn run_threads_with<P: Partition + Send>(
     let Some(first) = engines.next() else {
         return Err(EngineError::NoPartitions);
     };
-    let results = run_workers(first, engines.collect(), &abort);
+    let results = run_workers(first, engines.collect(), &abort, stop);
     gather(map, results)
 }
 
-/// What one worker's engine hands back.
-type Done<P> = Result<(Vec<P>, WindowStats), EngineError>;
+/// What one worker's engine hands back: its partitions, the window counters, whether the
+/// simulation finished.
+type Done<P> = Result<UntilDone<P>, EngineError>;
 
 /// Runs `first` on the calling thread and each of `others` on a worker thread of its own
 /// (named `tessera-worker-<i>`, a main thread's stack), and returns their results, the
@@ -115,15 +152,17 @@ fn run_workers<P, T0, T1>(
     first: Engine<P, T0>,
     others: Vec<Engine<P, T1>>,
     abort: &AbortHandle,
+    stop: Picos,
 ) -> Vec<Done<P>>
 where
     P: Partition + Send,
     T0: Transport,
     T1: Transport + Send,
 {
-    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>) -> Done<P> {
-        let stats = e.run()?;
-        Ok((e.into_partitions(), stats))
+    fn work<P: Partition, T: Transport>(mut e: Engine<P, T>, stop: Picos) -> Done<P> {
+        let finished = e.run_to(stop)?;
+        let stats = *e.stats();
+        Ok((e.into_partitions(), stats, finished))
     }
     let (results, panics) = thread::scope(|s| {
         let mut handles = Vec::with_capacity(others.len());
@@ -132,7 +171,7 @@ where
             let spawned = thread::Builder::new()
                 .name(format!("tessera-worker-{}", i + 1))
                 .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || work(e));
+                .spawn_scoped(s, move || work(e, stop));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(err) => {
@@ -150,7 +189,7 @@ where
                 source: format!("cannot start a worker thread: {err}").into(),
             }));
         } else {
-            results.push(work(first));
+            results.push(work(first, stop));
         }
         for h in handles {
             match h.join() {
@@ -167,26 +206,24 @@ where
 }
 
 /// The partitions back in index order, or the error a sequential run would report.
-fn gather<P>(
-    map: &WorkerMap,
-    results: Vec<Result<(Vec<P>, WindowStats), EngineError>>,
-) -> Result<(Vec<P>, WindowStats), EngineError> {
+fn gather<P>(map: &WorkerMap, results: Vec<Done<P>>) -> Result<UntilDone<P>, EngineError> {
     let mut parts = Vec::with_capacity(results.len());
     let mut stats = None;
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((p, s)) => {
-                // Every worker counts the same windows and the global messages.
-                stats.get_or_insert(s);
+            Ok((p, s, f)) => {
+                // Every worker counts the same windows and the global messages, and
+                // agrees on the end (the reduced next event).
+                stats.get_or_insert((s, f));
                 parts.push(p);
             }
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        let stats = stats.unwrap_or_default();
-        return Ok((map.join(parts)?, stats));
+        let (stats, finished) = stats.unwrap_or_default();
+        return Ok((map.join(parts)?, stats, finished));
     }
     Err(first_error(errors))
 }
@@ -249,21 +286,42 @@ pub fn run_sequential_paused<P: Partition>(
     step: Picos,
     on_pause: &mut dyn FnMut(&[P], Picos),
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
+    let (parts, stats, _) =
+        run_sequential_paused_until(partitions, ports, links, step, on_pause, Picos::MAX)?;
+    Ok((parts, stats))
+}
+
+/// [`run_sequential_paused`] stopped at simulated time `end` ([`Engine::run_to`];
+/// `Picos::MAX` runs to completion): also says whether the simulation finished.
+pub fn run_sequential_paused_until<P: Partition>(
+    partitions: Vec<P>,
+    ports: impl IntoIterator<Item = (PortId, usize)>,
+    links: impl IntoIterator<Item = Link>,
+    step: Picos,
+    on_pause: &mut dyn FnMut(&[P], Picos),
+    end: Picos,
+) -> Result<UntilDone<P>, EngineError> {
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
     let mut engine = Engine::sequential(lookahead, routing, partitions)?;
-    let mut stop = step;
-    loop {
+    let mut stop = step.min(end);
+    let finished = loop {
         match engine.run_until(stop)? {
-            crate::Progress::Finished => break,
+            crate::Progress::Finished => break true,
             crate::Progress::Paused { next_event } => {
+                if stop >= end {
+                    if end == Picos::MAX {
+                        return Err(EngineError::TimeOverflow);
+                    }
+                    break false;
+                }
                 on_pause(engine.partitions(), stop);
-                stop = next_event.max(stop).saturating_add(step);
+                stop = next_event.max(stop).saturating_add(step).min(end);
             }
         }
-    }
+    };
     let stats = *engine.stats();
-    Ok((engine.into_partitions(), stats))
+    Ok((engine.into_partitions(), stats, finished))
 }
 
 /// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
@@ -317,13 +375,13 @@ pub fn run_rank_threads<P: Partition + Send>(
         let transport = RankThreads::new(tt, NotLeader, own(w + 1));
         others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
     }
-    let results = run_workers(leader, others, &abort);
+    let results = run_workers(leader, others, &abort, Picos::MAX);
     let mut all = Vec::new();
     let mut stats = None;
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((p, w)) => {
+            Ok((p, w, _)) => {
                 stats.get_or_insert(w);
                 all.extend(p);
             }

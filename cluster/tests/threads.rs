@@ -8,8 +8,8 @@ mod common;
 
 use common::{ring, Host, Outcome};
 use tessera_cluster::{
-    run_threads, run_threads_with, BoxError, EngineError, Message, Outbox, Partition, Picos,
-    PortId, Routing, WorkerMap,
+    run_sequential_paused_until, run_threads, run_threads_with, run_threads_with_until, BoxError,
+    EngineError, Message, Outbox, Partition, Picos, PortId, Routing, WorkerMap,
 };
 
 const L: Picos = 4000;
@@ -120,6 +120,82 @@ fn run_threads_clamps_and_refuses_zero_threads() {
         .err()
         .unwrap();
     assert!(matches!(e, EngineError::BadTransport { .. }), "{e:?}");
+}
+
+/// A run stopped at a time that is no window boundary (a run limit): every grouping, thread
+/// count and pausing reaches the same state, every event before the stop and none after;
+/// the stop past the end runs to completion.
+#[test]
+fn a_stop_time_gives_the_same_state_on_every_grouping_and_thread_count() {
+    let sys = ring(8, L, 12, 150);
+    let whole = groups(&[&[0, 1, 2, 3, 4, 5, 6, 7]]);
+    let full = sys.run(&whole, Some(L)).unwrap();
+    let stop = full.last_event / 2 + 1234;
+    let mut engine = sys.engine(&whole, Some(L)).unwrap();
+    assert!(!engine.run_to(stop).unwrap());
+    let base = common::outcome(engine);
+    assert!(base.events > 100 && base.events < full.events);
+    assert!(base.last_event < stop);
+    let groupings = [
+        groups(&[&[0, 1, 2, 3], &[4, 5, 6, 7]]),
+        groups(&[&[0], &[1], &[2], &[3], &[4], &[5], &[6], &[7]]),
+        groups(&[&[5, 0], &[3, 1, 2], &[7, 4, 6]]),
+    ];
+    for g in &groupings {
+        for t in 1..=g.len().min(4) {
+            let map = WorkerMap::round_robin(g.len(), t).unwrap();
+            let routing = sys.routing(g).unwrap();
+            let (hosts, stats, finished) =
+                run_threads_with_until(L, routing, sys.hosts(g), &map, stop).unwrap();
+            assert!(!finished);
+            let o = common::outcome_of(hosts, stats, 0);
+            assert_same(&base, &o, &format!("{} partitions on {t} threads", g.len()));
+        }
+        // Paused for a progress display on the way (every 777 ps), then stopped.
+        let ports = {
+            let r = sys.assignment(g);
+            let mut v = Vec::new();
+            for (u, n) in sys.nodes.iter().enumerate() {
+                v.push((common::in_port(u as u32), r[u]));
+                for k in 0..n.links.len() {
+                    v.push((common::out_port(u as u32, k), r[u]));
+                }
+            }
+            v
+        };
+        let mut pauses = 0;
+        let (hosts, stats, finished) = run_sequential_paused_until(
+            sys.hosts(g),
+            ports,
+            sys.links(),
+            777,
+            &mut |_, at| {
+                assert!(at < stop);
+                pauses += 1;
+            },
+            stop,
+        )
+        .unwrap();
+        assert!(!finished && pauses > 0);
+        assert_same(&base, &common::outcome_of(hosts, stats, 0), "paused");
+    }
+    // A stop past the last event: the whole run.
+    let routing = sys.routing(&groupings[0]).unwrap();
+    let map = WorkerMap::contiguous(2, 2).unwrap();
+    let (hosts, stats, finished) = run_threads_with_until(
+        L,
+        routing,
+        sys.hosts(&groupings[0]),
+        &map,
+        full.last_event + 1,
+    )
+    .unwrap();
+    assert!(finished);
+    assert_same(
+        &full,
+        &common::outcome_of(hosts, stats, 0),
+        "stop past the end",
+    );
 }
 
 #[test]

@@ -35,6 +35,10 @@ pub struct RunStats {
     pub stats_version: u32,
     /// The configuration's `name`.
     pub config: String,
+    /// Present only when the run was limited (`tessera run --max-cycles`, `--kernels`):
+    /// what was asked and whether the run is partial. Absent from an unlimited run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_limit: Option<RunLimit>,
     /// Whole-system totals.
     pub totals: Totals,
     /// One entry per kernel launch, in command-list order.
@@ -47,6 +51,27 @@ pub struct RunStats {
     /// destination, the package switch's port down to it, then (several GPUs) its port up
     /// to the GPU switch and the GPU switch's port down to it.
     pub links: Vec<LinkEntry>,
+}
+
+/// The limits a run was given and what they cut (the stats' `run_limit` object).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RunLimit {
+    /// `true` when the run was cut before every kernel launch it simulates completed
+    /// (by `max_cycles`): its totals count what happened before the cut, `kernels` holds
+    /// the launches that completed by then only.
+    pub partial: bool,
+    /// `--max-cycles`: the run stops at this many core cycles of simulated time (every
+    /// event before it simulated, none at or after it); `gpu_tot_sim_cycle` is then this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cycles: Option<u64>,
+    /// `--kernels`: the launches of the command list simulated, as a range of launch
+    /// ranks (`2..5`; the others dropped, copies kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<String>,
+    /// Kernel launches in the (selected) command list.
+    pub kernel_launches: u64,
+    /// Of those, launches that completed.
+    pub kernels_completed: u64,
 }
 
 /// One direction of an inter-chiplet link.
@@ -263,8 +288,9 @@ pub struct StatsPart {
     /// The run's end (the maximum over every partition, known before the parts are made).
     pub end_ps: u64,
     /// The kernels as the global CPs this part hosts saw them, each with the rank of its
-    /// launch in the command list (the merge orders them by it).
-    pub kernels: Vec<(u32, KernelStats)>,
+    /// launch in the command list (the merge orders them by it) and its index among the
+    /// trace's kernels (what the per-kernel counters are indexed by).
+    pub kernels: Vec<(u32, u32, KernelStats)>,
     /// The counters of this part's units.
     pub units: StatsRegistry,
 }

@@ -79,6 +79,10 @@ fn decl(name: &str) -> Decl {
             continue;
         }
         if let Some(attr) = t.strip_prefix("#[") {
+            if attr == "serde(skip_serializing_if = \"Option::is_none\")]" {
+                // An optional key: its doc comment says when it is there.
+                continue;
+            }
             if attr.starts_with("serde") {
                 let r = attr
                     .strip_prefix("serde(rename = \"")
@@ -143,12 +147,17 @@ enum Shape {
 }
 
 fn shape(ty: &str) -> Shape {
+    // An optional key has the shape of what it holds.
+    let ty = ty
+        .strip_prefix("Option<")
+        .and_then(|t| t.strip_suffix('>'))
+        .unwrap_or(ty);
     let (inner, array) = match ty.strip_prefix("Vec<").and_then(|t| t.strip_suffix('>')) {
         Some(t) => (t, true),
         None => (ty, false),
     };
     match inner {
-        "u32" | "u64" | "f64" | "String" | "[u32; 3]" if !array => Shape::Scalar,
+        "u32" | "u64" | "f64" | "bool" | "String" | "[u32; 3]" if !array => Shape::Scalar,
         "ClassCounts" if !array => Shape::Classes,
         _ if inner.chars().next().is_some_and(|c| c.is_ascii_uppercase())
             && inner.chars().all(|c| c.is_ascii_alphanumeric()) =>
@@ -168,7 +177,13 @@ fn unit(strukt: &str, f: &Field) -> &'static str {
         Shape::Scalar => {}
     }
     let k = f.key.as_str();
-    match f.ty.as_str() {
+    let ty = f.ty.as_str();
+    let ty = ty
+        .strip_prefix("Option<")
+        .and_then(|t| t.strip_suffix('>'))
+        .unwrap_or(ty);
+    match ty {
+        "bool" => return "true or false",
         "String" => return "text",
         "[u32; 3]" => return "[x, y, z]",
         "f64" if k == "ipc" => return "thread instructions per core cycle",

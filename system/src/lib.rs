@@ -6,19 +6,20 @@
 //!
 //! [`run_gpu`] and [`run_gpu_threads`] run a GPU to completion and collect its stats (the
 //! same bytes on any thread count or placement, [`run_gpu_placed`]); [`run_gpu_progress`]
-//! reports progress while it runs; `run_gpu_mpi` (feature `mpi`) runs one rank's share of
+//! reports progress while it runs; [`run_gpu_limited`] stops at a simulated time
+//! ([`RunLimits`]: `--max-cycles`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
 //! it and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0,
 //! which merges them into the bytes a sequential run writes.
 
 use tessera_cluster::{
-    run_sequential_paused, run_threads_placed, EngineError, Link, Picos, Placement, PortId,
-    WindowStats,
+    run_sequential_paused_until, run_threads_until, EngineError, Link, Picos, Placement, PortId,
+    UntilDone, WindowStats,
 };
 #[cfg(feature = "mpi")]
 use tessera_cluster::{Engine, Routing};
 use tessera_partitions::config::GpuConfig;
-use tessera_partitions::gpu::{build, collect_stats, GpuError, GpuPartition};
-use tessera_partitions::stats::RunStats;
+use tessera_partitions::gpu::{build, collect_stats, collect_stats_at, GpuError, GpuPartition};
+use tessera_partitions::stats::{RunLimit, RunStats};
 use tessera_traces::TraceFile;
 
 /// The GPU of `cfg` running `trace`: built by `tessera-partitions`, run here, stats
@@ -74,15 +75,101 @@ pub fn run_gpu_placed(
     placement: Placement,
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<(RunStats, WindowStats), GpuError> {
+    run_gpu_limited(
+        cfg,
+        trace,
+        threads,
+        placement,
+        on_progress,
+        &RunLimits::default(),
+    )
+}
+
+/// Limits on a run (`tessera run --max-cycles`, `--kernels`). The kernel selection is
+/// applied to the trace before the run ([`TraceFile::keep_launches`]); here it is only
+/// recorded in the stats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Stop at this many core cycles of simulated time (`core.clock_hz`): every event
+    /// before `max_cycles x core period` is simulated, none at or after, on every
+    /// partition, so the cut is the same for any threads, placement and partitioning.
+    pub max_cycles: Option<u64>,
+    /// The launch range simulated, as given (`2..5`), for the stats.
+    pub kernels: Option<String>,
+}
+
+impl RunLimits {
+    /// No limit at all: the stats then carry no `run_limit` object.
+    pub fn is_none(&self) -> bool {
+        self.max_cycles.is_none() && self.kernels.is_none()
+    }
+}
+
+/// [`run_gpu_placed`] under `limits`: a run cut by `max_cycles` before it finished
+/// collects its counters as they stood at the cut (`gpu_tot_sim_cycle` is `max_cycles`,
+/// `kernels` lists the launches completed by then) and its stats' `run_limit` says it is
+/// partial; one that finished first is the unlimited run's, plus that object. Without
+/// limits, exactly [`run_gpu_placed`].
+pub fn run_gpu_limited(
+    cfg: &GpuConfig,
+    trace: &TraceFile,
+    threads: usize,
+    placement: Placement,
+    on_progress: Option<&mut dyn FnMut(GpuProgress)>,
+    limits: &RunLimits,
+) -> Result<(RunStats, WindowStats), GpuError> {
+    let stop = match limits.max_cycles {
+        None => Picos::MAX,
+        Some(0) => {
+            return Err(GpuError::Unsupported(
+                "--max-cycles 0: the limit must be at least one cycle".into(),
+            ))
+        }
+        Some(n) => n.checked_mul(cfg.core_period_ps()).ok_or_else(|| {
+            GpuError::Unsupported(format!(
+                "--max-cycles {n}: beyond the simulated time a run can reach"
+            ))
+        })?,
+    };
     let sys = build(cfg, trace)?;
     let run = match on_progress {
-        Some(report) if threads <= 1 => run_reporting(sys.partitions, sys.ports, sys.links, report),
-        _ => run_threads_placed(sys.partitions, sys.ports, sys.links, threads, placement),
+        Some(report) if threads <= 1 => {
+            run_reporting(sys.partitions, sys.ports, sys.links, report, stop)
+        }
+        _ => run_threads_until(
+            sys.partitions,
+            sys.ports,
+            sys.links,
+            threads,
+            placement,
+            stop,
+        ),
     };
-    let (parts, w) = run.map_err(gpu_error)?;
-    let stats = collect_stats(cfg, parts);
-    check_retired(trace, &stats)?;
+    let (parts, w, finished) = run.map_err(gpu_error)?;
+    let mut stats = if finished {
+        let stats = collect_stats(cfg, parts);
+        check_retired(trace, &stats)?;
+        stats
+    } else {
+        collect_stats_at(cfg, parts, stop)
+    };
+    mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
+}
+
+/// Records `limits` in the stats' `run_limit` (nothing without limits): `finished` says
+/// whether the run completed or was cut.
+pub fn mark_limits(stats: &mut RunStats, trace: &TraceFile, limits: &RunLimits, finished: bool) {
+    if limits.is_none() {
+        return;
+    }
+    stats.run_limit = Some(RunLimit {
+        partial: !finished,
+        max_cycles: limits.max_cycles,
+        kernels: limits.kernels.clone(),
+        kernel_launches: trace.launch_count() as u64,
+        kernels_completed: stats.kernels.len() as u64,
+    });
 }
 
 /// The run retired, class by class, the instructions the trace's index counts. They differ
@@ -91,8 +178,20 @@ pub fn run_gpu_placed(
 /// instructions as another class. An error rather than results of another program.
 fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
     use tessera_traces::OpClass;
+    // The kernels the command list launches (all of them, unless `--kernels` dropped
+    // some launches).
+    let launched: Vec<&tessera_traces::KernelMeta> = trace
+        .commands()
+        .iter()
+        .filter_map(|c| match c {
+            tessera_traces::Command::KernelLaunch { kernel, .. } => {
+                trace.kernels().get(*kernel as usize)
+            }
+            _ => None,
+        })
+        .collect();
     let mut want = [0u64; OpClass::COUNT];
-    for k in trace.kernels() {
+    for k in &launched {
         for (w, n) in want.iter_mut().zip(&k.counts.class_warp_insts) {
             *w += n;
         }
@@ -105,8 +204,7 @@ fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
     }
     // Every thread of every CTA exits once: a warp whose EXITs leave lanes running (an
     // edited mask) would otherwise end as if they had.
-    let threads: u64 = trace
-        .kernels()
+    let threads: u64 = launched
         .iter()
         .map(|k| k.counts.ctas.saturating_mul(k.threads_per_cta()))
         .sum();
@@ -154,7 +252,8 @@ fn run_reporting<'t>(
     ports: Vec<(PortId, usize)>,
     links: Vec<Link>,
     report: &mut dyn FnMut(GpuProgress),
-) -> Result<(Vec<GpuPartition<'t>>, WindowStats), EngineError> {
+    stop: Picos,
+) -> Result<UntilDone<GpuPartition<'t>>, EngineError> {
     let mut on_pause = |parts: &[GpuPartition<'t>], at: Picos| {
         let mut p = GpuProgress {
             sim_ps: at,
@@ -173,7 +272,14 @@ fn run_reporting<'t>(
         }
         report(p);
     };
-    run_sequential_paused(partitions, ports, links, PROGRESS_STEP_PS, &mut on_pause)
+    run_sequential_paused_until(
+        partitions,
+        ports,
+        links,
+        PROGRESS_STEP_PS,
+        &mut on_pause,
+        stop,
+    )
 }
 
 /// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.

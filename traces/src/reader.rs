@@ -176,6 +176,30 @@ impl TraceFile {
         &self.index.commands
     }
 
+    /// Kernel launches in the command list.
+    pub fn launch_count(&self) -> usize {
+        self.index
+            .commands
+            .iter()
+            .filter(|c| matches!(c, Command::KernelLaunch { .. }))
+            .count()
+    }
+
+    /// Drops from the command list the kernel launches whose rank among the launches
+    /// (0 for the first) is outside `keep`; copies and allocations stay. What a run of
+    /// only some kernels simulates (`tessera run --kernels`). The file is untouched.
+    pub fn keep_launches(&mut self, keep: std::ops::Range<usize>) {
+        let mut rank = 0;
+        self.index.commands.retain(|c| match c {
+            Command::KernelLaunch { .. } => {
+                let kept = keep.contains(&rank);
+                rank += 1;
+                kept
+            }
+            _ => true,
+        });
+    }
+
     /// Size of the file in bytes.
     pub fn file_bytes(&self) -> u64 {
         self.map.len() as u64

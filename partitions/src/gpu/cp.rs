@@ -314,7 +314,7 @@ impl CommandProcessor {
 
     /// The stats of this GPU's kernels with the rank of their launch in the command list
     /// (a global CP's unit; empty elsewhere).
-    pub fn into_kernels(self) -> Vec<(u32, KernelStats)> {
+    pub fn into_kernels(self) -> Vec<(u32, u32, KernelStats)> {
         self.global.map(|g| g.kernels).unwrap_or_default()
     }
 }

@@ -52,7 +52,7 @@ pub(super) struct GlobalCp {
     /// When the previous kernel completed.
     pub(super) prev_end_ps: Picos,
     /// The kernels' stats by launch rank.
-    pub(super) kernels: Vec<(u32, KernelStats)>,
+    pub(super) kernels: Vec<(u32, u32, KernelStats)>,
 }
 
 impl GlobalCp {
@@ -78,6 +78,7 @@ impl GlobalCp {
         let meta = &kernels[r.kernel as usize];
         self.kernels.push((
             r.launch,
+            r.kernel,
             KernelStats {
                 name: meta.name.clone(),
                 gpu,

@@ -371,6 +371,16 @@ pub fn collect_stats(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>) -> RunS
     merge_stats(cfg, vec![stats_part(cfg, partitions, end_ps)])
 }
 
+/// The stats of a run stopped at simulated time `end_ps` before it finished (a run
+/// limit): every counter as it stood at `end_ps`, the run's end being `end_ps` itself.
+pub fn collect_stats_at(
+    cfg: &GpuConfig,
+    partitions: Vec<GpuPartition<'_>>,
+    end_ps: Picos,
+) -> RunStats {
+    merge_stats(cfg, vec![stats_part(cfg, partitions, end_ps)])
+}
+
 /// When the run ended as far as these partitions know: the host's last action and the
 /// last kernel completion of each GPU whose global CP is among them, else 0. The run's end
 /// is the maximum over all partitions (the reduction an MPI run makes before
@@ -493,15 +503,23 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         }
     }
     // Trace order (the GPUs' global CPs each hold their own kernels).
-    kernels.sort_by_key(|(launch, _)| *launch);
-    let mut kernels: Vec<crate::stats::KernelStats> = kernels.into_iter().map(|(_, k)| k).collect();
-    for (k, (w, th)) in kernels.iter_mut().zip(kernel_insts) {
-        k.warp_insts += w;
-        k.thread_insts += th;
-    }
-    for (k, m) in kernels.iter_mut().zip(&tally.kernels) {
-        k.memory.add(m);
-    }
+    // The per-kernel counters are indexed by the trace's kernel index, the list by launch
+    // (the same unless `--kernels` dropped launches or a cut left some incomplete).
+    kernels.sort_by_key(|(launch, _, _)| *launch);
+    let kernels: Vec<crate::stats::KernelStats> = kernels
+        .into_iter()
+        .map(|(_, index, mut k)| {
+            let i = index as usize;
+            if let Some((w, th)) = kernel_insts.get(i) {
+                k.warp_insts += w;
+                k.thread_insts += th;
+            }
+            if let Some(m) = tally.kernels.get(i) {
+                k.memory.add(m);
+            }
+            k
+        })
+        .collect();
     let chiplets: Vec<ChipletStats> = sums
         .into_iter()
         .enumerate()
@@ -543,6 +561,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     RunStats {
         stats_version: STATS_VERSION,
         config: cfg.name.clone(),
+        run_limit: None,
         totals: Totals {
             gpu_tot_sim_cycle: end_cycle,
             gpu_tot_sim_insn: thread_insts,
