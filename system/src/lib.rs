@@ -178,18 +178,40 @@ pub fn mark_limits(stats: &mut RunStats, trace: &TraceFile, limits: &RunLimits, 
 /// instructions as another class. An error rather than results of another program.
 fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
     use tessera_traces::OpClass;
-    // The kernels the command list launches (all of them, unless `--kernels` dropped
-    // some launches).
-    let launched: Vec<&tessera_traces::KernelMeta> = trace
-        .commands()
-        .iter()
-        .filter_map(|c| match c {
-            tessera_traces::Command::KernelLaunch { kernel, .. } => {
-                trace.kernels().get(*kernel as usize)
+    // Every kernel of the trace, each once; with `--kernels`, the kernels the selected
+    // launches run. (Without a selection, a kernel that no command launches, a damaged
+    // command list, leaves its instructions unretired and is refused here.)
+    let launched: Vec<&tessera_traces::KernelMeta> = if trace.launches_dropped() {
+        trace
+            .commands()
+            .iter()
+            .filter_map(|c| match c {
+                tessera_traces::Command::KernelLaunch { kernel, .. } => {
+                    trace.kernels().get(*kernel as usize)
+                }
+                _ => None,
+            })
+            .collect()
+    } else {
+        let mut run = vec![false; trace.kernels().len()];
+        for c in trace.commands() {
+            if let tessera_traces::Command::KernelLaunch { kernel, .. } = c {
+                if let Some(r) = run.get_mut(*kernel as usize) {
+                    *r = true;
+                }
             }
-            _ => None,
-        })
-        .collect();
+        }
+        if let Some(k) = run.iter().position(|&r| !r) {
+            return Err(GpuError::Trace(tessera_traces::TraceError::Corrupt {
+                path: trace.path().to_path_buf(),
+                detail: format!(
+                    "kernel {k} ({}) is in the trace but no command launches it",
+                    trace.kernels()[k].name
+                ),
+            }));
+        }
+        trace.kernels().iter().collect()
+    };
     let mut want = [0u64; OpClass::COUNT];
     for k in &launched {
         for (w, n) in want.iter_mut().zip(&k.counts.class_warp_insts) {

@@ -33,6 +33,8 @@ pub struct TraceFile {
     version: u32,
     /// The footer's CRC-32 of the index (checked on open).
     index_crc: u32,
+    /// Whether [`TraceFile::keep_launches`] dropped launches from the command list.
+    launches_dropped: bool,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -144,6 +146,7 @@ impl TraceFile {
             bounds: Vec::new(),
             version,
             index_crc,
+            launches_dropped: false,
         };
         t.bounds = AccessBounds::of_trace(&t);
         Ok(t)
@@ -189,6 +192,7 @@ impl TraceFile {
     /// (0 for the first) is outside `keep`; copies and allocations stay. What a run of
     /// only some kernels simulates (`tessera run --kernels`). The file is untouched.
     pub fn keep_launches(&mut self, keep: std::ops::Range<usize>) {
+        self.launches_dropped = true;
         let mut rank = 0;
         self.index.commands.retain(|c| match c {
             Command::KernelLaunch { .. } => {
@@ -198,6 +202,12 @@ impl TraceFile {
             }
             _ => true,
         });
+    }
+
+    /// Whether [`TraceFile::keep_launches`] was applied: the command list in memory is a
+    /// selection of the file's.
+    pub fn launches_dropped(&self) -> bool {
+        self.launches_dropped
     }
 
     /// Size of the file in bytes.
