@@ -62,7 +62,7 @@ pub trait Net {
 #[error("not a GPU packet: {0:?}")]
 pub struct PacketError(pub Payload);
 
-// The kind byte of the inline form. Free values (16..=255) are for the kinds to come.
+// The kind byte of the inline form. Free values (17..=255) are for the kinds to come.
 const READ: u64 = 0;
 const WRITE: u64 = 1;
 const ATOMIC: u64 = 2;
@@ -79,6 +79,7 @@ const FLUSH: u64 = 12;
 const FLUSH_DONE: u64 = 13;
 const LAUNCH: u64 = 14;
 const KERNEL_DONE: u64 = 15;
+const WRITE_ACK: u64 = 16;
 
 /// The inline form: `[a, b, kind | tag << 8 | ops << 40 | unit << 48]` (`ops` at most 255,
 /// `unit` at most [`MAX_UNIT`]).
@@ -124,9 +125,13 @@ impl Packet {
                     sm,
                     ctx,
                 } => words(line, mem_word(sectors, ctx), READ, tag, 0, sm),
-                Request::Write { line, sectors, ctx } => {
-                    words(line, mem_word(sectors, ctx), WRITE, 0, 0, 0)
-                }
+                Request::Write {
+                    line,
+                    sectors,
+                    tag,
+                    sm,
+                    ctx,
+                } => words(line, mem_word(sectors, ctx), WRITE, tag, 0, sm),
                 Request::Atomic {
                     line,
                     sectors,
@@ -154,6 +159,9 @@ impl Packet {
                     sm,
                     ctx,
                 } => words(line, mem_word(sectors, ctx), REPLY, tag, 0, sm),
+                Response::WriteAck { line, tag, sm, ctx } => {
+                    words(line, mem_word(0, ctx), WRITE_ACK, tag, 0, sm)
+                }
                 Response::LlcReply {
                     line,
                     sectors,
@@ -197,7 +205,13 @@ impl Packet {
                 sm: unit,
                 ctx,
             }),
-            WRITE => Packet::Request(Request::Write { line, sectors, ctx }),
+            WRITE => Packet::Request(Request::Write {
+                line,
+                sectors,
+                tag,
+                sm: unit,
+                ctx,
+            }),
             ATOMIC => Packet::Request(Request::Atomic {
                 line,
                 sectors,
@@ -217,6 +231,12 @@ impl Packet {
             REPLY => Packet::Response(Response::Reply {
                 line,
                 sectors,
+                tag,
+                sm: unit,
+                ctx,
+            }),
+            WRITE_ACK => Packet::Response(Response::WriteAck {
+                line,
                 tag,
                 sm: unit,
                 ctx,
@@ -291,7 +311,16 @@ mod tests {
             Request::Write {
                 line: 128,
                 sectors: full,
+                tag: Request::NO_ACK,
+                sm: 0,
                 ctx: max,
+            },
+            Request::Write {
+                line: 0x100,
+                sectors: 1,
+                tag: 12,
+                sm: MAX_UNIT,
+                ctx: Ctx::HOST,
             },
             Request::Atomic {
                 line: 256,
@@ -328,6 +357,12 @@ mod tests {
                 tag: u32::MAX,
                 sm: MAX_UNIT,
                 ctx: ctx(0, 5, 0),
+            },
+            Response::WriteAck {
+                line: u64::MAX,
+                tag: u32::MAX - 1,
+                sm: MAX_UNIT,
+                ctx: max,
             },
             Response::LlcReply {
                 line: 0xc0,
@@ -372,10 +407,19 @@ mod tests {
         let r = Packet::from(Request::Write {
             line: 0,
             sectors: 0b111,
+            tag: 0,
+            sm: 0,
             ctx: c,
         });
         assert_eq!(r.ctx(), Some(c));
         assert_eq!(r.wire_bytes(32), HEADER_BYTES + 3 * 32);
+        let ack = Packet::from(Response::WriteAck {
+            line: 0,
+            tag: 0,
+            sm: 0,
+            ctx: c,
+        });
+        assert_eq!((ack.ctx(), ack.wire_bytes(32)), (Some(c), HEADER_BYTES));
         let read = Packet::from(Request::Read {
             line: 0,
             sectors: 0b111,

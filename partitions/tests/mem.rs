@@ -268,18 +268,32 @@ fn atomic_and_store_latency_composition() {
         l2_hit_ps(&cfg) + cfg.l2.atomic_latency_cycles as u64 * cfg.l2_period_ps()
     );
     assert_eq!(m.stats().l2_hits, 1, "memcpy.fills_l2 left the line in L2");
-    // A store is accepted after the L1 stage; it reaches L2 (write-through L1).
+    // A store goes through L1 to L2 (write-through L1) and is done when the slice's
+    // acknowledgement is back (`l2.write_acks`): two NoC crossings and the slice's hit
+    // latency, no L1 hit latency on the way back (nothing fills).
     let st = MemRequest {
         access: Access::Store,
         ..req
     };
     let t1 = m.access(t, 0, &st);
-    assert_eq!(
-        t1 - t,
-        cfg.l1d.hit_latency_cycles as u64 * cfg.core_period_ps()
-    );
-    m.run(); // the store's packet reaches its L2 slice
+    let noc = cfg.noc.latency_cycles as u64 * cfg.noc_period_ps();
+    let l2 = cfg.l2.hit_latency_cycles as u64 * cfg.l2_period_ps();
+    assert_eq!(t1 - t, 2 * noc + l2);
     assert_eq!(m.stats().l2_accesses, 2);
+    assert_eq!(
+        m.stats().noc_reply_bytes,
+        8 + 32 + 8,
+        "the atomic's reply and the ack"
+    );
+    // Without acknowledgements the store is done after the L1 stage; it reaches L2.
+    let mut no_ack = cfg.clone();
+    no_ack.l2.write_acks = false;
+    let mut m2 = MemSystem::new(&no_ack);
+    let t2 = m2.access(0, 0, &st);
+    assert_eq!(t2, cfg.l1d.hit_latency_cycles as u64 * cfg.core_period_ps());
+    m2.run();
+    assert_eq!(m2.stats().l2_accesses, 1);
+    assert_eq!(m2.stats().noc_reply_bytes, 0);
     // After a kernel boundary the L1 is cold: a load of an L1-resident line goes to L2.
     let ld = load(&lanes, 4);
     let a = m.access(t1, 0, &ld);

@@ -905,6 +905,16 @@ impl<'t> GpuPartition<'t> {
                         unit.sm.mem_reply(MemToken(token), c);
                     }
                 }
+                Packet::Response(Response::WriteAck { tag, .. }) => {
+                    done.clear();
+                    unit.ldst
+                        .on_ack(at, tag, done)
+                        .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                    for &(token, ps) in done.iter() {
+                        let c = cycle_at(ps, period).max(unit.sm.now());
+                        unit.sm.mem_reply(MemToken(token), c);
+                    }
+                }
                 Packet::Control(Control::Dispatch { kernel, cta }) => {
                     let meta = kernels.get(kernel as usize).ok_or_else(|| {
                         GpuError::Protocol(format!("dispatch of unknown kernel {kernel}"))
@@ -1246,8 +1256,8 @@ mod tests {
     }
 
     /// The premise of `sm_lookahead` with one chiplet and a memory-side L2: a slice answers
-    /// every read and atomic it takes at `t` (hits, misses, merges with fills in flight,
-    /// queues behind its ports) with a reply arriving no earlier than
+    /// every read, atomic and acknowledged write it takes at `t` (hits, misses, merges with
+    /// fills in flight, queues behind its ports) with a reply arriving no earlier than
     /// `t + l2.hit_latency + noc.latency`.
     #[test]
     fn an_l2_reply_arrives_no_sooner_than_the_sm_lookahead() {
@@ -1290,6 +1300,15 @@ mod tests {
                     ctx,
                     ops: 32,
                 }
+            } else if k % 5 == 0 {
+                // Acknowledged like a read hit (`l2.write_acks`).
+                Request::Write {
+                    line,
+                    sectors,
+                    tag: k as u32,
+                    sm,
+                    ctx,
+                }
             } else {
                 Request::Read {
                     line,
@@ -1305,7 +1324,12 @@ mod tests {
             let replies: Vec<Picos> = net
                 .0
                 .iter()
-                .filter(|(_, p)| matches!(p, Packet::Response(Response::Reply { .. })))
+                .filter(|(_, p)| {
+                    matches!(
+                        p,
+                        Packet::Response(Response::Reply { .. } | Response::WriteAck { .. })
+                    )
+                })
                 .map(|&(at, _)| at)
                 .collect();
             assert_eq!(replies.len(), 1, "request {k} has one reply");
@@ -1360,6 +1384,8 @@ mod tests {
                 Request::Write {
                     line: seq,
                     sectors: 1,
+                    tag: Request::NO_ACK,
+                    sm: 0,
                     ctx: Ctx::default(),
                 }
                 .into(),
@@ -1402,6 +1428,8 @@ mod tests {
                 Request::Write {
                     line: seq,
                     sectors: 1,
+                    tag: Request::NO_ACK,
+                    sm: 0,
                     ctx: Ctx::default(),
                 }
                 .into(),

@@ -332,7 +332,12 @@ impl MemChannel {
                 let ta = self.slices[slice]
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
-                self.l2_write(now, slice, set, ta, line, sectors);
+                let done = self.l2_write(now, slice, set, ta, line, sectors);
+                if let Request::Write { tag, sm, ctx, .. } = req {
+                    if tag != Request::NO_ACK {
+                        self.ack(now, From::L2(slice), sm, done, line, tag, ctx, net);
+                    }
+                }
             }
         }
         Ok(())
@@ -359,9 +364,18 @@ impl MemChannel {
                 let (slice, set) = self.private_slot_here(line)?;
                 self.private_read(now, slice, set, line, sectors, sm, tag, ctx, net);
             }
-            Packet::Request(Request::Write { line, sectors, .. }) => {
+            Packet::Request(Request::Write {
+                line,
+                sectors,
+                tag,
+                sm,
+                ctx,
+            }) => {
                 let (slice, set) = self.private_slot_here(line)?;
-                self.private_write(now, slice, set, line, sectors, net);
+                let done = self.private_write(now, slice, set, line, sectors, net);
+                if tag != Request::NO_ACK {
+                    self.ack(now, From::L2(slice), sm, done, line, tag, ctx, net);
+                }
             }
             Packet::Request(Request::Atomic {
                 line,
@@ -444,6 +458,43 @@ impl MemChannel {
         self.send_data(now, from, ready, data, sm, pkt.into(), net);
     }
 
+    /// Acknowledges to SM unit `sm` the write naming `tag` that slice `from` performed at
+    /// `done`: a header-only packet out of the slice's NoC egress (`l2.write_acks`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ack(
+        &mut self,
+        now: Picos,
+        from: From,
+        sm: u32,
+        done: Picos,
+        line: u64,
+        tag: u32,
+        ctx: Ctx,
+        net: &mut dyn Net,
+    ) {
+        self.stats.noc.reply_bytes += HEADER_BYTES;
+        let Some(s) = self.slice_mut(from) else {
+            return;
+        };
+        let te = s.noc_out.reserve(now, done, HEADER_BYTES);
+        let pkt = Response::WriteAck { line, tag, sm, ctx };
+        let dst = self.toward(sm);
+        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt.into());
+    }
+
+    /// Where a packet for unit `dst` leaves this channel to: `dst` itself on this chiplet,
+    /// else this chiplet's link interface.
+    #[inline(always)]
+    fn toward(&self, dst: u32) -> u32 {
+        let ids = &self.map.ids;
+        let chiplet = ids.chiplet_of_channel(self.channel);
+        if ids.chiplet_of(dst) == chiplet {
+            dst
+        } else {
+            ids.link(chiplet)
+        }
+    }
+
     /// The slice `from` names (`None` for the LLC slice without a private L2).
     #[inline(always)]
     pub(super) fn slice_mut(&mut self, from: From) -> Option<&mut Slice> {
@@ -473,13 +524,7 @@ impl MemChannel {
         };
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
-        let ids = &self.map.ids;
-        let chiplet = ids.chiplet_of_channel(self.channel);
-        let dst = if ids.chiplet_of(dst) == chiplet {
-            dst
-        } else {
-            ids.link(chiplet)
-        };
+        let dst = self.toward(dst);
         net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt);
     }
 

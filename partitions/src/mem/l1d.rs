@@ -14,7 +14,7 @@ use super::coalesce::LineAccess;
 use super::ldst::InstWait;
 use super::mshr_index::MshrIndex;
 use super::port::BwPort;
-use super::{popcount, Ctx, LdStUnit, Net, Space};
+use super::{popcount, Ctx, LdStUnit, Net, Request, Space};
 use crate::config::{config_enum, section, Check, ConfigError, GpuConfig, Kind, MAX_CYCLES};
 use crate::counters::unit_counters;
 use crate::observe::{MemAccess, MemLevel};
@@ -473,9 +473,13 @@ impl LdStUnit {
         net: &mut dyn Net,
     ) {
         self.stats.l1d.writeback_sectors += popcount(ev.dirty);
-        self.send_write(now, t, ev.line_addr, ev.dirty, ctx, net);
+        self.send_write(now, t, ev.line_addr, ev.dirty, ctx, Request::NO_ACK, net);
     }
 
+    /// Stores `la` from `t`; returns when the store is done for its warp (its data in L1
+    /// or out of the SM) and how many write packets name `ack` (each acknowledged, unless
+    /// `ack` is [`Request::NO_ACK`]).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn store_line(
         &mut self,
@@ -484,13 +488,14 @@ impl LdStUnit {
         la: &LineAccess,
         use_l1: bool,
         space: Space,
+        ack: u32,
         net: &mut dyn Net,
-    ) -> Picos {
+    ) -> (Picos, u32) {
         let hit_at = t + self.params.l1d.hit_ps;
+        let acked =
+            |(dep, n): (Picos, u32)| (dep.max(hit_at), if ack == Request::NO_ACK { 0 } else { n });
         if !use_l1 {
-            return self
-                .send_write(now, t, la.line_addr, la.sectors, self.ctx, net)
-                .max(hit_at);
+            return acked(self.send_write(now, t, la.line_addr, la.sectors, self.ctx, ack, net));
         }
         let n = popcount(la.sectors);
         self.stats.l1d.accesses += n;
@@ -519,7 +524,7 @@ impl LdStUnit {
             let new = la.sectors & !(self.l1d.cache.valid(i) & !self.l1d.cache.pending_mask(i));
             self.l1d.cache.fill(i, new, hit_at);
             self.l1d.cache.mark_dirty(i, la.sectors);
-            return hit_at;
+            return (hit_at, 0);
         }
         let missing = la.sectors & !present;
         if self.params.l1d.write_policy == WritePolicy::WriteEvict {
@@ -544,7 +549,6 @@ impl LdStUnit {
         } else if let Some(i) = way {
             self.l1d.cache.touch(set, i);
         }
-        self.send_write(now, t, la.line_addr, la.sectors, self.ctx, net)
-            .max(hit_at)
+        acked(self.send_write(now, t, la.line_addr, la.sectors, self.ctx, ack, net))
     }
 }

@@ -57,6 +57,13 @@ section! {
         /// `true`: write-back, write-allocate; `false`: write-through to DRAM. Presets: the
         /// simulator config's L2 write policy.
         write_back: bool = Kind::Bool, unit "-", None;
+        /// `true`: the slice that performs a store acknowledges it to the SM, and the
+        /// store's warp counts it outstanding until then: a fence waits for it and its
+        /// CTA does not complete before (GPGPU-Sim's write acknowledgements:
+        /// `m_stores_outstanding`, which `membar` and warp completion wait for). `false`:
+        /// a store is done when its data has left the SM, and no acknowledgement crosses
+        /// the NoC.
+        write_acks: bool = Kind::Bool, unit "-", Some("true");
     }
 }
 
@@ -378,7 +385,8 @@ impl MemChannel {
         }
     }
 
-    /// A store of `sectors` of an L2 line arriving at `ta`.
+    /// A store of `sectors` of an L2 line arriving at `ta`; returns when it is performed
+    /// (`l2.hit_latency_cycles` later: when its acknowledgement can leave).
     pub(super) fn l2_write(
         &mut self,
         now: Picos,
@@ -387,7 +395,7 @@ impl MemChannel {
         ta: Picos,
         line_addr: u64,
         sectors: u64,
-    ) {
+    ) -> Picos {
         let n = popcount(sectors);
         self.stats.l2.accesses += n;
         let (found, present) = self.slices[slice].probe(set, line_addr, sectors);
@@ -403,6 +411,7 @@ impl MemChannel {
         );
         let t = ta + self.params.l2.hit_ps;
         self.l2_store_effect(now, slice, set, t, line_addr, sectors, found);
+        t
     }
 
     fn l2_writeback(&mut self, now: Picos, t: Picos, ev: Evicted) {

@@ -47,6 +47,8 @@ pub struct LdStParams {
     pub(crate) shared: SharedMemParams,
     pub(crate) noc: NocParams,
     pub(crate) l2_geom: Geometry,
+    /// `l2.write_acks`: a store waits for its writes' acknowledgements.
+    pub(crate) write_acks: bool,
 }
 
 impl LdStParams {
@@ -56,6 +58,7 @@ impl LdStParams {
             shared: SharedMemParams::from_config(cfg),
             noc: NocParams::from_config(cfg),
             l2_geom: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes),
+            write_acks: cfg.l2.write_acks,
         }
     }
 }
@@ -121,7 +124,7 @@ pub struct LdStUnit {
 
 /// A reply naming no MSHR in flight (a corrupt packet).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("SM unit {unit}: a reply names MSHR {tag}, which has no request in flight")]
+#[error("SM unit {unit}: a reply or write acknowledgement names tag {tag} (an MSHR or a store), which has nothing in flight")]
 pub struct BadReply {
     pub unit: u32,
     pub tag: u32,
@@ -324,8 +327,14 @@ impl LdStUnit {
             match access {
                 Access::Load => self.load_line(now, t, la, use_l1, token, &mut w, net),
                 Access::Store => {
-                    let d = self.store_line(now, t, la, use_l1, space, net);
+                    let ack = if self.params.write_acks {
+                        token
+                    } else {
+                        Request::NO_ACK
+                    };
+                    let (d, acks) = self.store_line(now, t, la, use_l1, space, ack, net);
                     w.ready = w.ready.max(d);
+                    w.outstanding += acks;
                 }
                 Access::Atomic => {
                     let set = geom.line_index(la.line_addr);
@@ -427,6 +436,30 @@ impl LdStUnit {
             };
             self.start_miss(now, ti, miss, net);
         }
+        Ok(())
+    }
+
+    /// The acknowledgement of a write of store instruction `tag` arrives at `now`; pushes
+    /// the instruction to `done` when it was its last (`l2.write_acks`).
+    #[inline(always)]
+    pub fn on_ack(
+        &mut self,
+        now: Picos,
+        tag: u32,
+        done: &mut Vec<(u32, Picos)>,
+    ) -> Result<(), BadReply> {
+        if self
+            .insts
+            .get(tag as usize)
+            .is_none_or(|w| w.outstanding == 0)
+        {
+            return Err(BadReply {
+                unit: self.unit,
+                tag,
+            });
+        }
+        let ti = self.noc_in.reserve(now, now, HEADER_BYTES);
+        self.wake(tag, ti, done);
         Ok(())
     }
 
@@ -538,8 +571,10 @@ impl LdStUnit {
         }
     }
 
-    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t` for `ctx`; returns
-    /// when the last packet has left the SM.
+    /// Sends `sectors` of L1 line `line_addr` as writes to L2 from `t` for `ctx`, each
+    /// acknowledged naming `ack` unless it is [`Request::NO_ACK`]; returns when the last
+    /// packet has left the SM and how many packets were sent.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn send_write(
         &mut self,
@@ -548,25 +583,27 @@ impl LdStUnit {
         line_addr: u64,
         sectors: u64,
         ctx: Ctx,
+        ack: u32,
         net: &mut dyn Net,
-    ) -> Picos {
+    ) -> (Picos, u32) {
         if self.same_lines {
-            return self
-                .send_one_write(now, t, line_addr, sectors, ctx, net)
-                .max(t);
+            let dep = self.send_one_write(now, t, line_addr, sectors, ctx, ack, net);
+            return (dep.max(t), 1);
         }
         let mut groups = std::mem::take(&mut self.groups);
         self.l2_groups(line_addr, sectors, &mut groups);
         let mut left = t;
         for g in &groups {
-            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, ctx, net);
+            let dep = self.send_one_write(now, t, g.line_addr, g.sectors, ctx, ack, net);
             left = left.max(dep);
         }
+        let n = groups.len() as u32;
         self.groups = groups;
-        left
+        (left, n)
     }
 
     /// Sends the write of `sectors` of L2 line `line` from `t`; returns when it leaves.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn send_one_write(
         &mut self,
@@ -575,18 +612,21 @@ impl LdStUnit {
         line: u64,
         sectors: u64,
         ctx: Ctx,
+        ack: u32,
         net: &mut dyn Net,
     ) -> Picos {
         let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
         let dep = self.noc_out.reserve(now, t, bytes);
         self.stats.noc.request_bytes += bytes;
         let dst = self.route(line);
-        net.send(
-            self.unit,
-            dst,
-            dep + self.params.noc.latency_ps,
-            Request::Write { line, sectors, ctx }.into(),
-        );
+        let pkt = Request::Write {
+            line,
+            sectors,
+            tag: ack,
+            sm: self.unit,
+            ctx,
+        };
+        net.send(self.unit, dst, dep + self.params.noc.latency_ps, pkt.into());
         dep
     }
 }

@@ -267,7 +267,7 @@ impl LinkInterface {
     }
 
     /// The chiplet a packet is going to, and the unit there: the home channel of a
-    /// request's line, the SM of a reply (control messages do not cross links).
+    /// request's line, the SM of a reply or write acknowledgement (control messages do not cross links).
     fn destination(&self, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.map.ids;
         match *pkt {
@@ -284,10 +284,12 @@ impl LinkInterface {
                 let channel = self.map.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::Response(Response::Reply { sm, .. }) => match ids.unit(sm) {
-                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
-                _ => None,
-            },
+            Packet::Response(Response::Reply { sm, .. } | Response::WriteAck { sm, .. }) => {
+                match ids.unit(sm) {
+                    Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
+                    _ => None,
+                }
+            }
             Packet::Response(Response::LlcReply { unit, .. }) => match ids.unit(unit) {
                 Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
                 _ => None,

@@ -128,8 +128,16 @@ pub enum Request {
         sm: u32,
         ctx: Ctx,
     },
-    /// SM -> channel: write `sectors` of L2 line `line` (no reply).
-    Write { line: u64, sectors: u64, ctx: Ctx },
+    /// SM -> channel: write `sectors` of L2 line `line`. The slice that performs it
+    /// acknowledges it to unit `sm` naming `tag` ([`Response::WriteAck`]) unless `tag` is
+    /// [`Request::NO_ACK`] (an L1D write-back, which no instruction waits for).
+    Write {
+        line: u64,
+        sectors: u64,
+        tag: u32,
+        sm: u32,
+        ctx: Ctx,
+    },
     /// SM -> channel: an atomic of `ops` lane operations (at most a warp's lanes) on
     /// `sectors` of L2 line `line`.
     Atomic {
@@ -155,6 +163,9 @@ pub enum Request {
 }
 
 impl Request {
+    /// The `tag` of a [`Request::Write`] that wants no acknowledgement.
+    pub const NO_ACK: u32 = u32::MAX;
+
     /// The line it is about.
     #[inline]
     pub fn line(&self) -> u64 {
@@ -212,6 +223,14 @@ pub enum Response {
         sm: u32,
         ctx: Ctx,
     },
+    /// Channel -> SM `sm`: the write of a [`Request::Write`] naming `tag` is performed at
+    /// the slice (no data; the header alone crosses the NoC).
+    WriteAck {
+        line: u64,
+        tag: u32,
+        sm: u32,
+        ctx: Ctx,
+    },
     /// Home LLC slice -> private L2 slice `tag` of channel unit `unit`: the data of a
     /// [`Request::LlcRead`].
     LlcReply {
@@ -229,6 +248,7 @@ impl Response {
     pub fn sectors(&self) -> u64 {
         match *self {
             Response::Reply { sectors, .. } | Response::LlcReply { sectors, .. } => sectors,
+            Response::WriteAck { .. } => 0,
         }
     }
 
@@ -236,7 +256,9 @@ impl Response {
     #[inline]
     pub fn ctx(&self) -> Ctx {
         match *self {
-            Response::Reply { ctx, .. } | Response::LlcReply { ctx, .. } => ctx,
+            Response::Reply { ctx, .. }
+            | Response::WriteAck { ctx, .. }
+            | Response::LlcReply { ctx, .. } => ctx,
         }
     }
 }

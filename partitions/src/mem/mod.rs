@@ -80,9 +80,16 @@
 //!   dirties the L1 line and writes it to L2 only on eviction or when the SM starts a CTA
 //!   of another kernel. A store miss follows `l1d.write_allocate`: `no_allocate` leaves L1
 //!   alone; `lazy_fetch_on_read` allocates the sectors the store covers entirely;
-//!   `fetch_on_write` allocates every written sector (the fetch itself is not timed). A
-//!   store is done, for the warp, when its last packet has left the SM, and never before
-//!   `now + l1d.hit_latency_cycles`; L2 write acknowledgements are not modelled. Atomics
+//!   `fetch_on_write` allocates every written sector (the fetch itself is not timed). With
+//!   `l2.write_acks` (the default) every write packet of a store names the instruction
+//!   and the slice that performs it (the memory-side L2 slice, or with a private L2 the
+//!   chiplet's own slice) acknowledges it `l2.hit_latency_cycles` after it arrives, a
+//!   header-only packet back across the NoC (and the links when the home is remote); the
+//!   store is done, for its warp, when its last acknowledgement is in, so a fence waits
+//!   for it and its CTA does not complete before (GPGPU-Sim's `m_stores_outstanding`). A
+//!   store that sends nothing (an L1 write-back hit) is done after the L1 stage; L1
+//!   write-backs are not acknowledged. Without `l2.write_acks` a store is done when its
+//!   last packet has left the SM, and never before `now + l1d.hit_latency_cycles`. Atomics
 //!   bypass L1 (dropping the L1 copy of their sectors), hold an MSHR, and are performed at
 //!   the L2 slice.
 //! - **Shared memory**: `shared_mem.latency_cycles` plus one core cycle per extra pass; the
@@ -95,7 +102,7 @@
 //!   itself), and the receiver's ingress port serializes arrivals in packet order (the
 //!   arbiter at the receiver). Packets carry an 8-byte header (GPGPU-Sim's control size)
 //!   plus the data sectors: read request 8 B, read reply 8 B + data, write 8 B + data,
-//!   atomic 8 B + data each way. Buffers are unbounded: the MSHRs bound what is in flight,
+//!   write acknowledgement 8 B, atomic 8 B + data each way. Buffers are unbounded: the MSHRs bound what is in flight,
 //!   so no credits are modelled on the NoC.
 //! - **L2** (memory-side, `l2.slices` slices, `l2.slices / dram.channels` per channel): the
 //!   slice of an address is `channel * per_channel + (local / l2.line_bytes) %

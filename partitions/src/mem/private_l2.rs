@@ -303,7 +303,9 @@ impl MemChannel {
 
     /// A store of `sectors` of `line` at private L2 slice `slice`: lines homed on this
     /// chiplet are written back (with `l2.write_back`), others written through to their
-    /// home LLC (an L2 copy of the sectors is updated, stays clean).
+    /// home LLC (an L2 copy of the sectors is updated, stays clean). Returns when it is
+    /// performed here (when its acknowledgement can leave: the private L2 is the point a
+    /// store of this chiplet is acknowledged from, as a memory-side slice is).
     pub(super) fn private_write(
         &mut self,
         now: Picos,
@@ -312,7 +314,7 @@ impl MemChannel {
         line: u64,
         sectors: u64,
         net: &mut dyn Net,
-    ) {
+    ) -> Picos {
         let n = popcount(sectors);
         let data = n * self.params.l2.geom.sector_bytes;
         let ta = self.slices[slice]
@@ -343,6 +345,7 @@ impl MemChannel {
             };
             self.send_to_llc(now, slice, t, line, pkt.into(), HEADER_BYTES + data, net);
         }
+        t
     }
 
     /// Writes the dirty sectors of `ev` back to their home LLC from private L2 slice

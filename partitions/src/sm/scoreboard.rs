@@ -9,8 +9,8 @@
 //! **Memory fences** (`OpClass::Fence`, `MEMBAR`): a warp's fence issues only when every
 //! memory instruction it issued before has its result written (its pending replies
 //! included), as GPGPU-Sim's warp waits at a `membar` for its outstanding requests;
-//! waiting counts as `stall_scoreboard`. Stores count as done when their data has left
-//! the SM (no write acknowledgements are modelled).
+//! waiting counts as `stall_scoreboard`. A store counts as done when its write
+//! acknowledgements are in (`l2.write_acks`; without them, when its data has left the SM).
 
 use super::warp::WarpState;
 use tessera_traces::OpClass;

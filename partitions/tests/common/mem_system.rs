@@ -115,8 +115,8 @@ impl MemSystem {
     }
 
     /// Performs `req` issued by SM `sm` at `now`: delivers packets in order until its result
-    /// is written, and returns that time (loads, atomics) or when its data has left the SM
-    /// (stores).
+    /// is written, and returns that time (loads, atomics), or for stores when their last
+    /// acknowledgement is in (with `l2.write_acks`; else when their data has left the SM).
     pub fn access(&mut self, now: Picos, sm: u32, req: &MemRequest<'_>) -> Picos {
         let (token, t) = self.issue(now, sm, req);
         if let Some(t) = t {
@@ -156,8 +156,8 @@ impl MemSystem {
             return true;
         };
         match self.ids.unit(dst) {
-            Some(Unit::Sm(s)) => {
-                if let Packet::Response(Response::Reply { sectors, tag, .. }) = pkt {
+            Some(Unit::Sm(s)) => match pkt {
+                Packet::Response(Response::Reply { sectors, tag, .. }) => {
                     let _ = self.sms[s as usize].on_reply(
                         at,
                         sectors,
@@ -166,7 +166,11 @@ impl MemSystem {
                         &mut self.done,
                     );
                 }
-            }
+                Packet::Response(Response::WriteAck { tag, .. }) => {
+                    let _ = self.sms[s as usize].on_ack(at, tag, &mut self.done);
+                }
+                _ => {}
+            },
             Some(Unit::Channel(c)) => {
                 let _ = self.channels[c as usize].on_packet(at, pkt, &mut self.queue);
             }
