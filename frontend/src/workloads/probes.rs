@@ -835,14 +835,14 @@ impl L2StreamCfg {
             ctas: at_most(p, "ctas", 1 << 16)?,
             block: at_most(p, "block", 1024)?,
         };
-        if cfg.block == 0 || cfg.block % 32 != 0 || cfg.ctas == 0 {
+        if cfg.block == 0 || !cfg.block.is_multiple_of(32) || cfg.ctas == 0 {
             return Err(p.invalid(&format!(
                 "ctas={} block={}: at least one CTA of a multiple of 32 threads",
                 cfg.ctas, cfg.block
             )));
         }
         let row = 32 * cfg.threads() as u64;
-        if cfg.bytes == 0 || cfg.bytes % row != 0 {
+        if cfg.bytes == 0 || !cfg.bytes.is_multiple_of(row) {
             return Err(p.invalid(&format!(
                 "bytes={} must be a positive multiple of 32 x ctas x block = {row}",
                 cfg.bytes
