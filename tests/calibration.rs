@@ -137,14 +137,16 @@ fn titanv_l2_bandwidth_matches_the_tuner() {
 ///   refresh) or `t_rp + t_rcd` (another row open);
 /// - row hits: a 10 KiB stride (40 channels x 256 B), each load in the same channel 256 B
 ///   after the last, so 3 of 4 loads are on the row the previous one opened (no cost) and
-///   one in 4 opens the next (`t_rcd`).
+///   one in 4 opens the next (`t_rcd`); a refresh between two loads (about one load in
+///   10: 390 ns per load, one refresh per 3.9 us) closes the row, so the hit chase pays
+///   `t_rcd` on about 1/4 + 3/4 x 1/10 of its loads.
 ///
-/// Expected difference per load between `0.75 t_rcd` and `t_rp + 0.75 t_rcd` DRAM cycles:
-/// an analytical expectation from the preset's ASIM-CFG timings (RCD = RP = 22 at 1.215
-/// GHz: 19.2 to 44.7 core cycles). No study in hardware-figures.md measures a row-miss
+/// Expected difference per load between `0.6 t_rcd` and `t_rp + t_rcd` DRAM cycles: an
+/// analytical expectation from the preset's ASIM-CFG timings (RCD = RP = 22 at 1.215 GHz:
+/// 15.3 to 51.1 core cycles). No study in hardware-figures.md measures a row-miss
 /// penalty, so this is not a measured figure and does not count for the mutation test.
 #[test]
-#[ignore = "finding: both chases take 550 cycles per load (64 KiB stride 550.1, 10 KiB stride 550.4; t_rcd = t_rp = 1 gives 550.5): the chase does not see t_rcd/t_rp at the preset's values"]
+#[ignore = "finding: both chases take 550 cycles per load (64 KiB stride 550.1, 10 KiB 550.4): the serial chase phase-locks to the channels' refreshes (350 ns every 3.9 us), whose wait hides the activate; t_rcd 1 to 33 gives 550.2-550.5 on the 4 KiB chase, while with dram.t_rfc_ps=1000 it is linear (522.7 at 1, 542.8 at 22) and the difference here is 17.7 cycles"]
 fn dram_row_miss_costs_the_row_timing() {
     let miss = calib::chase_loads("a100", "134217728", "65536", "0", 256, &[]).unwrap();
     let hit = calib::chase_loads("a100", "83886080", "10240", "0", 256, &[]).unwrap();
@@ -154,7 +156,7 @@ fn dram_row_miss_costs_the_row_timing() {
         cfg.dram.t_rcd_cycles as f64 * core_per_dram,
         cfg.dram.t_rp_cycles as f64 * core_per_dram,
     );
-    let (lo, hi) = (0.75 * rcd, rp + 0.75 * rcd);
+    let (lo, hi) = (0.6 * rcd, rp + rcd);
     let d = miss - hit;
     assert!(
         (lo..=hi).contains(&d),
