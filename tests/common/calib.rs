@@ -202,8 +202,18 @@ pub fn titanv_launch_latency(sets: &[String]) -> Result<f64, String> {
 pub fn l2_stream(config: &str, bytes: u64, ctas: u32, sets: &[String]) -> Result<f64, String> {
     let b = format!("bytes={bytes}");
     let c = format!("ctas={ctas}");
-    let two = try_run(config, "l2_stream", &[&b, &c, "passes=2"], sets)?;
-    let four = try_run(config, "l2_stream", &[&b, &c, "passes=4"], sets)?;
+    let two = try_run(
+        config,
+        "l2_stream",
+        &[&b, &c, "block=256", "passes=2"],
+        sets,
+    )?;
+    let four = try_run(
+        config,
+        "l2_stream",
+        &[&b, &c, "block=256", "passes=4"],
+        sets,
+    )?;
     let ps = kernel_span_ps(&four, 0) - kernel_span_ps(&two, 0);
     Ok(2.0 * bytes as f64 / (ps * 1e-12))
 }

@@ -797,7 +797,7 @@ pub static L2_STREAM: WorkloadSpec = WorkloadSpec {
     params: &[
         ParamSpec {
             name: "bytes",
-            default: "14155776",
+            default: "262144",
             help: "buffer size, a multiple of 32 x ctas x block bytes (at most 1 GiB)",
         },
         ParamSpec {
@@ -807,7 +807,7 @@ pub static L2_STREAM: WorkloadSpec = WorkloadSpec {
         },
         ParamSpec {
             name: "ctas",
-            default: "864",
+            default: "8",
             help: "CTAs (at most 65536)",
         },
         ParamSpec {
@@ -867,11 +867,12 @@ impl L2StreamCfg {
         let rem = if self.threads().is_power_of_two() {
             1
         } else {
-            3
+            2
         };
-        // Prologue MOV, global id (S2R, S2R, IMAD), 4 MOVs; per pass IADD3, the
-        // remainder, per iteration 3 IADD3, 4 x (IMAD.WIDE, LDG), 4 DADD, IADD3, loop
-        // IADD3/ISETP/BRA, pass loop IADD3/ISETP/BRA; 3 DADD, IMAD.WIDE, STG, EXIT.
+        // Prologue MOV, global id (S2R, S2R, IMAD), 4 MOVs; per pass IADD3, the remainder
+        // (LOP3, or IMAD.HI and IMAD), per iteration 3 IADD3, 4 x (IMAD.WIDE, LDG), 4 DADD,
+        // IADD3, loop IADD3/ISETP/BRA, pass loop IADD3/ISETP/BRA; 3 DADD, IMAD.WIDE, STG,
+        // EXIT.
         8 + p * (1 + rem + i * 19 + 3) + 6
     }
 }
@@ -993,6 +994,7 @@ mod tests {
             "occupancy",
             "barrier",
             "launch_gap",
+            "l2_stream",
         ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d.tst");
@@ -1250,6 +1252,37 @@ mod tests {
                 .collect();
             assert_eq!(ops, ["MOV", "EXIT"]);
         }
+    }
+
+    /// The L2 stream's instruction counts match its formula (remainder by a power of two
+    /// or not), every pass loads the whole buffer once, and the sums match the reference
+    /// (checked by the generator).
+    #[test]
+    fn l2_stream_counts() {
+        for ctas in [2u64, 3] {
+            let (c, bytes) = (ctas.to_string(), (32 * 64 * 3 * ctas).to_string());
+            let kv = [
+                ("ctas", c.as_str()),
+                ("block", "64"),
+                ("bytes", bytes.as_str()),
+                ("passes", "2"),
+            ];
+            let cfg = L2StreamCfg::parse(&parse("l2_stream", &kv)).unwrap();
+            assert_eq!(cfg.iters(), 3);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("l.tst");
+            generate("l2_stream", &params(&kv), 80, &path).unwrap();
+            let t = TraceFile::open(&path).unwrap();
+            verify(&t).unwrap();
+            let k = &t.kernels()[0];
+            assert_eq!(k.counts.ctas, ctas);
+            assert_eq!(
+                k.counts.warp_insts,
+                2 * ctas * cfg.warp_insts(),
+                "ctas={ctas}"
+            );
+        }
+        assert!(L2StreamCfg::parse(&parse("l2_stream", &[("bytes", "1000")])).is_err());
     }
 
     /// Unknown names, zeros and bad combinations are parameter errors that list the valid
