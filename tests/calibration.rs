@@ -1,63 +1,47 @@
 //! Calibration of the timing model against measured hardware, not against the config:
 //! each expectation names the study and table it comes from
-//! (../shared/reference/hardware-figures.md).
+//! (../shared/reference/hardware-figures.md). The measurements live in
+//! `tests/common/calib.rs`, shared with the mutation test (`calibration_mutation.rs`);
+//! tests the model fails today are ignored with the measured value in the reason, and
+//! analytical checks say so (docs/calibration.md has the table).
 
 mod common;
 
-use common::*;
-use std::path::Path;
+#[path = "common/calib.rs"]
+mod calib;
 
-fn a100() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs/a100.yaml")
-        .display()
-        .to_string()
-}
+use calib::{cycles, total, within, FIGURES};
 
 /// Runs `workload` with `params` on a100.yaml; returns the stats JSON.
 fn run(workload: &str, params: &[&str]) -> serde_json::Value {
-    run_set(workload, params, &[])
+    calib::run("a100", workload, params, &[])
 }
 
 /// As [`run`], with `--set` overrides of a100.yaml.
 fn run_set(workload: &str, params: &[&str], sets: &[&str]) -> serde_json::Value {
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("s.json");
-    let cfg = a100();
-    let mut args = vec!["run", "--config", &cfg, "--workload", workload];
-    for p in params {
-        args.push("-p");
-        args.push(p);
-    }
-    for s in sets {
-        args.push("--set");
-        args.push(s);
-    }
-    let out_s = out.to_str().unwrap().to_string();
-    args.push("--stats-out");
-    args.push(&out_s);
-    tessera_ok(&args);
-    serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    calib::run("a100", workload, params, &sets)
 }
 
-fn cycles(v: &serde_json::Value) -> f64 {
-    v["totals"]["gpu_tot_sim_cycle"].as_f64().unwrap()
+fn figure(name: &str) -> &'static calib::Figure {
+    FIGURES.iter().find(|f| f.name == name).unwrap()
 }
 
-/// Per-load latency of the pointer-chase probe, in core cycles: the difference between a
-/// run of 2,048 and one of 1,024 dependent loads, divided by 1,024, which cancels the
-/// launch path, the warm-up pass and the prologue.
-fn chase(footprint: &str, stride: &str, warmup: &str) -> f64 {
-    let f = format!("footprint={footprint}");
-    let s = format!("stride={stride}");
-    let w = format!("warmup={warmup}");
-    let short = run("pointer_chase", &[&f, &s, &w, "loads=1024"]);
-    let long = run("pointer_chase", &[&f, &s, &w, "loads=2048"]);
-    (cycles(&long) - cycles(&short)) / 1024.0
-}
-
-fn within(got: f64, want: f64, tol: f64) -> bool {
-    (got - want).abs() <= tol * want
+/// Measures the [`FIGURES`] entry `name` on its unchanged preset and checks it against its
+/// measured figure; returns the measurement.
+fn check_figure(name: &str) -> f64 {
+    let f = figure(name);
+    let got = (f.measure)(&[]).unwrap();
+    assert!(
+        f.ok(got),
+        "{}: {got:.3} {} vs the measured {} +/- {:.1}% ({})",
+        f.name,
+        f.unit,
+        f.want,
+        100.0 * f.tol,
+        f.source
+    );
+    got
 }
 
 /// A100 pointer-chase latencies within 10% of measurements:
@@ -66,27 +50,20 @@ fn within(got: f64, want: f64, tol: f64) -> bool {
 /// - DRAM (64 MiB at a 4 KiB stride, cold): LUO25 Table 3, A100: 566 cycles.
 #[test]
 fn pointer_chase_latencies_match_a100_measurements() {
-    let l1 = chase("16384", "128", "1");
-    let l2 = chase("1048576", "128", "1");
-    let dram = chase("67108864", "4096", "0");
-    assert!(
-        within(l1, 37.9, 0.10),
-        "L1 hit {l1} cycles vs 37.9 (LUO24 Table IV)"
-    );
-    assert!(
-        within(l2, 208.0, 0.10),
-        "L2 hit {l2} cycles vs 208.0 (LUO25 Table 4)"
-    );
-    assert!(
-        within(dram, 566.0, 0.10),
-        "DRAM {dram} cycles vs 566 (LUO25 Table 3)"
-    );
+    let l1 = check_figure("l1_hit");
+    let l2 = check_figure("l2_hit");
+    let dram = check_figure("dram_latency");
     assert!(l1 < l2 && l2 < dram);
 }
 
 /// Back-to-back launches of empty kernels on A100 follow one another every 2.62 us (GB
 /// `gpu-small-kernels/a100_80.txt`, hardware-figures.md section 4), within 10%: nothing in
 /// the launch path, dispatch or completion adds to the host's launch period.
+///
+/// Not independent calibration: a100.yaml sets `launch.host_to_gcp_ps` from this same
+/// figure, so this checks the preset's own number and that the GPU side (0.8 us per kernel,
+/// see the next test) hides under it. The tests below check the launch path against
+/// figures the preset was not set from.
 #[test]
 fn launch_gap_matches_the_measured_back_to_back_period() {
     let v = run("launch_gap", &["kernels=16"]);
@@ -100,6 +77,103 @@ fn launch_gap_matches_the_measured_back_to_back_period() {
             "launch gap {gap_us} us vs 2.62 us"
         );
     }
+    check_figure("launch_period");
+}
+
+/// With the host out of the way (`launch.host_to_gcp_ps=1`, what a CUDA graph does to the
+/// host's share), back-to-back empty kernels complete one every `gcp_to_lcp_ps + dispatch +
+/// run + completion_ps`; that must not exceed what A100 takes per kernel of a CUDA graph,
+/// 1.34 us (GB `gpu-small-kernels/a100_80_graph.txt`, hardware-figures.md section 4), which
+/// also includes the graph's own per-node cost and a tiny kernel's run. A bound, not a
+/// figure with a tolerance: the preset's GPU-side segments come from a Kepler model fit
+/// (WANG15) and an assumption, independent of this figure, and the model gives 0.81 us.
+/// It does not count for the mutation test.
+#[test]
+fn gpu_side_launch_period_fits_under_the_measured_graph_period() {
+    let v = run_set("launch_gap", &["kernels=16"], &["launch.host_to_gcp_ps=1"]);
+    let ks = v["kernels"].as_array().unwrap();
+    let ends: Vec<f64> = ks.iter().map(|k| k["end_ps"].as_f64().unwrap()).collect();
+    for w in ends.windows(2) {
+        let us = (w[1] - w[0]) / 1e6;
+        assert!(
+            us > 0.0 && us <= 1.34,
+            "GPU-side period {us} us vs <= 1.34 us"
+        );
+    }
+}
+
+/// One empty kernel on TITAN V takes 7,257.6 core cycles from launch to completion, within
+/// 10% (Accel-Sim tuner `kernel_lat`, ASIM-OUT, hardware-figures.md section 4; the tool says
+/// it "can be slightly higher than real"). titanv.yaml's `host_to_gcp_ps` is this figure
+/// minus its other segments, so the test checks that the segments add up to it with the
+/// kernel's own run on top.
+#[test]
+fn titanv_launch_latency_matches_the_tuner() {
+    check_figure("titanv_launch_latency");
+}
+
+/// L2 bandwidth on A100: GB `gpu-l2-cache/a100_80.txt` (hardware-figures.md section 2b)
+/// reads 5,170-5,482 GB/s for footprints of 2-28 MB on an A100 80GB (same 40 MB L2, 108
+/// SMs at 1.41 GHz as a100.yaml); we take 5.33 TB/s +/- 10%. Simulated: the `l2_stream`
+/// probe, passes 4 minus passes 2 over 13.5 MiB, at full occupancy (`calib::l2_stream`).
+#[test]
+#[ignore = "finding: the model streams 4.25 TB/s vs the measured 5.17-5.48 TB/s (-20%): each L2 slice's NoC port (40 B per 1.41 GHz cycle) caps it at 4.5 TB/s with headers"]
+fn a100_l2_bandwidth_matches_the_measured_plateau() {
+    check_figure("a100_l2_bandwidth");
+}
+
+/// L2 bandwidth on TITAN V: the Accel-Sim tuner's `l2_bw_32f/64f/128` read 1,365.4-1,384.5
+/// bytes per clock (ASIM-OUT, hardware-figures.md section 2b); we take 1,375 +/- 10%.
+/// Simulated: the `l2_stream` probe over 2.5 MiB (the L2 is 4.5 MB), passes 4 minus 2,
+/// in bytes per 1.2 GHz core cycle.
+#[test]
+#[ignore = "finding: the model streams 1,533 B/clk vs the measured 1,365-1,385 (+11.5%): it reaches 99.8% of the 48 slices x 32 B L2 peak, the hardware 89-90%"]
+fn titanv_l2_bandwidth_matches_the_tuner() {
+    check_figure("titanv_l2_bandwidth");
+}
+
+/// The DRAM row-buffer penalty as a dependent chase sees it, on a100.yaml (cold chases,
+/// 256 and 512 loads differenced, clear of the tail that the upload leaves in L2):
+/// - row misses: a 64 KiB stride; the chain visits 5 of the 40 channels in turn and steps
+///   8 KiB (8 rows of 1 KiB) in each, so every access opens a new row in its bank, which
+///   is revisited every 10 loads (about `t_refi`): it pays `t_rcd` (bank closed by a
+///   refresh) or `t_rp + t_rcd` (another row open);
+/// - row hits: a 10 KiB stride (40 channels x 256 B), each load in the same channel 256 B
+///   after the last, so 3 of 4 loads are on the row the previous one opened (no cost) and
+///   one in 4 opens the next (`t_rcd`); a refresh between two loads (about one load in
+///   10: 390 ns per load, one refresh per 3.9 us) closes the row, so the hit chase pays
+///   `t_rcd` on about 1/4 + 3/4 x 1/10 of its loads.
+///
+/// Expected difference per load between `0.6 t_rcd` and `t_rp + t_rcd` DRAM cycles: an
+/// analytical expectation from the preset's ASIM-CFG timings (RCD = RP = 22 at 1.215 GHz:
+/// 15.3 to 51.1 core cycles). No study in hardware-figures.md measures a row-miss
+/// penalty, so this is not a measured figure and does not count for the mutation test.
+#[test]
+#[ignore = "finding: both chases take 550 cycles per load (64 KiB stride 550.1, 10 KiB 550.4): the serial chase phase-locks to the channels' refreshes (350 ns every 3.9 us), whose wait hides the activate; t_rcd 1 to 33 gives 550.2-550.5 on the 4 KiB chase, while with dram.t_rfc_ps=1000 it is linear (522.7 at 1, 542.8 at 22) and the difference here is 17.7 cycles"]
+fn dram_row_miss_costs_the_row_timing() {
+    let miss = calib::chase_loads("a100", "134217728", "65536", "0", 256, &[]).unwrap();
+    let hit = calib::chase_loads("a100", "83886080", "10240", "0", 256, &[]).unwrap();
+    let cfg = a100_config();
+    let core_per_dram = cfg.core.clock_hz as f64 / cfg.dram.clock_hz as f64;
+    let (rcd, rp) = (
+        cfg.dram.t_rcd_cycles as f64 * core_per_dram,
+        cfg.dram.t_rp_cycles as f64 * core_per_dram,
+    );
+    let (lo, hi) = (0.6 * rcd, rp + rcd);
+    let d = miss - hit;
+    assert!(
+        (lo..=hi).contains(&d),
+        "row-miss chase {miss:.1} - row-hit chase {hit:.1} = {d:.1} cycles, want {lo:.1} to {hi:.1}"
+    );
+}
+
+/// STREAM triad's sustained DRAM bandwidth on A100, measured the cheap way the mutation
+/// test can afford (`calib::triad_bandwidth`: 2^22 minus 2^21 elements, L2 starting empty):
+/// GB `gpu-stream/a100_40.txt` triad 1,375 GB/s (hardware-figures.md section 2a), within
+/// 5 points of the 1,555 GB/s peak as the full-size test below.
+#[test]
+fn triad_bandwidth_matches_the_measurement() {
+    check_figure("triad_bandwidth");
 }
 
 /// Resident CTAs per SM at run time match the occupancy calculation for A100 (65,536
@@ -169,11 +243,7 @@ fn stream_triad_reaches_the_measured_fraction_of_dram_peak() {
 }
 
 fn a100_config() -> tessera_partitions::config::GpuConfig {
-    tessera_partitions::config::GpuConfig::load(a100(), &[]).unwrap()
-}
-
-fn total(v: &serde_json::Value, key: &str) -> f64 {
-    v["totals"][key].as_f64().unwrap()
+    tessera_partitions::config::GpuConfig::load(calib::preset("a100"), &[]).unwrap()
 }
 
 fn stall(v: &serde_json::Value, key: &str) -> f64 {
@@ -224,6 +294,16 @@ fn fma_streams_reach_the_peak_fp32_issue_rate() {
         "{d_ffma} FFMAs in {d_cycles} cycles: {:.1}% of the peak {peak_per_cycle} per cycle",
         100.0 * rate
     );
+    // Against the measurement itself: ABD Table V, 2 cycles per independent FFMA on a
+    // sub-core (`calib::fma_issue` measures the same difference).
+    let per_subcore = d_cycles * sched / d_ffma;
+    let f = figure("fma_issue");
+    assert!(
+        f.ok(per_subcore),
+        "{per_subcore} cycles per FFMA per sub-core vs {} ({})",
+        f.want,
+        f.source
+    );
 }
 
 /// A dependent FFMA chain runs at a100.yaml's FP32 latency per instruction.
@@ -258,6 +338,16 @@ fn fma_chain_runs_at_the_configured_fp32_latency() {
         within(got, want, 0.01),
         "{got} cycles for {d_iters} more dependent FFMAs, want {want} ({} per FFMA)",
         got / d_iters
+    );
+    // Against the measurement itself: ABD's dependent add.f32, 4 cycles (hardware-figures.md
+    // section 3d), within 10%, loop overhead included (`calib::fma_dependent`).
+    let f = figure("fma_dependent");
+    assert!(
+        f.ok(got / d_iters),
+        "{} cycles per dependent FFMA vs {} ({})",
+        got / d_iters,
+        f.want,
+        f.source
     );
 }
 

@@ -56,6 +56,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &probes::OCCUPANCY,
         &probes::BARRIER,
         &probes::LAUNCH_GAP,
+        &probes::L2_STREAM,
     ]
 }
 

@@ -12,6 +12,7 @@
 //! | `occupancy`     | resident-CTA limits: registers, shared memory, threads |
 //! | `barrier`       | `BAR.SYNC` cost |
 //! | `launch_gap`    | back-to-back launches of an empty kernel |
+//! | `l2_stream`     | L2 read bandwidth: repeated passes over an L2-resident buffer |
 //!
 //! Each probe checks its functional result against a Rust reference before the trace is
 //! finished. Unrolled bodies use the `_n` operations of `record/ops_probes.rs`, so every
@@ -787,6 +788,172 @@ fn run_launch_gap(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
     ))
 }
 
+// ---------------------------------------------------------------------------------------
+// l2_stream
+
+pub static L2_STREAM: WorkloadSpec = WorkloadSpec {
+    name: "l2_stream",
+    help: "ctas x block threads read an f64 buffer `passes` times, 4 independent loads per loop iteration (L2 bandwidth when the buffer fits in L2)",
+    params: &[
+        ParamSpec {
+            name: "bytes",
+            default: "262144",
+            help: "buffer size, a multiple of 32 x ctas x block bytes (at most 1 GiB)",
+        },
+        ParamSpec {
+            name: "passes",
+            default: "2",
+            help: "reads of the whole buffer (at most 64)",
+        },
+        ParamSpec {
+            name: "ctas",
+            default: "8",
+            help: "CTAs (at most 65536)",
+        },
+        ParamSpec {
+            name: "block",
+            default: "256",
+            help: "threads per CTA, a multiple of 32 (at most 1024)",
+        },
+    ],
+    run: run_l2_stream,
+};
+
+#[derive(Clone, Copy, Debug)]
+struct L2StreamCfg {
+    bytes: u64,
+    passes: u32,
+    ctas: u32,
+    block: u32,
+}
+
+impl L2StreamCfg {
+    fn parse(p: &Params) -> Result<Self, GenError> {
+        let cfg = L2StreamCfg {
+            bytes: params_u64(p, "bytes", MAX_FOOTPRINT as u64)?,
+            passes: at_most(p, "passes", 64)?,
+            ctas: at_most(p, "ctas", 1 << 16)?,
+            block: at_most(p, "block", 1024)?,
+        };
+        if cfg.block == 0 || !cfg.block.is_multiple_of(32) || cfg.ctas == 0 {
+            return Err(p.invalid(&format!(
+                "ctas={} block={}: at least one CTA of a multiple of 32 threads",
+                cfg.ctas, cfg.block
+            )));
+        }
+        let row = 32 * cfg.threads() as u64;
+        if cfg.bytes == 0 || !cfg.bytes.is_multiple_of(row) {
+            return Err(p.invalid(&format!(
+                "bytes={} must be a positive multiple of 32 x ctas x block = {row}",
+                cfg.bytes
+            )));
+        }
+        check_cta_insts(p, (cfg.block / 32) as u64 * cfg.warp_insts())?;
+        Ok(cfg)
+    }
+
+    fn threads(&self) -> u32 {
+        self.ctas * self.block
+    }
+
+    /// Loop iterations per pass: each thread loads 4 elements per iteration.
+    fn iters(&self) -> u32 {
+        (self.bytes / 32 / self.threads() as u64) as u32
+    }
+
+    /// Warp instructions per warp (see [`record_l2_stream`]).
+    fn warp_insts(&self) -> u64 {
+        let (p, i) = (self.passes as u64, self.iters() as u64);
+        let rem = if self.threads().is_power_of_two() {
+            1
+        } else {
+            2
+        };
+        // Prologue MOV, global id (S2R, S2R, IMAD), 4 MOVs; per pass IADD3, the remainder
+        // (LOP3, or IMAD.HI and IMAD), per iteration 3 IADD3, 4 x (IMAD.WIDE, LDG), 4 DADD,
+        // IADD3, loop IADD3/ISETP/BRA, pass loop IADD3/ISETP/BRA; 3 DADD, IMAD.WIDE, STG,
+        // EXIT.
+        8 + p * (1 + rem + i * 19 + 3) + 6
+    }
+}
+
+/// Records the stream. Thread `g` of `T = ctas x block` keeps 4 accumulators; in pass
+/// `p` it starts at `base = (g + p x block) mod T`, so that every pass reads the buffer
+/// with each CTA on the slice its neighbour read in the pass before (no SM finds its own
+/// lines in its L1 again), and loop iteration `j` loads `buf[base + (4j + k) T]` for
+/// `k = 0..4` (4 independent `LDG.E.64`, then their `DADD`s): a warp reads 256
+/// consecutive bytes per load. It stores `(a0 + a1) + (a2 + a3)` to `out[g]`.
+fn record_l2_stream(
+    cfg: &L2StreamCfg,
+    rec: &mut Recorder,
+) -> Result<(Vec<f64>, Vec<f64>), GenError> {
+    let t = cfg.threads();
+    let n = cfg.bytes / 8;
+    let iters = cfg.iters();
+    let buf = rec.alloc::<f64>("buf", n)?;
+    let out = rec.alloc::<f64>("out", t as u64)?;
+    let host: Vec<f64> = (0..n).map(|i| (i % 1024) as f64).collect();
+    rec.upload(buf, &host)?;
+    let mut spec = LaunchSpec::new("_Z9l2_streamPKdPdii", [cfg.ctas, 1, 1], [cfg.block, 1, 1]);
+    spec.blocking = false;
+    let (passes, block) = (cfg.passes, cfg.block);
+    rec.launch(&spec, &|w| {
+        let g = w.global_id_x();
+        let mut a0 = w.konst_n(0.0f64, 0);
+        let mut a1 = w.konst_n(0.0f64, 1);
+        let mut a2 = w.konst_n(0.0f64, 2);
+        let mut a3 = w.konst_n(0.0f64, 3);
+        w.for_range(passes, |w, p| {
+            let shifted = w.iadd_imm(&g, p * block);
+            let mut idx = w.rem_imm(&shifted, t);
+            w.for_range(iters, |w, _| {
+                let i1 = w.iadd_imm(&idx, t);
+                let i2 = w.iadd_imm(&idx, 2 * t);
+                let i3 = w.iadd_imm(&idx, 3 * t);
+                let x0 = w.load(&buf, &idx);
+                let x1 = w.load(&buf, &i1);
+                let x2 = w.load(&buf, &i2);
+                let x3 = w.load(&buf, &i3);
+                w.fadd_acc(&mut a0, &x0);
+                w.fadd_acc(&mut a1, &x1);
+                w.fadd_acc(&mut a2, &x2);
+                w.fadd_acc(&mut a3, &x3);
+                w.iadd_imm_acc(&mut idx, 4 * t);
+            });
+        });
+        let s01 = w.fadd(&a0, &a1);
+        let s23 = w.fadd(&a2, &a3);
+        let s = w.fadd(&s01, &s23);
+        w.store(&out, &g, &s);
+    })?;
+    let got = rec.download(out)?;
+    let want = (0..t as u64)
+        .map(|g| {
+            let mut a = [0f64; 4];
+            for p in 0..passes as u64 {
+                let base = (g + p * block as u64) % t as u64;
+                for j in 0..iters as u64 {
+                    for (k, acc) in a.iter_mut().enumerate() {
+                        *acc += host[(base + (4 * j + k as u64) * t as u64) as usize];
+                    }
+                }
+            }
+            (a[0] + a[1]) + (a[2] + a[3])
+        })
+        .collect();
+    Ok((got, want))
+}
+
+fn run_l2_stream(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
+    let cfg = L2StreamCfg::parse(p)?;
+    let (got, want) = record_l2_stream(&cfg, rec)?;
+    check_eq("l2_stream", "out", &got, &want)?;
+    Ok(format!(
+        "{} passes over {} bytes by {} CTAs of {} threads verified",
+        cfg.passes, cfg.bytes, cfg.ctas, cfg.block
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -827,6 +994,7 @@ mod tests {
             "occupancy",
             "barrier",
             "launch_gap",
+            "l2_stream",
         ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("d.tst");
@@ -1084,6 +1252,37 @@ mod tests {
                 .collect();
             assert_eq!(ops, ["MOV", "EXIT"]);
         }
+    }
+
+    /// The L2 stream's instruction counts match its formula (remainder by a power of two
+    /// or not), every pass loads the whole buffer once, and the sums match the reference
+    /// (checked by the generator).
+    #[test]
+    fn l2_stream_counts() {
+        for ctas in [2u64, 3] {
+            let (c, bytes) = (ctas.to_string(), (32 * 64 * 3 * ctas).to_string());
+            let kv = [
+                ("ctas", c.as_str()),
+                ("block", "64"),
+                ("bytes", bytes.as_str()),
+                ("passes", "2"),
+            ];
+            let cfg = L2StreamCfg::parse(&parse("l2_stream", &kv)).unwrap();
+            assert_eq!(cfg.iters(), 3);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("l.tst");
+            generate("l2_stream", &params(&kv), 80, &path).unwrap();
+            let t = TraceFile::open(&path).unwrap();
+            verify(&t).unwrap();
+            let k = &t.kernels()[0];
+            assert_eq!(k.counts.ctas, ctas);
+            assert_eq!(
+                k.counts.warp_insts,
+                2 * ctas * cfg.warp_insts(),
+                "ctas={ctas}"
+            );
+        }
+        assert!(L2StreamCfg::parse(&parse("l2_stream", &[("bytes", "1000")])).is_err());
     }
 
     /// Unknown names, zeros and bad combinations are parameter errors that list the valid
