@@ -28,13 +28,18 @@
 //!   counters) and the wiring of chiplets (fully connected, ring, 2D mesh, switch) with
 //!   minimal deterministic routing. Not yet used by the GPU model (chiplets > 1 is the
 //!   multi-chiplet issue).
+//! - [`Crossbar`]: an input-queued crossbar with credits per input FIFO and output
+//!   arbitration that depends only on the port and the cycle (checked against Karol et
+//!   al.'s saturation throughput); the NoC unit to come (issue 22), not yet wired in.
 
 mod chiplet_link;
+mod crossbar;
 mod message;
 mod partition;
 mod port;
 
 pub use chiplet_link::{ChipletLink, Hop, LinkSpec, LinkStats, Topology};
+pub use crossbar::{Crossbar, CrossbarSpec, CrossbarStats, NoCredit};
 pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
 pub use partition::{BoxError, Link, Outbox, Partition};
 pub use port::{Port, PortError, SendError};
