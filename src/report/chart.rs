@@ -296,7 +296,13 @@ impl Gantt<'_> {
             .map(|b| fin(b.1))
             .fold(f64::INFINITY, f64::min);
         let hi = self.bars.iter().map(|b| fin(b.2)).fold(0.0, f64::max);
-        let lo = if lo.is_finite() { lo.min(0.0) } else { 0.0 };
+        // From a little before the first start: a run's copies before its first launch
+        // would squeeze the kernels into a corner.
+        let lo = if lo.is_finite() && hi > lo {
+            (lo - (hi - lo) * 0.02).max(0.0)
+        } else {
+            0.0
+        };
         let labels: Vec<String> = self.lanes.iter().map(|c| clip(c, 40)).collect();
         let keys: Vec<Key> = self
             .groups
@@ -339,25 +345,25 @@ impl Gantt<'_> {
                 .map_err(err)?;
             for g in 0..self.groups.len() {
                 let c = color(g);
-                let bars: Vec<_> = self
-                    .bars
-                    .iter()
-                    .filter(|b| b.3 == g && b.0 < n)
-                    .map(|&(lane, s, e, _)| {
-                        let row = (n - 1 - lane) as i32;
-                        let (s, e) = (fin(s), fin(e).max(fin(s)));
-                        let mut r = Rectangle::new(
-                            [
-                                (s, SegmentValue::Exact(row)),
-                                (e, SegmentValue::Exact(row + 1)),
-                            ],
-                            c.filled(),
-                        );
-                        r.set_margin(5, 5, 0, 0);
-                        r
-                    })
-                    .collect();
+                let mut bars = Vec::new();
+                // A white outline tells back-to-back launches of one kernel apart.
+                let mut outlines = Vec::new();
+                for &(lane, s, e, _) in self.bars.iter().filter(|b| b.3 == g && b.0 < n) {
+                    let row = (n - 1 - lane) as i32;
+                    let (s, e) = (fin(s), fin(e).max(fin(s)));
+                    let corners = [
+                        (s, SegmentValue::Exact(row)),
+                        (e, SegmentValue::Exact(row + 1)),
+                    ];
+                    let mut r = Rectangle::new(corners.clone(), c.filled());
+                    r.set_margin(5, 5, 0, 0);
+                    bars.push(r);
+                    let mut o = Rectangle::new(corners, WHITE.stroke_width(1));
+                    o.set_margin(5, 5, 0, 0);
+                    outlines.push(o);
+                }
                 chart.draw_series(bars).map_err(err)?;
+                chart.draw_series(outlines).map_err(err)?;
             }
             Ok(())
         })

@@ -73,55 +73,66 @@ fn summary(p: &mut Page, path: &Path, v: &Value) {
     p.table(&["".into(), "value".into()], &rows);
 }
 
-/// Kernels over time, a row per GPU (and stream and chiplet where the kernel names them).
+/// Kernels over time, a row per GPU (and stream and chiplet where the kernel names them);
+/// launches that overlap on one GPU (queued behind each other) take extra rows.
 fn timeline(p: &mut Page, v: &Value) -> Result<()> {
     p.h3("Kernel timeline");
-    let kernels = arr(v, "kernels");
-    let mut lanes: Vec<String> = Vec::new();
-    let mut groups: Vec<String> = Vec::new();
-    let mut bars = Vec::new();
-    for k in kernels {
+    // (lane, start us, end us, name)
+    let mut ks: Vec<(String, f64, f64, String)> = Vec::new();
+    for k in arr(v, "kernels") {
         let (Some(s), Some(e)) = (num(k, "start_ps"), num(k, "end_ps")) else {
             continue;
         };
-        let mut lane = format!("GPU {}", num(k, "gpu").unwrap_or(0.0));
-        for key in ["chiplet", "stream"] {
+        let mut lane = format!("GPU {}", num(k, "gpu").map(show).unwrap_or("0".into()));
+        for key in ["stream", "chiplet"] {
             if let Some(x) = k.get(key) {
                 lane.push_str(&format!(" {key} {}", show_value(x)));
             }
         }
         let name = k.get("name").map(show_value).unwrap_or_else(|| "?".into());
-        let li = lanes.iter().position(|l| *l == lane).unwrap_or_else(|| {
-            lanes.push(lane);
-            lanes.len() - 1
-        });
-        let gi = groups.iter().position(|g| *g == name).unwrap_or_else(|| {
-            groups.push(name);
-            groups.len() - 1
-        });
-        bars.push((li, s / 1e6, e / 1e6, gi));
+        ks.push((lane, s / 1e6, e / 1e6, name));
     }
-    if bars.is_empty() {
+    if ks.is_empty() {
         p.para("No kernels with start and end times.");
         return Ok(());
     }
-    lanes.sort_by_key(|l| natural_key(l));
-    // Lane indices were given before sorting: map them again.
-    let mut order: Vec<String> = Vec::new();
-    for k in kernels {
-        if num(k, "start_ps").is_none() || num(k, "end_ps").is_none() {
-            continue;
+    let mut bases: Vec<String> = Vec::new();
+    for k in &ks {
+        if !bases.contains(&k.0) {
+            bases.push(k.0.clone());
         }
-        let mut lane = format!("GPU {}", num(k, "gpu").unwrap_or(0.0));
-        for key in ["chiplet", "stream"] {
-            if let Some(x) = k.get(key) {
-                lane.push_str(&format!(" {key} {}", show_value(x)));
-            }
-        }
-        order.push(lane);
     }
-    for (b, lane) in bars.iter_mut().zip(&order) {
-        b.0 = lanes.iter().position(|l| l == lane).unwrap_or(0);
+    bases.sort_by_key(|l| natural_key(l));
+    let mut groups: Vec<String> = Vec::new();
+    let mut lanes: Vec<String> = Vec::new();
+    let mut bars = Vec::new();
+    for base in &bases {
+        let mut mine: Vec<&(String, f64, f64, String)> =
+            ks.iter().filter(|k| &k.0 == base).collect();
+        mine.sort_by(|a, b| a.1.total_cmp(&b.1));
+        // Greedy rows: the first whose last launch has ended.
+        let mut row_end: Vec<f64> = Vec::new();
+        let first = lanes.len();
+        for k in mine {
+            let r = match row_end.iter().position(|&e| e <= k.1) {
+                Some(r) => r,
+                None => {
+                    row_end.push(f64::NEG_INFINITY);
+                    lanes.push(if row_end.len() == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base} #{}", row_end.len())
+                    });
+                    row_end.len() - 1
+                }
+            };
+            row_end[r] = k.2;
+            let gi = groups.iter().position(|g| *g == k.3).unwrap_or_else(|| {
+                groups.push(k.3.clone());
+                groups.len() - 1
+            });
+            bars.push((first + r, k.1, k.2, gi));
+        }
     }
     let svg = Gantt {
         title: "Kernels over time",
@@ -133,11 +144,16 @@ fn timeline(p: &mut Page, v: &Value) -> Result<()> {
     }
     .draw()?;
     p.chart(&svg);
+    p.raw(
+        "<p class=\"note\">A bar runs from the launch's submission by the host (<code>start_ps</code>) \
+         to its completion (<code>end_ps</code>); launches queued behind others on one GPU \
+         overlap them and take extra rows (#2, #3, ...).</p>\n",
+    );
     Ok(())
 }
 
 /// `GPU 10` after `GPU 9`: digit runs compared as numbers.
-fn natural_key(s: &str) -> Vec<(String, u64)> {
+pub(super) fn natural_key(s: &str) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut text = String::new();
     let mut digits = String::new();
@@ -221,8 +237,8 @@ fn stalls(p: &mut Page, v: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Where requests were served (sectors): L1D hits, L2 hits, LLC hits, DRAM (misses of the
-/// last level) for the whole system, each chiplet and the host's copies.
+/// Where requests were served (sectors): L1D hits, L2 hits, LLC hits, the last level's
+/// misses (to DRAM, or a peer GPU) for the whole system, each chiplet and the host's copies.
 fn memory(p: &mut Page, v: &Value) -> Result<()> {
     p.h3("Memory hierarchy");
     let mut cats: Vec<(String, &Value)> = Vec::new();

@@ -185,3 +185,25 @@ fn text_is_escaped() {
     let r = render(&[(PathBuf::from("x.json"), v)], None).unwrap();
     assert!(!r.html.contains("<script>"));
 }
+
+#[test]
+fn overlapping_launches_take_extra_rows_and_gpus_sort_by_number() {
+    let k = |gpu: u64, s: u64, e: u64| json!({"name": "k", "gpu": gpu, "start_ps": s, "end_ps": e});
+    let v = json!({"stats_version": 6, "kernels": [
+        k(0, 0, 10), k(0, 5, 20), k(0, 12, 30), k(10, 0, 5), k(9, 0, 5)]});
+    let r = render(&[(PathBuf::from("k.json"), v)], None).unwrap();
+    let tl = svgs(&r.html)
+        .into_iter()
+        .find(|s| s.contains("Kernels over time"))
+        .unwrap();
+    // k(0, 12, 30) reuses the first row (its launch ended at 10): two rows for GPU 0.
+    assert!(tl.contains("GPU 0 #2") && !tl.contains("GPU 0 #3"));
+    assert!(tl.contains("GPU 9") && tl.contains("GPU 10"));
+    assert!(natural_sorted(&["GPU 10", "GPU 9", "GPU 0"]) == ["GPU 0", "GPU 9", "GPU 10"]);
+}
+
+fn natural_sorted(v: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+    v.sort_by_key(|s| run::natural_key(s));
+    v
+}
