@@ -191,7 +191,9 @@ fn the_report_opens_in_chromium() {
     let png = shots.join("run-report.png");
     let _ = std::fs::remove_file(&png);
     let profile = tempfile::tempdir().unwrap();
-    let o = Command::new(chromium)
+    let log_path = profile.path().join("chromium.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -202,17 +204,36 @@ fn the_report_opens_in_chromium() {
             "--disable-component-update",
             "--disable-sync",
         ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.path().join("profile").display()
+        ))
         .arg(format!("--screenshot={}", png.display()))
         .arg("--window-size=1200,2000")
         .arg(format!("file://{}", page.display()))
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
         .unwrap();
+    // A headless browser that hangs must not hang the suite.
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!(
+                "chromium took over 120 s: {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert!(
         png.is_file(),
-        "chromium wrote no screenshot ({}): {}",
-        o.status,
-        stderr(&o)
+        "chromium wrote no screenshot ({status}): {}",
+        std::fs::read_to_string(&log_path).unwrap_or_default()
     );
     let pix = resvg::tiny_skia::Pixmap::load_png(&png).expect("a PNG");
     assert_eq!((pix.width(), pix.height()), (1200, 2000));

@@ -270,12 +270,7 @@ fn memory(p: &mut Page, v: &Value) -> Result<()> {
         p.para("No memory counters in this file.");
         return Ok(());
     }
-    let names = [
-        "L1D hits",
-        "L2 hits",
-        "LLC hits",
-        "DRAM (last-level misses)",
-    ];
+    let names = ["L1D hits", "L2 hits", "LLC hits", "last-level misses"];
     let series = names
         .iter()
         .enumerate()
@@ -371,7 +366,7 @@ fn dram(p: &mut Page, v: &Value) -> Result<()> {
         return Ok(());
     }
     if total == 0.0 {
-        p.para("No DRAM traffic in this run (every request was served by the caches).");
+        p.para("No DRAM traffic in this run.");
         return Ok(());
     }
     let svg = Stacked {
