@@ -576,7 +576,12 @@ fn timeseries(p: &mut Page, v: &Value) -> Result<()> {
             Some((cname(c, i), points(gbps, 1.0)))
         })
         .collect();
-    if !dram.is_empty() {
+    let any_dram = dram
+        .iter()
+        .any(|(_, s)| s.iter().any(|(_, y)| y.is_some_and(|y| y != 0.0)));
+    if !dram.is_empty() && !any_dram {
+        p.para("No DRAM traffic in any interval.");
+    } else if !dram.is_empty() {
         let svg = Lines {
             title: "DRAM bandwidth per chiplet over time",
             x_desc,
