@@ -35,10 +35,10 @@ fn err(e: impl std::fmt::Display) -> anyhow::Error {
 
 const FONT: &str = "sans-serif";
 
-/// A finite value, or 0.
+/// A finite value of a size whose ranges stay finite, or 0.
 fn fin(x: f64) -> f64 {
     if x.is_finite() {
-        x
+        x.clamp(-1e300, 1e300)
     } else {
         0.0
     }
@@ -393,8 +393,12 @@ impl Lines<'_> {
         });
         let y1 = pts().fold(0.0, |a: f64, (_, y)| a.max(y));
         let y0 = pts().fold(0.0, |a: f64, (_, y)| a.min(y));
-        let x0 = if x0.is_finite() { x0.min(0.0) } else { 0.0 };
-        let x1 = if x1.is_finite() { x1 } else { 1.0 };
+        let x0 = if x0.is_finite() {
+            fin(x0).min(0.0)
+        } else {
+            0.0
+        };
+        let x1 = if x1.is_finite() { fin(x1) } else { 1.0 };
         let xr = if x1 > x0 { x0..x1 } else { x0..x0 + 1.0 };
         let keys: Vec<Key> = self
             .series

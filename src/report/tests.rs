@@ -207,3 +207,88 @@ fn natural_sorted(v: &[&str]) -> Vec<String> {
     v.sort_by_key(|s| run::natural_key(s));
     v
 }
+
+mod any_shape {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON of any shape, with the keys the report reads among its object keys.
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "[a-z0-9 _]{0,6}".prop_map(Value::from),
+        ];
+        let key = prop_oneof![
+            Just("start_ps"),
+            Just("end_ps"),
+            Just("gpu"),
+            Just("name"),
+            Just("stream"),
+            Just("id"),
+            Just("ipc"),
+            Just("from"),
+            Just("to"),
+            Just("bytes"),
+            Just("wire_bytes"),
+            Just("busy_ps"),
+            Just("utilization"),
+            Just("dram_gbps"),
+            Just("dram_bytes"),
+            Just("l2_hit_rate"),
+            Just("interval_ps"),
+            Just("interval_cycles"),
+            Just("stalls"),
+            Just("slots"),
+            Just("issued"),
+            Just("memory"),
+            Just("host_memory"),
+            Just("l2_hits"),
+            Just("l2_accesses"),
+            Just("llc_accesses"),
+            Just("chiplets"),
+            Just("links"),
+            Just("overrides"),
+        ]
+        .prop_map(str::to_string);
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arb_stats() -> impl Strategy<Value = Value> {
+        (
+            arb_json(),
+            arb_json(),
+            arb_json(),
+            arb_json(),
+            arb_json(),
+            arb_json(),
+        )
+            .prop_map(|(k, c, l, t, ts, prov)| {
+                json!({"stats_version": 6, "kernels": k, "chiplets": c, "links": l,
+                    "totals": t, "timeseries": ts, "provenance": prov})
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        /// Whatever the values under the keys it reads, a report is a page (no panic),
+        /// one file or several.
+        #[test]
+        fn any_values_give_a_page(a in arb_stats(), b in arb_stats()) {
+            let one = render(&[(PathBuf::from("a.json"), a.clone())], None).unwrap();
+            prop_assert_eq!(svgs(&one.html).len(), one.charts);
+            let two = render(&[(PathBuf::from("a.json"), a), (PathBuf::from("b.json"), b)], None)
+                .unwrap();
+            prop_assert_eq!(svgs(&two.html).len(), two.charts);
+        }
+    }
+}
