@@ -54,6 +54,12 @@ fn span(lo: f64, hi: f64) -> std::ops::Range<f64> {
     }
 }
 
+/// The line width of series `j`: the first ones wider, so that a later series drawn
+/// over an earlier one with the same values leaves it visible around its edges.
+fn width(j: usize) -> u32 {
+    4u32.saturating_sub(j as u32).max(2)
+}
+
 /// The discrete range of `n` segments (plotters' `a..b` holds `b - a + 1` values; one
 /// category gets two, the second empty).
 fn segs(n: usize) -> std::ops::Range<i32> {
@@ -446,11 +452,14 @@ impl Lines<'_> {
                 for run in runs.into_iter().filter(|r| !r.is_empty()) {
                     if run.len() == 1 {
                         chart
-                            .draw_series(run.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                            .draw_series(
+                                run.into_iter()
+                                    .map(|p| Circle::new(p, width(j) + 1, c.filled())),
+                            )
                             .map_err(err)?;
                     } else {
                         chart
-                            .draw_series(LineSeries::new(run, c.stroke_width(2)))
+                            .draw_series(LineSeries::new(run, c.stroke_width(width(j))))
                             .map_err(err)?;
                     }
                 }
@@ -542,11 +551,14 @@ impl Categorical<'_> {
                 }
                 for run in runs.into_iter().filter(|r| r.len() > 1) {
                     chart
-                        .draw_series(LineSeries::new(run, c.stroke_width(2)))
+                        .draw_series(LineSeries::new(run, c.stroke_width(width(j))))
                         .map_err(err)?;
                 }
                 chart
-                    .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, c.filled())))
+                    .draw_series(
+                        pts.into_iter()
+                            .map(|p| Circle::new(p, width(j) + 2, c.filled())),
+                    )
                     .map_err(err)?;
             }
             Ok(())
