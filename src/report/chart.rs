@@ -488,8 +488,29 @@ impl Categorical<'_> {
                 .flat_map(|(_, v)| v.iter().flatten().copied())
                 .filter(|y| y.is_finite())
         };
-        let y1 = vals().fold(0.0, f64::max);
-        let y0 = vals().fold(0.0, f64::min);
+        // Fitted to the values (lines, not bars: no need to start at 0), so that the few
+        // percent a parameter moves a metric show.
+        let y1 = vals().map(fin).fold(f64::NEG_INFINITY, f64::max);
+        let y0 = vals().map(fin).fold(f64::INFINITY, f64::min);
+        let yr = if y1 > y0 {
+            let pad = (y1 - y0) * 0.15;
+            let lo = if y0 >= 0.0 {
+                (y0 - pad).max(0.0)
+            } else {
+                y0 - pad
+            };
+            lo..y1 + pad
+        } else if y1 == y0 {
+            let pad = (y0.abs() * 0.05).max(1e-9);
+            let lo = if y0 >= 0.0 {
+                (y0 - pad).max(0.0)
+            } else {
+                y0 - pad
+            };
+            lo..y0 + pad
+        } else {
+            0.0..1.0
+        };
         let labels: Vec<String> = self.categories.iter().map(|c| clip(c, 24)).collect();
         let keys: Vec<Key> = self
             .series
@@ -508,7 +529,7 @@ impl Categorical<'_> {
                 .margin(12)
                 .x_label_area_size(48)
                 .y_label_area_size(90)
-                .build_cartesian_2d(segs(n).into_segmented(), span(y0, y1))
+                .build_cartesian_2d(segs(n).into_segmented(), yr)
                 .map_err(err)?;
             let labels = &labels;
             let fmt = move |v: &SegmentValue<i32>| match v {
