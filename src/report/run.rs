@@ -28,9 +28,13 @@ fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
+/// `chiplet 3`, and its GPU when that is not GPU 0 (`chiplet 5 (GPU 1)`).
 fn chiplet_name(c: &Value, i: usize) -> String {
     let id = c.get("id").and_then(Value::as_u64).unwrap_or(i as u64);
-    format!("chiplet {id}")
+    match num(c, "gpu").filter(|g| *g > 0.0) {
+        Some(g) => format!("chiplet {id} (GPU {})", show(g)),
+        None => format!("chiplet {id}"),
+    }
 }
 
 fn summary(p: &mut Page, path: &Path, v: &Value) {
@@ -509,13 +513,7 @@ fn timeseries(p: &mut Page, v: &Value) -> Result<()> {
             .collect()
     };
     let chiplets = arr(ts, "chiplets");
-    let cname = |c: &Value, i: usize| {
-        let mut n = chiplet_name(c, i);
-        if let Some(g) = num(c, "gpu").filter(|g| *g > 0.0) {
-            n.push_str(&format!(" (GPU {})", show(g)));
-        }
-        n
-    };
+    let cname = chiplet_name;
     let mut drawn = 0;
     let ipc: Vec<Series> = chiplets
         .iter()
