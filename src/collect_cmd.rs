@@ -24,26 +24,7 @@ pub struct CollectArgs {
 }
 
 pub fn run(a: CollectArgs) -> Result<()> {
-    let mut files = Vec::new();
-    for input in &a.inputs {
-        if input.is_dir() {
-            let mut found = Vec::new();
-            walk(input, &mut found)?;
-            found.sort();
-            for f in found {
-                // In a directory, JSON that is not a stats file is passed over with a note.
-                match stats_file::read(&f) {
-                    Ok(v) => files.push((f, v)),
-                    Err(e) => eprintln!("note: skipping {e:#}"),
-                }
-            }
-        } else {
-            files.push((input.clone(), stats_file::read(input)?));
-        }
-    }
-    if files.is_empty() {
-        anyhow::bail!("no stats files found in {}", names(&a.inputs));
-    }
+    let files = gather(&a.inputs)?;
     let patterns = if a.metrics.is_empty() {
         vec!["totals.*".to_string()]
     } else {
@@ -75,6 +56,43 @@ pub fn run(a: CollectArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The stats files of `inputs`: files read as given (an error names the file), directories
+/// searched recursively for `*.json` in name order, JSON there that is not a stats file
+/// passed over with a note. Fails when there are none.
+pub fn gather(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, Value)>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut found = Vec::new();
+            walk(input, &mut found)?;
+            found.sort();
+            for f in found {
+                // In a directory, JSON that is not a stats file is passed over with a note.
+                match stats_file::read(&f) {
+                    Ok(v) => files.push((f, v)),
+                    Err(e) => eprintln!("note: skipping {e:#}"),
+                }
+            }
+        } else {
+            files.push((input.clone(), stats_file::read(input)?));
+        }
+    }
+    if files.is_empty() {
+        anyhow::bail!("no stats files found in {}", names(inputs));
+    }
+    Ok(files)
+}
+
+/// The `--set`/`--vary` overrides a run was made with (`provenance.overrides`), as
+/// (key, value) in the order given.
+pub fn overrides(v: &Value) -> Vec<(String, String)> {
+    v.get("provenance")
+        .and_then(|p| p.get("overrides"))
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, x)| (k.clone(), show_value(x))).collect())
+        .unwrap_or_default()
 }
 
 fn names(paths: &[PathBuf]) -> String {
@@ -112,7 +130,7 @@ fn field(s: &str) -> String {
 }
 
 /// What a run simulated, in a few words: the workload with every parameter, or the trace.
-fn input_of(v: &Value) -> String {
+pub fn input_of(v: &Value) -> String {
     let input = v.get("provenance").and_then(|p| p.get("input"));
     let get = |k: &str| input.and_then(|i| i.get(k)).map(show_value);
     get("generator")
@@ -129,12 +147,7 @@ pub fn table(files: &[(PathBuf, Value)], patterns: &[String]) -> Result<String> 
     let mut metric_cols: Vec<String> = Vec::new();
     let mut rows = Vec::new();
     for (path, v) in files {
-        let overrides: Vec<(String, String)> = v
-            .get("provenance")
-            .and_then(|p| p.get("overrides"))
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, x)| (k.clone(), show_value(x))).collect())
-            .unwrap_or_default();
+        let overrides = overrides(v);
         for (k, _) in &overrides {
             if !override_cols.contains(k) {
                 override_cols.push(k.clone());

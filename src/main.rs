@@ -16,6 +16,7 @@ mod mpi_cmd;
 mod outputs;
 mod progress;
 mod provenance;
+mod report;
 mod run_cmd;
 mod stats_file;
 mod sweep_cmd;
@@ -80,6 +81,10 @@ enum Cmd {
     /// Run the cross product of config values (`--vary key=v1,v2,...`) in parallel: a
     /// stats file per point and the collected table.
     Sweep(sweep_cmd::SweepArgs),
+    /// One self-contained HTML page of plots from stats files: kernel timeline, stalls,
+    /// memory, links and time series of each run; metrics against the varied parameters
+    /// of several (a sweep's output); two side by side.
+    Report(report::ReportArgs),
     /// Regression corpus: run a manifest's cases and compare them with their goldens.
     #[command(subcommand)]
     Corpus(corpus_cmd::CorpusCmd),
@@ -134,6 +139,7 @@ fn main() -> ExitCode {
         Cmd::Diff(d) => diff_cmd::run(d),
         Cmd::Collect(c) => collect_cmd::run(c),
         Cmd::Sweep(s) => sweep_cmd::run(s),
+        Cmd::Report(r) => report::run(r),
         Cmd::Corpus(c) => corpus_cmd::run(c),
     };
     match res {

@@ -68,6 +68,16 @@ pub fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {
     }
 }
 
+/// The value at a dotted path (`totals.ipc`, `chiplets.1.memory.l2_hits`), array elements
+/// by index.
+pub fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |x, k| match x {
+        Value::Object(m) => m.get(k),
+        Value::Array(a) => a.get(k.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
 /// The simulated results of a stats file as flat (metric, value) pairs, in file order.
 pub fn metrics(v: &Value) -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -366,6 +376,16 @@ fn flat_overrides(v: Option<&Value>) -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lookup_follows_dotted_paths() {
+        let v = json!({"totals": {"ipc": 1.5}, "chiplets": [{"id": 0}, {"id": 1}]});
+        assert_eq!(lookup(&v, "totals.ipc"), Some(&json!(1.5)));
+        assert_eq!(lookup(&v, "chiplets.1.id"), Some(&json!(1)));
+        assert_eq!(lookup(&v, "chiplets.2.id"), None);
+        assert_eq!(lookup(&v, "chiplets.x"), None);
+        assert_eq!(lookup(&v, "totals.ipc.more"), None);
+    }
 
     #[test]
     fn globs_match_dotted_paths() {

@@ -213,6 +213,19 @@ def main():
          f"run {A100} --trace t.tst --stats-out no/such/dir/s.json", ["no/such/dir", "not a directory"],
          files={"t.tst": v3})
 
+    # Reports: stats files that are not, and a page over its input.
+    case("report-not-json", "a report of a file that is not JSON",
+         "report s.json -o r.html", ["s.json", "not JSON"], files={"s.json": "this is not JSON\n"})
+    case("report-stats-truncated", "a report of a stats file cut short",
+         "report s.json -o r.html", ["s.json", "not JSON", "EOF"],
+         files={"s.json": '{"stats_version": 6, "totals": {"ipc": 1.5, "cyc'})
+    case("report-not-a-stats-file", "a report of JSON that is not a stats file",
+         "report s.json -o r.html", ["s.json", "not a tessera stats file"],
+         files={"s.json": '{"totals": {"ipc": 1.5}}\n'})
+    case("report-over-its-input", "report told to write the page over its stats file",
+         "report s.json -o s.json", ["s.json", "refusing to write the output over an input"],
+         files={"s.json": '{"stats_version": 6}\n'})
+
 
 if __name__ == "__main__":
     main()
