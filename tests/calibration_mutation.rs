@@ -62,7 +62,8 @@ const UNDETECTABLE: &[(&str, &[f64], &str)] = &[
         "no measured figure isolates the row-buffer timing, and the DRAM chase (566 \
          cycles) does not move with it: the serial chase phase-locks to the channels' \
          refreshes, whose wait hides the activate (t_rcd 1 to 33 gives 550.2-550.5 cycles; \
-         see the ignored dram_row_miss_costs_the_row_timing)",
+         with refresh off, dram_row_miss_costs_the_row_timing sees it, against an analytical \
+         expectation, which does not count here)",
     ),
     (
         "dram.t_rp_cycles",
