@@ -125,6 +125,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         )),
         None => Ok(s),
     });
+    // The count is global: the ranks would have to sum it at every check.
+    let setup = setup.and_then(|s| match a.max_warp_insts {
+        Some(n) => Err(anyhow::anyhow!(
+            "--max-warp-insts {n}: not supported under MPI; run on threads (`--threads N`) \
+             without mpirun"
+        )),
+        None => Ok(s),
+    });
     // Every rank learns whether any failed to load; the lowest failing rank reports.
     let failed = i32::from(setup.is_err());
     let mut all = vec![0i32; ranks as usize];

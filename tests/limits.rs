@@ -238,4 +238,73 @@ fn bad_limits_are_clear_errors() {
     ] as &[&std::ffi::OsStr]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--max-cycles"), "{}", stderr(&o));
+    let o = tessera(&[
+        "run".as_ref(),
+        "--config".as_ref(),
+        c.as_os_str(),
+        "--trace".as_ref(),
+        t.as_os_str(),
+        "--max-warp-insts".as_ref(),
+        "0".as_ref(),
+    ] as &[&std::ffi::OsStr]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--max-warp-insts"), "{}", stderr(&o));
+}
+
+/// `--max-warp-insts`: the stop is the first multiple of 1000 core cycles at which the
+/// count is reached, so the same stats on any threads, placement and cut.
+#[test]
+fn max_warp_insts_stops_the_same_on_threads_and_cuts() {
+    const N: u64 = 50_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = stream(tmp.path());
+    let full = run(tmp.path(), &t, "a100-4chiplet.yaml", &[]);
+    let n = N.to_string();
+    let one = run(
+        tmp.path(),
+        &t,
+        "a100-4chiplet.yaml",
+        &["--max-warp-insts", &n],
+    );
+    let insts = u(&one, "/totals/warp_insts");
+    assert!(insts >= N, "{insts} warp instructions, fewer than {N}");
+    assert!(insts < u(&full, "/totals/warp_insts"));
+    assert_eq!(u(&one, "/totals/gpu_tot_sim_cycle") % 1000, 0);
+    let lim = &one["run_limit"];
+    assert_eq!(lim["partial"], true, "{lim}");
+    assert_eq!(u(lim, "/max_warp_insts"), N);
+    assert!(lim.get("max_cycles").is_none(), "{lim}");
+    for extra in [
+        &["--threads", "2"][..],
+        &["--threads", "4", "--placement", "round_robin"][..],
+        &[
+            "--threads",
+            "2",
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=2",
+        ][..],
+    ] {
+        let mut args = vec!["--max-warp-insts", &n];
+        args.extend(extra);
+        let other = run(tmp.path(), &t, "a100-4chiplet.yaml", &args);
+        assert!(
+            one == other,
+            "--max-warp-insts {n} {extra:?} differs from one thread"
+        );
+    }
+    // A count the run never reaches leaves it whole.
+    let mut s = run(
+        tmp.path(),
+        &t,
+        "a100-4chiplet.yaml",
+        &["--max-warp-insts", "100000000"],
+    );
+    let lim = s.as_object_mut().unwrap().remove("run_limit").unwrap();
+    assert_eq!(lim["partial"], false, "{lim}");
+    assert!(
+        s == full,
+        "a limit the run never reaches changes nothing else"
+    );
 }

@@ -7,13 +7,12 @@
 //! [`run_gpu`] and [`run_gpu_threads`] run a GPU to completion and collect its stats (the
 //! same bytes on any thread count or placement, [`run_gpu_placed`]); [`run_gpu_progress`]
 //! reports progress while it runs; [`run_gpu_limited`] stops at a simulated time
-//! ([`RunLimits`]: `--max-cycles`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
+//! ([`RunLimits`]: `--max-cycles`, `--max-warp-insts`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
 //! it and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0,
 //! which merges them into the bytes a sequential run writes.
 
 use tessera_cluster::{
-    run_sequential_paused_until, run_threads_until, EngineError, Link, Picos, Placement, PortId,
-    UntilDone, WindowStats,
+    run_threads_stepped, run_threads_until, EngineError, Pauses, Picos, Placement, WindowStats,
 };
 #[cfg(feature = "mpi")]
 use tessera_cluster::{Engine, Routing};
@@ -54,9 +53,9 @@ pub struct GpuProgress {
 /// Simulated time between two progress reports.
 const PROGRESS_STEP_PS: Picos = 10_000_000;
 
-/// [`run_gpu_threads`], calling `on_progress` every 10 simulated microseconds when given
-/// and the run is on one thread (the engine pauses at those times, which never changes
-/// results; on several threads no report is made).
+/// [`run_gpu_threads`], calling `on_progress` about every 10 simulated microseconds when
+/// given (the engine pauses at the first window end past each, every worker waiting,
+/// which never changes results).
 pub fn run_gpu_progress(
     cfg: &GpuConfig,
     trace: &TraceFile,
@@ -94,19 +93,28 @@ pub struct RunLimits {
     /// before `max_cycles x core period` is simulated, none at or after, on every
     /// partition, so the cut is the same for any threads, placement and partitioning.
     pub max_cycles: Option<u64>,
+    /// Stop at the first multiple of [`WARP_INSTS_STEP`] core cycles at which at least
+    /// this many warp instructions have issued, over the whole system: a time that does
+    /// not depend on threads, placement or partitioning (a count reached inside a window
+    /// would).
+    pub max_warp_insts: Option<u64>,
     /// The launch range simulated, as given (`2..5`), for the stats.
     pub kernels: Option<String>,
 }
 
+/// The core cycles between the checks of `max_warp_insts`.
+pub const WARP_INSTS_STEP: u64 = 1000;
+
 impl RunLimits {
     /// No limit at all: the stats then carry no `run_limit` object.
     pub fn is_none(&self) -> bool {
-        self.max_cycles.is_none() && self.kernels.is_none()
+        self.max_cycles.is_none() && self.max_warp_insts.is_none() && self.kernels.is_none()
     }
 }
 
-/// [`run_gpu_placed`] under `limits`: a run cut by `max_cycles` before it finished
-/// collects its counters as they stood at the cut (`gpu_tot_sim_cycle` is `max_cycles`,
+/// [`run_gpu_placed`] under `limits`: a run cut by `max_cycles` (or `max_warp_insts`)
+/// before it finished collects its counters as they stood at the cut (`gpu_tot_sim_cycle`
+/// is the cut's cycle,
 /// `kernels` lists the launches completed by then) and its stats' `run_limit` says it is
 /// partial; one that finished first is the unlimited run's, plus that object. Without
 /// limits, exactly [`run_gpu_placed`].
@@ -131,27 +139,60 @@ pub fn run_gpu_limited(
             ))
         })?,
     };
+    if limits.max_warp_insts == Some(0) {
+        return Err(GpuError::Unsupported(
+            "--max-warp-insts 0: the limit must be at least one instruction".into(),
+        ));
+    }
     let sys = build(cfg, trace)?;
-    let run = match on_progress {
-        Some(report) if threads <= 1 => {
-            run_reporting(sys.partitions, sys.ports, sys.links, report, stop)
-        }
-        _ => run_threads_until(
+    let run = if limits.max_warp_insts.is_some() || on_progress.is_some() {
+        // Paused (every worker waiting) to read the counters: at exact multiples of
+        // WARP_INSTS_STEP for the limit, at window ends for progress alone.
+        let pauses = match limits.max_warp_insts {
+            Some(_) => (
+                WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()),
+                Pauses::Exact,
+            ),
+            None => (PROGRESS_STEP_PS, Pauses::WindowEnds),
+        };
+        let mut report = on_progress;
+        let mut on_pause = |parts: &[&GpuPartition<'_>], at: Picos| {
+            let p = progress_of(parts, at);
+            if let Some(r) = report.as_mut() {
+                r(p);
+            }
+            !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
+        };
+        run_threads_stepped(
+            sys.partitions,
+            sys.ports,
+            sys.links,
+            threads,
+            placement,
+            pauses,
+            stop,
+            &mut on_pause,
+        )
+    } else {
+        run_threads_until(
             sys.partitions,
             sys.ports,
             sys.links,
             threads,
             placement,
             stop,
-        ),
+        )
+        .map(|(p, w, finished)| (p, w, (!finished).then_some(stop)))
     };
-    let (parts, w, finished) = run.map_err(gpu_error)?;
-    let mut stats = if finished {
-        let stats = collect_stats(cfg, parts);
-        check_retired(trace, &stats)?;
-        stats
-    } else {
-        collect_stats_at(cfg, parts, stop)
+    let (parts, w, cut) = run.map_err(gpu_error)?;
+    let finished = cut.is_none();
+    let mut stats = match cut {
+        None => {
+            let stats = collect_stats(cfg, parts);
+            check_retired(trace, &stats)?;
+            stats
+        }
+        Some(at) => collect_stats_at(cfg, parts, at),
     };
     mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
@@ -166,6 +207,7 @@ pub fn mark_limits(stats: &mut RunStats, trace: &TraceFile, limits: &RunLimits, 
     stats.run_limit = Some(RunLimit {
         partial: !finished,
         max_cycles: limits.max_cycles,
+        max_warp_insts: limits.max_warp_insts,
         kernels: limits.kernels.clone(),
         kernel_launches: trace.launch_count() as u64,
         kernels_completed: stats.kernels.len() as u64,
@@ -268,40 +310,25 @@ fn gpu_error(e: EngineError) -> GpuError {
     }
 }
 
-/// The sequential run of a GPU, paused every [`PROGRESS_STEP_PS`] to report progress.
-fn run_reporting<'t>(
-    partitions: Vec<GpuPartition<'t>>,
-    ports: Vec<(PortId, usize)>,
-    links: Vec<Link>,
-    report: &mut dyn FnMut(GpuProgress),
-    stop: Picos,
-) -> Result<UntilDone<GpuPartition<'t>>, EngineError> {
-    let mut on_pause = |parts: &[GpuPartition<'t>], at: Picos| {
-        let mut p = GpuProgress {
-            sim_ps: at,
-            warp_insts: 0,
-            ctas_done: 0,
-            kernels_done: 0,
-            kernels: 0,
-        };
-        for part in parts {
-            let (w, c, k) = part.progress();
-            p.warp_insts += w;
-            p.ctas_done += c;
-            if let Some((d, n)) = k {
-                (p.kernels_done, p.kernels) = (d, n);
-            }
-        }
-        report(p);
+/// The progress of the whole system, read from every partition while the engine pauses
+/// at `at`.
+fn progress_of(parts: &[&GpuPartition<'_>], at: Picos) -> GpuProgress {
+    let mut p = GpuProgress {
+        sim_ps: at,
+        warp_insts: 0,
+        ctas_done: 0,
+        kernels_done: 0,
+        kernels: 0,
     };
-    run_sequential_paused_until(
-        partitions,
-        ports,
-        links,
-        PROGRESS_STEP_PS,
-        &mut on_pause,
-        stop,
-    )
+    for part in parts {
+        let (w, c, k) = part.progress();
+        p.warp_insts += w;
+        p.ctas_done += c;
+        if let Some((d, n)) = k {
+            (p.kernels_done, p.kernels) = (d, n);
+        }
+    }
+    p
 }
 
 /// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
