@@ -7,7 +7,14 @@ use common::*;
 /// A run of a few hundred CTAs on one SM: over 10 simulated microseconds (the engine
 /// pauses to report there) in a fraction of a second.
 fn run_args(extra: &[&str]) -> Vec<String> {
-    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/titanv.yaml");
+    vectoradd_args("titanv.yaml", 65536, extra)
+}
+
+/// vectoradd of `n` elements on `config` with one SM per chiplet, plus `extra`.
+fn vectoradd_args(config: &str, n: u64, extra: &[&str]) -> Vec<String> {
+    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(config);
     let mut a: Vec<String> = [
         "run",
         "--config",
@@ -15,7 +22,7 @@ fn run_args(extra: &[&str]) -> Vec<String> {
         "--workload",
         "vectoradd",
         "-p",
-        "n=65536",
+        &format!("n={n}"),
         "--set",
         "core.sm_count=1",
     ]
@@ -24,6 +31,14 @@ fn run_args(extra: &[&str]) -> Vec<String> {
     .collect();
     a.extend(extra.iter().map(|s| s.to_string()));
     a
+}
+
+/// A GPU of 4 chiplet partitions on 2 threads: 1024 CTAs over 10 simulated
+/// microseconds, paused at window ends to be read.
+fn chiplets_args(extra: &[&str]) -> Vec<String> {
+    let mut e = vec!["--threads", "2"];
+    e.extend(extra);
+    vectoradd_args("a100-4chiplet.yaml", 262_144, &e)
 }
 
 fn progress_lines(e: &str, what: &str) -> Vec<String> {
@@ -44,6 +59,33 @@ fn a_redirected_log_gets_progress_lines() {
     }
     assert!(lines.iter().any(|l| l.contains("us simulated")), "{e}");
     assert!(stdout(&o).contains("kernel(s)"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_redirected_log_of_several_partitions_gets_the_share_of_ctas() {
+    let o = tessera_ok(&chiplets_args(&["--progress-every", "0.000001"]));
+    let e = stderr(&o);
+    let lines = progress_lines(&e, "run");
+    for l in &lines {
+        assert!(l.contains("% (") && l.contains(" of 1024 CTAs)"), "{l}");
+    }
+    // A report made while the run was paused, not only the closing one.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("us simulated") && !l.contains("100.0%")),
+        "{e}"
+    );
+    // Paused at window ends: the windows are those of a run without progress.
+    let engine = |e: &str| -> String {
+        e.lines()
+            .find(|l| l.starts_with("engine: "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let quiet = stderr(&tessera_ok(&chiplets_args(&["--quiet"])));
+    assert!(engine(&e).contains(" windows"), "{e}");
+    assert_eq!(engine(&e), engine(&quiet));
 }
 
 #[test]
@@ -158,9 +200,9 @@ fn trace_gen_and_export_report_progress_off_a_terminal() {
     );
 }
 
-/// On a terminal (util-linux's `script` gives the run one), a bar: the share of CTAs.
-#[test]
-fn a_terminal_gets_a_bar() {
+/// The output of `tessera args` on a pseudo-terminal (util-linux's `script`), or `None`
+/// when there is no `script`.
+fn on_a_terminal(args: &[String]) -> Option<String> {
     let have_script = std::process::Command::new("script")
         .arg("--version")
         .output()
@@ -168,13 +210,13 @@ fn a_terminal_gets_a_bar() {
         .unwrap_or(false);
     if !have_script {
         eprintln!("skipped: no `script` (util-linux) to give the run a terminal");
-        return;
+        return None;
     }
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
     let mut cmd = quote(bin());
-    for a in run_args(&[]) {
+    for a in args {
         cmd.push(' ');
-        cmd.push_str(&quote(&a));
+        cmd.push_str(&quote(a));
     }
     let o = std::process::Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
@@ -184,6 +226,26 @@ fn a_terminal_gets_a_bar() {
         .expect("cannot run script");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{text}");
+    Some(text)
+}
+
+/// Several partitions on threads: the bar shows the share of CTAs and an ETA too.
+#[test]
+fn a_terminal_gets_a_bar_for_several_partitions() {
+    let Some(text) = on_a_terminal(&chiplets_args(&[])) else {
+        return;
+    };
+    assert!(text.contains("/1024 CTAs"), "{text}");
+    assert!(text.contains("100%") && text.contains("ETA"), "{text}");
+    assert!(!text.contains("run: "), "{text}");
+}
+
+/// On a terminal (util-linux's `script` gives the run one), a bar: the share of CTAs.
+#[test]
+fn a_terminal_gets_a_bar() {
+    let Some(text) = on_a_terminal(&run_args(&[])) else {
+        return;
+    };
     assert!(text.contains("/256 CTAs"), "{text}");
     assert!(text.contains("100%") && text.contains("ETA"), "{text}");
     // The bar's line is ended: the summary starts a line of its own.
