@@ -116,17 +116,9 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         eprintln!("error: rank {rank} of {ranks} panicked: ending the job");
         mpi::topology::SimpleCommunicator::world().abort(101);
     }));
-    let setup = crate::run_cmd::setup(&a, rank != 0).and_then(|s| match a.max_cycles {
-        // The ranks' engines run to completion; a cut would need the stop time in
-        // `run_gpu_mpi` and partial stats parts.
-        Some(n) => Err(anyhow::anyhow!(
-            "--max-cycles {n}: not supported under MPI yet; run on threads (`--threads N`) \
-             without mpirun"
-        )),
-        None => Ok(s),
-    });
-    // The count is global: the ranks would have to sum it at every check.
-    let setup = setup.and_then(|s| match a.max_warp_insts {
+    // Refused before the run: the count would have to be summed over the ranks at every
+    // check (`--max-cycles` works: every rank's engine stops at the same time).
+    let setup = crate::run_cmd::setup(&a, rank != 0).and_then(|s| match a.max_warp_insts {
         Some(n) => Err(anyhow::anyhow!(
             "--max-warp-insts {n}: not supported under MPI; run on threads (`--threads N`) \
              without mpirun"
@@ -211,9 +203,8 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         &setup.cfg,
         &setup.trace,
         &world,
-        a.mpi_exchange,
-        a.placement,
-        a.threads as usize,
+        (a.mpi_exchange, a.placement, a.threads as usize),
+        &setup.limits,
     );
     beat.finish();
     let mut status: i32 = match run {
@@ -223,9 +214,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             tessera_cluster::mpi::abort_job(&world, 1)
         }
         Ok(None) => 0,
-        Ok(Some((mut stats, windows))) => {
-            // `--kernels` (applied to the trace by `setup`) is recorded as on one process.
-            tessera_system::mark_limits(&mut stats, &setup.trace, &setup.limits, true);
+        Ok(Some((stats, windows))) => {
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
                 threads: a.threads as usize,

@@ -523,9 +523,10 @@ pub fn run_sequential_paused_until<P: Partition>(
 /// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
 /// of `total` partitions on `threads` worker threads in contiguous blocks, `rank` being the
 /// rank's MPI transport, used by the calling thread only. The partitions come back in no
-/// particular order (the stats sort units themselves); on failure, the error
-/// [`first_error`] picks, as on threads alone.
+/// particular order (the stats sort units themselves), stopped at `stop` as
+/// [`run_threads_until`]; on failure, the error [`first_error`] picks, as on threads alone.
 #[cfg(feature = "mpi")]
+#[allow(clippy::too_many_arguments)]
 pub fn run_rank_threads<P: Partition + Send>(
     lookahead: Picos,
     routing: Routing,
@@ -534,7 +535,8 @@ pub fn run_rank_threads<P: Partition + Send>(
     hosted: &[usize],
     threads: usize,
     rank: crate::mpi::MpiTransport,
-) -> Result<(Vec<P>, WindowStats), EngineError> {
+    stop: Picos,
+) -> Result<UntilDone<P>, EngineError> {
     use crate::mpi::{NotLeader, RankThreads};
     let t = threads.min(hosted.len());
     // Every partition of another rank belongs to worker 0, which talks to the other ranks.
@@ -571,21 +573,22 @@ pub fn run_rank_threads<P: Partition + Send>(
         let transport = RankThreads::new(tt, NotLeader, own(w + 1));
         others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
     }
-    let results = run_workers(leader, others, &abort, Picos::MAX);
+    let results = run_workers(leader, others, &abort, stop);
     let mut all = Vec::new();
     let mut stats = None;
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((p, w, _)) => {
-                stats.get_or_insert(w);
+            Ok((p, w, f)) => {
+                stats.get_or_insert((w, f));
                 all.extend(p);
             }
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        Ok((all, stats.unwrap_or_default()))
+        let (w, f) = stats.unwrap_or_default();
+        Ok((all, w, f))
     } else {
         Err(first_error(errors))
     }

@@ -126,19 +126,7 @@ pub fn run_gpu_limited(
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
     limits: &RunLimits,
 ) -> Result<(RunStats, WindowStats), GpuError> {
-    let stop = match limits.max_cycles {
-        None => Picos::MAX,
-        Some(0) => {
-            return Err(GpuError::Unsupported(
-                "--max-cycles 0: the limit must be at least one cycle".into(),
-            ))
-        }
-        Some(n) => n.checked_mul(cfg.core_period_ps()).ok_or_else(|| {
-            GpuError::Unsupported(format!(
-                "--max-cycles {n}: beyond the simulated time a run can reach"
-            ))
-        })?,
-    };
+    let stop = stop_time(cfg, limits)?;
     if limits.max_warp_insts == Some(0) {
         return Err(GpuError::Unsupported(
             "--max-warp-insts 0: the limit must be at least one instruction".into(),
@@ -196,6 +184,21 @@ pub fn run_gpu_limited(
     };
     mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
+}
+
+/// The simulated time `limits.max_cycles` stops at (`Picos::MAX`: none).
+fn stop_time(cfg: &GpuConfig, limits: &RunLimits) -> Result<Picos, GpuError> {
+    match limits.max_cycles {
+        None => Ok(Picos::MAX),
+        Some(0) => Err(GpuError::Unsupported(
+            "--max-cycles 0: the limit must be at least one cycle".into(),
+        )),
+        Some(n) => n.checked_mul(cfg.core_period_ps()).ok_or_else(|| {
+            GpuError::Unsupported(format!(
+                "--max-cycles {n}: beyond the simulated time a run can reach"
+            ))
+        }),
+    }
 }
 
 /// Records `limits` in the stats' `run_limit` (nothing without limits): `finished` says
@@ -347,6 +350,11 @@ pub type MpiRun = Option<(RunStats, WindowStats)>;
 /// MPI, is the rank's worker 0 and the only one calling MPI): ranks × threads, with the
 /// same bytes again.
 ///
+/// `limits` as [`run_gpu_limited`]: every rank's engine runs to the `max_cycles` stop
+/// (windows cut there, so the state is the same for any ranks), and the parts are then
+/// counted at the cut; `max_warp_insts` is refused (the count would have to be summed
+/// over the ranks at every check).
+///
 /// An error comes back on the rank that met it only: the others are still waiting in a
 /// collective, so the caller must report it and end the job ([`tessera_cluster::mpi::abort_job`]).
 #[cfg(feature = "mpi")]
@@ -354,14 +362,20 @@ pub fn run_gpu_mpi(
     cfg: &GpuConfig,
     trace: &TraceFile,
     world: &mpi::topology::SimpleCommunicator,
-    exchange: tessera_cluster::mpi::Exchange,
-    placement: Placement,
-    threads: usize,
+    (exchange, placement, threads): (tessera_cluster::mpi::Exchange, Placement, usize),
+    limits: &RunLimits,
 ) -> Result<MpiRun, GpuError> {
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
     use mpi::topology::Communicator;
     use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part};
 
+    if let Some(n) = limits.max_warp_insts {
+        return Err(GpuError::Unsupported(format!(
+            "--max-warp-insts {n}: not supported under MPI; run on threads (`--threads N`) \
+             without mpirun"
+        )));
+    }
+    let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
     let owners = tessera_cluster::mpi::rank_owners(parts, world.size() as usize, placement)
@@ -381,11 +395,12 @@ pub fn run_gpu_mpi(
         &sys.links,
     )
     .map_err(gpu_error)?;
-    let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
+    let (partitions, windows, finished) = if threads <= 1 || hosted.len() <= 1 {
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
-        let windows = engine.run().map_err(gpu_error)?;
-        (engine.into_partitions(), windows)
+        let finished = engine.run_to(stop).map_err(gpu_error)?;
+        let windows = *engine.stats();
+        (engine.into_partitions(), windows, finished)
     } else {
         tessera_cluster::run_rank_threads(
             lookahead,
@@ -395,12 +410,20 @@ pub fn run_gpu_mpi(
             &hosted,
             threads,
             transport,
+            stop,
         )
         .map_err(gpu_error)?
     };
-    let local_end = run_end_ps(&partitions);
-    let mut end = 0u64;
-    world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+    // Every rank's engine agrees on `finished` (the reduced next event), so all or none
+    // make this collective.
+    let end = if finished {
+        let local_end = run_end_ps(&partitions);
+        let mut end = 0u64;
+        world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+        end
+    } else {
+        stop
+    };
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
         .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
@@ -432,7 +455,10 @@ pub fn run_gpu_mpi(
             .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
         parts_in.push(p);
     }
-    let stats = merge_stats(cfg, parts_in);
-    check_retired(trace, &stats)?;
+    let mut stats = merge_stats(cfg, parts_in);
+    if finished {
+        check_retired(trace, &stats)?;
+    }
+    mark_limits(&mut stats, trace, limits, finished);
     Ok(Some((stats, windows)))
 }
