@@ -6,30 +6,21 @@ use common::*;
 
 /// A run of a few hundred CTAs on one SM: over 10 simulated microseconds (the engine
 /// pauses to report there) in a fraction of a second.
-fn run_args(extra: &[&str]) -> Vec<String> {
-    vectoradd_args("titanv.yaml", 65536, extra)
+fn titanv_args(extra: &[&str]) -> Vec<String> {
+    run_args("titanv.yaml", &vectoradd("n=65536", extra))
 }
 
-/// vectoradd of `n` elements on `config` with one SM per chiplet, plus `extra`.
-fn vectoradd_args(config: &str, n: u64, extra: &[&str]) -> Vec<String> {
-    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(config);
-    let mut a: Vec<String> = [
-        "run",
-        "--config",
-        &cfg.display().to_string(),
+/// vectoradd of `n` elements with one SM per chiplet, plus `extra`.
+fn vectoradd<'a>(n: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
         "--workload",
         "vectoradd",
         "-p",
-        &format!("n={n}"),
+        n,
         "--set",
         "core.sm_count=1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(extra.iter().map(|s| s.to_string()));
+    ];
+    a.extend(extra);
     a
 }
 
@@ -38,7 +29,7 @@ fn vectoradd_args(config: &str, n: u64, extra: &[&str]) -> Vec<String> {
 fn chiplets_args(extra: &[&str]) -> Vec<String> {
     let mut e = vec!["--threads", "2"];
     e.extend(extra);
-    vectoradd_args("a100-4chiplet.yaml", 262_144, &e)
+    run_args("a100-4chiplet.yaml", &vectoradd("n=262144", &e))
 }
 
 fn progress_lines(e: &str, what: &str) -> Vec<String> {
@@ -50,7 +41,7 @@ fn progress_lines(e: &str, what: &str) -> Vec<String> {
 
 #[test]
 fn a_redirected_log_gets_progress_lines() {
-    let o = tessera_ok(&run_args(&["--progress-every", "0.001"]));
+    let o = tessera_ok(&titanv_args(&["--progress-every", "0.001"]));
     let e = stderr(&o);
     let lines = progress_lines(&e, "run");
     assert!(!lines.is_empty(), "{e}");
@@ -91,7 +82,7 @@ fn a_redirected_log_of_several_partitions_gets_the_share_of_ctas() {
 #[test]
 fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
     let o = std::process::Command::new(bin())
-        .args(run_args(&[]))
+        .args(titanv_args(&[]))
         .env("TESSERA_PROGRESS_EVERY", "0.001")
         .output()
         .expect("cannot run tessera");
@@ -102,7 +93,7 @@ fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
         stderr(&o)
     );
     let o = std::process::Command::new(bin())
-        .args(run_args(&[]))
+        .args(titanv_args(&[]))
         .env("TESSERA_PROGRESS_EVERY", "soon")
         .output()
         .expect("cannot run tessera");
@@ -116,37 +107,15 @@ fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
 
 #[test]
 fn quiet_prints_no_progress_and_progress_never_changes_the_stats() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-    let sa = a.display().to_string();
-    let sb = b.display().to_string();
-    let o = tessera_ok(&run_args(&[
-        "--quiet",
-        "--progress-every",
-        "0.001",
-        "--stats-out",
-        &sa,
-    ]));
+    let quiet = vectoradd("n=65536", &["--quiet", "--progress-every", "0.001"]);
+    let (a, o) = run_with_stats("titanv.yaml", &quiet);
     let e = stderr(&o);
     assert!(progress_lines(&e, "run").is_empty(), "{e}");
     assert!(stdout(&o).contains("kernel(s)"), "{}", stdout(&o));
-    tessera_ok(&run_args(&[
-        "--progress-every",
-        "0.001",
-        "--stats-out",
-        &sb,
-    ]));
-    let load = |p: &std::path::Path| -> serde_json::Value {
-        let mut v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(p).expect("stats")).expect("json");
-        // The provenance says when and how fast; the rest is what was simulated.
-        if let Some(m) = v.as_object_mut() {
-            m.remove("provenance");
-            m.remove("run");
-        }
-        v
-    };
-    assert_eq!(load(&a), load(&b));
+    let shown = vectoradd("n=65536", &["--progress-every", "0.001"]);
+    let (b, o) = run_with_stats("titanv.yaml", &shown);
+    assert!(!progress_lines(&stderr(&o), "run").is_empty());
+    assert_eq!(simulated(&a), simulated(&b));
 }
 
 #[test]
@@ -243,7 +212,7 @@ fn a_terminal_gets_a_bar_for_several_partitions() {
 /// On a terminal (util-linux's `script` gives the run one), a bar: the share of CTAs.
 #[test]
 fn a_terminal_gets_a_bar() {
-    let Some(text) = on_a_terminal(&run_args(&[])) else {
+    let Some(text) = on_a_terminal(&titanv_args(&[])) else {
         return;
     };
     assert!(text.contains("/256 CTAs"), "{text}");
