@@ -285,27 +285,12 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     // Progress (crate::progress): the share of the trace's CTAs completed, read while the
     // engine pauses about every 10 simulated microseconds (at window ends, every worker
     // waiting: the windows are those of a run without progress).
-    let ctas: u64 = trace.kernels().iter().map(|k| k.counts.ctas).sum();
-    let mut bar = crate::progress::Progress::new("run", Some(ctas), crate::progress::Unit::Ctas);
-    let mut show = |p: GpuProgress| {
-        bar.update(p.ctas_done, || {
-            let secs = t0.elapsed().as_secs_f64().max(1e-9);
-            format!(
-                "{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s",
-                p.sim_ps as f64 / 1e6,
-                p.kernels_done,
-                p.kernels,
-                p.warp_insts as f64 / 1e6 / secs
-            )
-        });
-    };
+    let mut bar = crate::progress::RunBar::new(trace, t0);
+    let mut show = |p: GpuProgress| bar.report(p);
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         crate::progress::enabled().then_some(&mut show);
     let res = run_gpu_limited(cfg, trace, threads, a.placement, report, &s.limits);
-    if let Ok((st, _)) = &res {
-        bar.update(st.totals.ctas, || "done".to_string());
-    }
-    bar.finish();
+    bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));
     let (stats, windows) = res.map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let how = How {
         threads,

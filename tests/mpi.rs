@@ -137,9 +137,10 @@ fn ranks_never_change_results() {
 
 /// `--max-cycles` under MPI: every rank's engine stops at the same simulated time, so
 /// the partial stats of 2 ranks (of 1 and of 2 threads each) are the bytes of
-/// `--threads 1`; `--max-warp-insts` is refused with a reason.
+/// `--threads 1`; so are those of `--max-warp-insts` (one thread per rank; refused with a
+/// reason otherwise).
 #[test]
-fn max_cycles_cuts_under_ranks_as_on_one_thread() {
+fn run_limits_under_ranks_give_the_bytes_of_threads() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "stream", &["n=65536"]);
     let t = tst.to_str().unwrap();
@@ -169,6 +170,16 @@ fn max_cycles_cuts_under_ranks_as_on_one_thread() {
     )
     .0;
     assert!(mpi_stats(2, "a100-4chiplet.yaml", &tst, &whole) == seq);
+    // `--max-warp-insts`: the ranks sum their counts at the same steps.
+    let limit = ["--max-warp-insts", "20000"];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "2"][..], &limit].concat(),
+    )
+    .0;
+    assert_eq!(json(&seq)["run_limit"]["partial"], true);
+    assert!(mpi_stats(2, "a100-4chiplet.yaml", &tst, &limit) == seq);
+    // Not with threads in the ranks, which cannot pause together: said before the run.
     let cfg = config("a100-4chiplet.yaml");
     let o = mpirun(
         2,
@@ -181,11 +192,13 @@ fn max_cycles_cuts_under_ranks_as_on_one_thread() {
             tst.as_os_str(),
             "--max-warp-insts".as_ref(),
             "1000".as_ref(),
+            "--threads".as_ref(),
+            "2".as_ref(),
         ] as &[&std::ffi::OsStr],
     );
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("--max-warp-insts 1000: not supported under MPI"),
+        stderr(&o).contains("--max-warp-insts 1000: not supported under MPI with --threads"),
         "{}",
         stderr(&o)
     );
@@ -512,6 +525,13 @@ fn rank_0_alone_reports_progress() {
     assert!(o.status.success(), "{e}");
     let lines: Vec<&str> = e.lines().filter(|l| l.contains("run: ")).collect();
     assert!(!lines.is_empty(), "{e}");
+    // The ranks pause and sum their counters: the share of CTAs, mid-run too.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" of 1088 CTAs)") && l.contains("us simulated")),
+        "{e}"
+    );
     for l in lines {
         assert!(
             l.contains(",0]<stderr>"),

@@ -127,7 +127,13 @@ pub fn run_threads_stepped<P: Partition + Send>(
             });
         }
         let mut engines = [Engine::sequential(lookahead, routing, partitions)?];
-        let at = step_loop(&mut engines, None, (step, cut), stop, on_pause)?;
+        let at = step_loop(
+            &mut engines,
+            |e, t, x| step_all(e, None, t, x),
+            (step, cut),
+            stop,
+            &mut |e, at| on_pause(&all_parts(e), at),
+        )?;
         let [engine] = engines;
         let stats = *engine.stats();
         return Ok((engine.into_partitions(), stats, at));
@@ -141,25 +147,64 @@ pub fn run_threads_stepped<P: Partition + Send>(
     for (parts, transport) in per_worker.into_iter().zip(transports) {
         engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
     }
-    let at = step_loop(&mut engines, Some(&abort), (step, cut), stop, on_pause)?;
+    let at = step_loop(
+        &mut engines,
+        |e, t, x| step_all(e, Some(&abort), t, x),
+        (step, cut),
+        stop,
+        &mut |e, at| on_pause(&all_parts(e), at),
+    )?;
     let stats = engines.first().map(|e| *e.stats()).unwrap_or_default();
     let parts = engines.into_iter().map(Engine::into_partitions).collect();
     Ok((map.join(parts)?, stats, at))
 }
 
-/// The pauses of [`run_threads_stepped`]: `Some(time)` when it stopped before finishing.
-fn step_loop<P: Partition + Send, T: Transport + Send>(
-    engines: &mut [Engine<P, T>],
-    abort: Option<&AbortHandle>,
+/// Every partition of `engines`, in no particular order.
+fn all_parts<P: Partition, T: Transport>(engines: &[Engine<P, T>]) -> Vec<&P> {
+    engines.iter().flat_map(|e| e.partitions()).collect()
+}
+
+/// [`run_threads_stepped`] of one engine (an MPI rank's: `on_pause` may make collectives,
+/// every rank pausing at the same times), cut at each step when `cut`.
+pub fn run_engine_stepped<P: Partition, T: Transport>(
+    engine: &mut Engine<P, T>,
     (step, cut): (Picos, bool),
     stop: Picos,
-    on_pause: &mut dyn FnMut(&[&P], Picos) -> bool,
+    on_pause: &mut dyn FnMut(&Engine<P, T>, Picos) -> bool,
+) -> Result<Option<Picos>, EngineError> {
+    step_loop(
+        std::slice::from_mut(engine),
+        |e, t, exact| match e.first_mut() {
+            Some(e) if exact => e.run_until(t),
+            Some(e) => e.run_past(t),
+            None => Err(EngineError::NoPartitions),
+        },
+        (step.max(1), cut),
+        stop,
+        &mut |e, at| match e.first() {
+            Some(e) => on_pause(e, at),
+            None => true,
+        },
+    )
+}
+
+/// What [`step_loop`] calls at each pause with every engine, whether to go on.
+type OnPauseAll<'a, P, T> = &'a mut dyn FnMut(&[Engine<P, T>], Picos) -> bool;
+
+/// The pauses of [`run_threads_stepped`], `advance` running the engines to a time (cut
+/// there when asked): `Some(time)` when it stopped before finishing.
+fn step_loop<P: Partition, T: Transport>(
+    engines: &mut [Engine<P, T>],
+    mut advance: impl FnMut(&mut [Engine<P, T>], Picos, bool) -> Result<crate::Progress, EngineError>,
+    (step, cut): (Picos, bool),
+    stop: Picos,
+    on_pause: OnPauseAll<'_, P, T>,
 ) -> Result<Option<Picos>, EngineError> {
     let mut target = step.min(stop);
     loop {
         // The last stretch is always cut: nothing at or after `stop` is simulated.
         let exact = cut || target >= stop;
-        match step_all(engines, abort, target, exact)? {
+        match advance(engines, target, exact)? {
             crate::Progress::Finished => return Ok(None),
             crate::Progress::Paused { next_event } => {
                 if target >= stop {
@@ -168,12 +213,13 @@ fn step_loop<P: Partition + Send, T: Transport + Send>(
                     }
                     return Ok(Some(stop));
                 }
+                // Uncut, the windows may have gone past `target` (or stopped short of it
+                // with nothing pending before it): either way the state is that time's.
                 let at = match engines.first() {
-                    Some(e) if !exact => e.now(),
+                    Some(e) if !exact => e.now().max(target),
                     _ => target,
                 };
-                let parts: Vec<&P> = engines.iter().flat_map(|e| e.partitions()).collect();
-                if !on_pause(&parts, at) {
+                if !on_pause(engines, at) {
                     return Ok(Some(at));
                 }
                 target = (next_event / step)

@@ -352,8 +352,10 @@ pub type MpiRun = Option<(RunStats, WindowStats)>;
 ///
 /// `limits` as [`run_gpu_limited`]: every rank's engine runs to the `max_cycles` stop
 /// (windows cut there, so the state is the same for any ranks), and the parts are then
-/// counted at the cut; `max_warp_insts` is refused (the count would have to be summed
-/// over the ranks at every check).
+/// counted at the cut. With one thread per rank the engines pause about every 10
+/// simulated microseconds at a window end (every multiple of [`WARP_INSTS_STEP`] cycles,
+/// cut there, under `max_warp_insts`) and the ranks sum their counters (`MPI_Allreduce`)
+/// for `on_progress` (rank 0's) and the limit; with several, `max_warp_insts` is refused.
 ///
 /// An error comes back on the rank that met it only: the others are still waiting in a
 /// collective, so the caller must report it and end the job ([`tessera_cluster::mpi::abort_job`]).
@@ -364,15 +366,16 @@ pub fn run_gpu_mpi(
     world: &mpi::topology::SimpleCommunicator,
     (exchange, placement, threads): (tessera_cluster::mpi::Exchange, Placement, usize),
     limits: &RunLimits,
+    mut on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<MpiRun, GpuError> {
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
     use mpi::topology::Communicator;
     use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part};
 
-    if let Some(n) = limits.max_warp_insts {
+    if let (Some(n), true) = (limits.max_warp_insts, threads > 1) {
         return Err(GpuError::Unsupported(format!(
-            "--max-warp-insts {n}: not supported under MPI; run on threads (`--threads N`) \
-             without mpirun"
+            "--max-warp-insts {n}: not supported under MPI with --threads above 1 (the \
+             ranks' worker threads cannot pause together); run one thread per rank"
         )));
     }
     let stop = stop_time(cfg, limits)?;
@@ -395,12 +398,52 @@ pub fn run_gpu_mpi(
         &sys.links,
     )
     .map_err(gpu_error)?;
-    let (partitions, windows, finished) = if threads <= 1 || hosted.len() <= 1 {
+    // Every rank takes the same branch (they all pause together, or none does).
+    let (partitions, windows, cut) = if threads <= 1 {
+        let mut engine =
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
+        let pauses = match limits.max_warp_insts {
+            Some(_) => (WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()), true),
+            None => (PROGRESS_STEP_PS, lookahead > PROGRESS_STEP_PS),
+        };
+        let mut on_pause = |engine: &Engine<GpuPartition<'_>, _>, at: Picos| -> bool {
+            let parts: Vec<&GpuPartition<'_>> = engine.partitions().iter().collect();
+            let p = progress_of(&parts, at);
+            let mine = [
+                p.warp_insts,
+                p.ctas_done,
+                p.kernels_done as u64,
+                p.kernels as u64,
+            ];
+            // The host's rank alone counts kernels: the sums are the whole GPU's.
+            let mut all = [0u64; 4];
+            world.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
+            let p = GpuProgress {
+                sim_ps: at,
+                warp_insts: all[0],
+                ctas_done: all[1],
+                kernels_done: all[2] as usize,
+                kernels: all[3] as usize,
+            };
+            if let Some(r) = on_progress.as_mut() {
+                r(p);
+            }
+            !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
+        };
+        let cut = tessera_cluster::run_engine_stepped(&mut engine, pauses, stop, &mut on_pause)
+            .map_err(gpu_error)?;
+        let windows = *engine.stats();
+        (engine.into_partitions(), windows, cut)
+    } else if hosted.len() <= 1 {
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
         let finished = engine.run_to(stop).map_err(gpu_error)?;
         let windows = *engine.stats();
-        (engine.into_partitions(), windows, finished)
+        (
+            engine.into_partitions(),
+            windows,
+            (!finished).then_some(stop),
+        )
     } else {
         tessera_cluster::run_rank_threads(
             lookahead,
@@ -412,8 +455,10 @@ pub fn run_gpu_mpi(
             transport,
             stop,
         )
+        .map(|(p, w, finished)| (p, w, (!finished).then_some(stop)))
         .map_err(gpu_error)?
     };
+    let finished = cut.is_none();
     // Every rank's engine agrees on `finished` (the reduced next event), so all or none
     // make this collective.
     let end = if finished {
@@ -422,7 +467,7 @@ pub fn run_gpu_mpi(
         world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
         end
     } else {
-        stop
+        cut.unwrap_or(stop)
     };
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
