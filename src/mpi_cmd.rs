@@ -116,14 +116,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         eprintln!("error: rank {rank} of {ranks} panicked: ending the job");
         mpi::topology::SimpleCommunicator::world().abort(101);
     }));
-    let setup = crate::run_cmd::setup(&a, rank != 0).and_then(|s| match a.max_cycles {
-        // The ranks' engines run to completion; a cut would need the stop time in
-        // `run_gpu_mpi` and partial stats parts.
-        Some(n) => Err(anyhow::anyhow!(
-            "--max-cycles {n}: not supported under MPI yet; run on threads (`--threads N`) \
-             without mpirun"
+    // Refused before the run, as every rank would find it: the ranks' worker threads
+    // cannot pause together for the count (`run_gpu_mpi`).
+    let setup = crate::run_cmd::setup(&a, rank != 0).and_then(|s| match a.max_warp_insts {
+        Some(n) if a.threads > 1 => Err(anyhow::anyhow!(
+            "--max-warp-insts {n}: not supported under MPI with --threads above 1 (the \
+             ranks' worker threads cannot pause together); run one thread per rank"
         )),
-        None => Ok(s),
+        _ => Ok(s),
     });
     // Every rank learns whether any failed to load; the lowest failing rank reports.
     let failed = i32::from(setup.is_err());
@@ -189,25 +189,47 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         panic!("injected by TESSERA_TEST_PANIC_RANK");
     }
     let t0 = Instant::now();
-    // Rank 0 alone shows progress (crate::progress::init turns it off on the others): the
-    // time elapsed, as the ranks' engines are not paused to be read.
-    let beat = crate::progress::Progress::heartbeat(
-        "run",
-        format!(
-            "{} partitions on {ranks} rank(s) x {} thread(s)",
-            setup.cfg.partition_count(),
-            a.threads
-        ),
-    );
+    // Rank 0 alone shows progress (crate::progress::init turns it off on the others): with
+    // one thread per rank the share of CTAs (the ranks' engines pause and sum their
+    // counters, `run_gpu_mpi`), else the time elapsed.
+    let mut bar = None;
+    let mut beat = None;
+    if a.threads <= 1 {
+        bar = Some(crate::progress::RunBar::new(&setup.trace, t0));
+    } else {
+        beat = Some(crate::progress::Progress::heartbeat(
+            "run",
+            format!(
+                "{} partitions on {ranks} rank(s) x {} thread(s)",
+                setup.cfg.partition_count(),
+                a.threads
+            ),
+        ));
+    }
+    let mut show = |p: tessera_system::GpuProgress| {
+        if let Some(b) = bar.as_mut() {
+            b.report(p);
+        }
+    };
+    let report: Option<&mut dyn FnMut(tessera_system::GpuProgress)> =
+        (rank == 0 && crate::progress::enabled()).then_some(&mut show);
     let run = tessera_system::run_gpu_mpi(
         &setup.cfg,
         &setup.trace,
         &world,
-        a.mpi_exchange,
-        a.placement,
-        a.threads as usize,
+        (a.mpi_exchange, a.placement, a.threads as usize),
+        &setup.limits,
+        report,
     );
-    beat.finish();
+    if let Some(b) = bar {
+        b.finish(match &run {
+            Ok(Some((st, _))) => Some(st.totals.ctas),
+            _ => None,
+        });
+    }
+    if let Some(b) = beat {
+        b.finish();
+    }
     let mut status: i32 = match run {
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}: {e}", setup.label);
@@ -215,9 +237,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             tessera_cluster::mpi::abort_job(&world, 1)
         }
         Ok(None) => 0,
-        Ok(Some((mut stats, windows))) => {
-            // `--kernels` (applied to the trace by `setup`) is recorded as on one process.
-            tessera_system::mark_limits(&mut stats, &setup.trace, &setup.limits, true);
+        Ok(Some((stats, windows))) => {
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
                 threads: a.threads as usize,

@@ -121,6 +121,47 @@ enum Kind {
     Lines { every: Duration, last: Instant },
 }
 
+/// The progress of a run: the share of the trace's CTAs completed, with the simulated
+/// time, kernels done and the rate, from the reports of `tessera_system`'s paused engine.
+pub struct RunBar {
+    bar: Progress,
+    t0: Instant,
+}
+
+impl RunBar {
+    /// For a run of `trace` that started at `t0`.
+    pub fn new(trace: &tessera_traces::TraceFile, t0: Instant) -> RunBar {
+        let ctas: u64 = trace.kernels().iter().map(|k| k.counts.ctas).sum();
+        RunBar {
+            bar: Progress::new("run", Some(ctas), Unit::Ctas),
+            t0,
+        }
+    }
+
+    /// One report of the paused engine.
+    pub fn report(&mut self, p: tessera_system::GpuProgress) {
+        let t0 = self.t0;
+        self.bar.update(p.ctas_done, || {
+            let secs = t0.elapsed().as_secs_f64().max(1e-9);
+            format!(
+                "{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s",
+                p.sim_ps as f64 / 1e6,
+                p.kernels_done,
+                p.kernels,
+                p.warp_insts as f64 / 1e6 / secs
+            )
+        });
+    }
+
+    /// The end: `ctas` completed when the run succeeded.
+    pub fn finish(mut self, ctas: Option<u64>) {
+        if let Some(c) = ctas {
+            self.bar.update(c, || "done".to_string());
+        }
+        self.bar.finish();
+    }
+}
+
 /// One command's progress: `update` as often as convenient (the bar redraws a few times a
 /// second, lines come every interval), `finish` at the end.
 pub struct Progress {
@@ -172,7 +213,10 @@ impl Progress {
                 let handle = std::thread::spawn(move || {
                     // Ends when the sender is dropped (or sends).
                     while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
-                        eprintln!("{what}: {detail}, {} elapsed", HumanDuration(t0.elapsed()));
+                        line(&format!(
+                            "{what}: {detail}, {} elapsed",
+                            HumanDuration(t0.elapsed())
+                        ));
                     }
                 });
                 p.ticker = Some((tx, handle));
@@ -217,7 +261,7 @@ impl Progress {
                     }
                     None => format!("{}, {} elapsed", detail(), secs(elapsed)),
                 };
-                eprintln!("{}: {share}", self.what);
+                line(&format!("{}: {share}", self.what));
             }
         }
     }
@@ -289,6 +333,16 @@ fn bar(what: &'static str, total: Option<u64>, unit: Unit) -> ProgressBar {
             b
         }
     }
+}
+
+/// Writes `text` and a newline to stderr in one write: `eprintln!` writes its pieces one
+/// by one, which a launcher tagging each write of a rank (Open MPI's `--tag-output`) splits.
+fn line(text: &str) {
+    use std::io::Write;
+    let mut l = String::with_capacity(text.len() + 1);
+    l.push_str(text);
+    l.push('\n');
+    let _ = std::io::stderr().write_all(l.as_bytes());
 }
 
 #[cfg(test)]

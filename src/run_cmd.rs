@@ -62,6 +62,12 @@ pub struct RunArgs {
     /// partitioning. The stats are then partial (their `run_limit` says so).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) max_cycles: Option<u64>,
+    /// Stop the run once N warp instructions have issued: at the first multiple of 1000
+    /// core cycles at which at least N have, over the whole GPU (checked there so that the
+    /// stop is the same for any threads, placement or partitioning; the stats then count
+    /// N or a few more). The stats are partial (their `run_limit` says so).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_warp_insts: Option<u64>,
     /// Simulate only these kernel launches of the trace's command list, by rank among its
     /// launches (0 for the first): `2` (one), `0..3` (0, 1 and 2), `0..=2`, `5..` (5 to the
     /// last), `..3`. The other launches are dropped; copies and allocations are kept.
@@ -235,6 +241,7 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
     let mut trace = TraceFile::open(&trace_path)?;
     let mut limits = tessera_system::RunLimits {
         max_cycles: a.max_cycles,
+        max_warp_insts: a.max_warp_insts,
         kernels: None,
     };
     if let Some(k) = &a.kernels {
@@ -276,43 +283,15 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
         );
     }
     // Progress (crate::progress): the share of the trace's CTAs completed, read while the
-    // engine pauses every 10 simulated microseconds. Only a GPU of one partition pauses:
-    // pausing cuts the engine's windows, which a GPU of several partitions keeps as they
-    // are (their count is reported), so there the time elapsed is shown alone.
-    let (stats, windows) = if parts <= 1 {
-        let ctas: u64 = trace.kernels().iter().map(|k| k.counts.ctas).sum();
-        let mut bar =
-            crate::progress::Progress::new("run", Some(ctas), crate::progress::Unit::Ctas);
-        let mut show = |p: GpuProgress| {
-            bar.update(p.ctas_done, || {
-                let secs = t0.elapsed().as_secs_f64().max(1e-9);
-                format!(
-                    "{:.1} us simulated, kernel {} of {} done, {:.2} M warp instructions/s",
-                    p.sim_ps as f64 / 1e6,
-                    p.kernels_done,
-                    p.kernels,
-                    p.warp_insts as f64 / 1e6 / secs
-                )
-            });
-        };
-        let report: Option<&mut dyn FnMut(GpuProgress)> =
-            crate::progress::enabled().then_some(&mut show);
-        let res = run_gpu_limited(cfg, trace, threads, a.placement, report, &s.limits);
-        if let Ok((st, _)) = &res {
-            bar.update(st.totals.ctas, || "done".to_string());
-        }
-        bar.finish();
-        res
-    } else {
-        let beat = crate::progress::Progress::heartbeat(
-            "run",
-            format!("{parts} partitions on {threads} thread(s)"),
-        );
-        let res = run_gpu_limited(cfg, trace, threads, a.placement, None, &s.limits);
-        beat.finish();
-        res
-    }
-    .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    // engine pauses about every 10 simulated microseconds (at window ends, every worker
+    // waiting: the windows are those of a run without progress).
+    let mut bar = crate::progress::RunBar::new(trace, t0);
+    let mut show = |p: GpuProgress| bar.report(p);
+    let report: Option<&mut dyn FnMut(GpuProgress)> =
+        crate::progress::enabled().then_some(&mut show);
+    let res = run_gpu_limited(cfg, trace, threads, a.placement, report, &s.limits);
+    bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));
+    let (stats, windows) = res.map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let how = How {
         threads,
         ranks: 1,

@@ -4,54 +4,35 @@
 
 mod common;
 
-use common::{stderr, tessera, tessera_ok};
+use common::{gen, run_args, run_json, stderr, tessera};
 use serde_json::Value;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-fn cfg(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(name)
-}
 
 /// The stream workload (5 kernels: copy, mul, add, triad, dot) recorded into `dir`.
 fn stream(dir: &Path) -> PathBuf {
-    let t = dir.join("stream.tst");
-    tessera_ok(&[
-        "trace".as_ref(),
-        "gen".as_ref(),
-        "stream".as_ref(),
-        "-o".as_ref(),
-        t.as_os_str(),
-    ]);
-    t
+    gen(dir, "stream", &[])
 }
 
 /// `tessera run` of `trace` on `config` with `extra` arguments: the stats without their
-/// `run` object (what must be the same bytes on any threads and cut) and the overrides
-/// (the partitioning keys are kept apart already; the others are removed too, so runs of
-/// other cuts compare).
-fn run(dir: &Path, trace: &Path, config: &str, extra: &[&str]) -> Value {
-    let out = dir.join(format!(
-        "stats-{}.json",
-        extra.join("_").replace(['/', '='], "-")
+/// `run` object (what must be the same bytes on any threads and cut; the partitioning
+/// overrides are kept out of `provenance` already, so runs of other cuts compare).
+fn run(trace: &Path, config: &str, extra: &[&str]) -> Value {
+    let t = trace.to_str().unwrap();
+    run_json(config, &[&["--trace", t][..], extra].concat())
+}
+
+/// `tessera run` of `trace` on default.yaml with `extra`, which must fail cleanly: its
+/// stderr.
+fn refused(trace: &Path, extra: &[&str]) -> String {
+    let t = trace.to_str().unwrap();
+    let o = tessera(&run_args(
+        "default.yaml",
+        &[&["--trace", t][..], extra].concat(),
     ));
-    let mut args: Vec<OsString> = vec![
-        "run".into(),
-        "--config".into(),
-        cfg(config).into(),
-        "--trace".into(),
-        trace.into(),
-        "--stats-out".into(),
-        out.clone().into(),
-    ];
-    args.extend(extra.iter().map(OsString::from));
-    tessera_ok(&args);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let m = v.as_object_mut().unwrap();
-    m.remove("run");
-    v
+    assert!(!o.status.success(), "{extra:?} ran");
+    let e = stderr(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    e
 }
 
 fn u(v: &Value, path: &str) -> u64 {
@@ -91,9 +72,9 @@ fn check_cut(s: &Value, full: &Value) {
 fn max_cycles_cuts_the_same_on_threads_and_chiplets() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
-    let full = run(tmp.path(), &t, "a100-4chiplet.yaml", &[]);
+    let full = run(&t, "a100-4chiplet.yaml", &[]);
     let c = CUT.to_string();
-    let one = run(tmp.path(), &t, "a100-4chiplet.yaml", &["--max-cycles", &c]);
+    let one = run(&t, "a100-4chiplet.yaml", &["--max-cycles", &c]);
     check_cut(&one, &full);
     for extra in [
         &["--threads", "2"][..],
@@ -101,7 +82,7 @@ fn max_cycles_cuts_the_same_on_threads_and_chiplets() {
     ] {
         let mut args = vec!["--max-cycles", &c];
         args.extend(extra);
-        let other = run(tmp.path(), &t, "a100-4chiplet.yaml", &args);
+        let other = run(&t, "a100-4chiplet.yaml", &args);
         assert!(
             one == other,
             "--max-cycles {c} {extra:?} differs from one thread"
@@ -113,9 +94,9 @@ fn max_cycles_cuts_the_same_on_threads_and_chiplets() {
 fn max_cycles_cuts_the_same_on_sm_clusters() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
-    let full = run(tmp.path(), &t, "default.yaml", &[]);
+    let full = run(&t, "default.yaml", &[]);
     let c = CUT.to_string();
-    let whole = run(tmp.path(), &t, "default.yaml", &["--max-cycles", &c]);
+    let whole = run(&t, "default.yaml", &["--max-cycles", &c]);
     check_cut(&whole, &full);
     let cut = [
         "--set",
@@ -126,7 +107,7 @@ fn max_cycles_cuts_the_same_on_sm_clusters() {
     for threads in ["1", "2"] {
         let mut args = vec!["--max-cycles", &c, "--threads", threads];
         args.extend(cut);
-        let s = run(tmp.path(), &t, "default.yaml", &args);
+        let s = run(&t, "default.yaml", &args);
         assert!(
             whole == s,
             "2 SM clusters on {threads} thread(s) differ from one partition"
@@ -138,13 +119,8 @@ fn max_cycles_cuts_the_same_on_sm_clusters() {
 fn max_cycles_past_the_end_is_the_whole_run() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
-    let full = run(tmp.path(), &t, "default.yaml", &[]);
-    let mut s = run(
-        tmp.path(),
-        &t,
-        "default.yaml",
-        &["--max-cycles", "100000000"],
-    );
+    let full = run(&t, "default.yaml", &[]);
+    let mut s = run(&t, "default.yaml", &["--max-cycles", "100000000"]);
     let lim = s.as_object_mut().unwrap().remove("run_limit").unwrap();
     assert_eq!(lim["partial"], false, "{lim}");
     assert_eq!(u(&lim, "/kernels_completed"), 5);
@@ -158,7 +134,7 @@ fn max_cycles_past_the_end_is_the_whole_run() {
 fn kernels_selects_launches() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
-    let full = run(tmp.path(), &t, "default.yaml", &[]);
+    let full = run(&t, "default.yaml", &[]);
     let names = |s: &Value| -> Vec<String> {
         s["kernels"]
             .as_array()
@@ -176,7 +152,7 @@ fn kernels_selects_launches() {
         ("..2", 0..2, "0..2"),
         ("1..=3", 1..4, "1..4"),
     ] {
-        let s = run(tmp.path(), &t, "default.yaml", &["--kernels", range]);
+        let s = run(&t, "default.yaml", &["--kernels", range]);
         assert_eq!(names(&s), all[want.clone()], "--kernels {range}");
         // A kernel's instructions are the trace's, whatever ran before it.
         for (k, i) in want.clone().enumerate() {
@@ -202,7 +178,6 @@ fn kernels_selects_launches() {
 fn bad_limits_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let t = stream(tmp.path());
-    let c = cfg("default.yaml");
     for (range, says) in [
         ("5..", "the trace launches 5 kernel(s), ranks 0 to 4"),
         ("0..9", "the trace launches 5 kernel(s), ranks 0 to 4"),
@@ -213,29 +188,59 @@ fn bad_limits_are_clear_errors() {
         ("1..b", "not a launch rank"),
         ("1.5", "not a launch rank"),
     ] {
-        let o = tessera(&[
-            "run".as_ref(),
-            "--config".as_ref(),
-            c.as_os_str(),
-            "--trace".as_ref(),
-            t.as_os_str(),
-            "--kernels".as_ref(),
-            range.as_ref(),
-        ] as &[&std::ffi::OsStr]);
-        assert!(!o.status.success(), "--kernels {range} ran");
-        let e = stderr(&o);
+        let e = refused(&t, &["--kernels", range]);
         assert!(e.contains(says), "--kernels {range}: {e}");
-        assert!(!e.contains("panicked"), "{e}");
     }
-    let o = tessera(&[
-        "run".as_ref(),
-        "--config".as_ref(),
-        c.as_os_str(),
-        "--trace".as_ref(),
-        t.as_os_str(),
-        "--max-cycles".as_ref(),
-        "0".as_ref(),
-    ] as &[&std::ffi::OsStr]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("--max-cycles"), "{}", stderr(&o));
+    for flag in ["--max-cycles", "--max-warp-insts"] {
+        let e = refused(&t, &[flag, "0"]);
+        assert!(e.contains(flag), "{e}");
+    }
+}
+
+/// `--max-warp-insts`: the stop is the first multiple of 1000 core cycles at which the
+/// count is reached, so the same stats on any threads, placement and cut.
+#[test]
+fn max_warp_insts_stops_the_same_on_threads_and_cuts() {
+    const N: u64 = 50_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = stream(tmp.path());
+    let full = run(&t, "a100-4chiplet.yaml", &[]);
+    let n = N.to_string();
+    let one = run(&t, "a100-4chiplet.yaml", &["--max-warp-insts", &n]);
+    let insts = u(&one, "/totals/warp_insts");
+    assert!(insts >= N, "{insts} warp instructions, fewer than {N}");
+    assert!(insts < u(&full, "/totals/warp_insts"));
+    assert_eq!(u(&one, "/totals/gpu_tot_sim_cycle") % 1000, 0);
+    let lim = &one["run_limit"];
+    assert_eq!(lim["partial"], true, "{lim}");
+    assert_eq!(u(lim, "/max_warp_insts"), N);
+    assert!(lim.get("max_cycles").is_none(), "{lim}");
+    for extra in [
+        &["--threads", "2"][..],
+        &["--threads", "4", "--placement", "round_robin"][..],
+        &[
+            "--threads",
+            "2",
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=2",
+        ][..],
+    ] {
+        let mut args = vec!["--max-warp-insts", &n];
+        args.extend(extra);
+        let other = run(&t, "a100-4chiplet.yaml", &args);
+        assert!(
+            one == other,
+            "--max-warp-insts {n} {extra:?} differs from one thread"
+        );
+    }
+    // A count the run never reaches leaves it whole.
+    let mut s = run(&t, "a100-4chiplet.yaml", &["--max-warp-insts", "100000000"]);
+    let lim = s.as_object_mut().unwrap().remove("run_limit").unwrap();
+    assert_eq!(lim["partial"], false, "{lim}");
+    assert!(
+        s == full,
+        "a limit the run never reaches changes nothing else"
+    );
 }

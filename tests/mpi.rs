@@ -135,6 +135,75 @@ fn ranks_never_change_results() {
     }
 }
 
+/// `--max-cycles` under MPI: every rank's engine stops at the same simulated time, so
+/// the partial stats of 2 ranks (of 1 and of 2 threads each) are the bytes of
+/// `--threads 1`; so are those of `--max-warp-insts` (one thread per rank; refused with a
+/// reason otherwise).
+#[test]
+fn run_limits_under_ranks_give_the_bytes_of_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let cut = ["--max-cycles", "3000"];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "1"][..], &cut].concat(),
+    )
+    .0;
+    let s = json(&seq);
+    assert_eq!(s["run_limit"]["partial"], true, "{}", s["run_limit"]);
+    assert_eq!(s["totals"]["gpu_tot_sim_cycle"], 3000);
+    let got = mpi_stats(2, "a100-4chiplet.yaml", &tst, &cut);
+    assert!(got == seq, "--max-cycles: -np 2 differs from --threads 1");
+    let got = mpi_stats(
+        2,
+        "a100-4chiplet.yaml",
+        &tst,
+        &[&cut[..], &["--threads", "2"]].concat(),
+    );
+    assert!(got == seq, "--max-cycles: -np 2 x 2 threads differs");
+    // A limit past the end: the whole run, marked not partial.
+    let whole = ["--max-cycles", "100000000"];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t][..], &whole].concat(),
+    )
+    .0;
+    assert!(mpi_stats(2, "a100-4chiplet.yaml", &tst, &whole) == seq);
+    // `--max-warp-insts`: the ranks sum their counts at the same steps.
+    let limit = ["--max-warp-insts", "20000"];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "2"][..], &limit].concat(),
+    )
+    .0;
+    assert_eq!(json(&seq)["run_limit"]["partial"], true);
+    assert!(mpi_stats(2, "a100-4chiplet.yaml", &tst, &limit) == seq);
+    // Not with threads in the ranks, which cannot pause together: said before the run.
+    let cfg = config("a100-4chiplet.yaml");
+    let o = mpirun(
+        2,
+        bin(),
+        &[
+            "run".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "--trace".as_ref(),
+            tst.as_os_str(),
+            "--max-warp-insts".as_ref(),
+            "1000".as_ref(),
+            "--threads".as_ref(),
+            "2".as_ref(),
+        ] as &[&std::ffi::OsStr],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--max-warp-insts 1000: not supported under MPI with --threads"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A multi-GPU system with peer traffic: 8 A100s behind an NVSwitch (dgx-8gpu.yaml, one
 /// partition per GPU), each GPU reading half its inputs from the next GPU's memory. 1, 2,
 /// 3 and 5 ranks (the switch links every GPU to every other, so the linked exchange talks
@@ -456,6 +525,13 @@ fn rank_0_alone_reports_progress() {
     assert!(o.status.success(), "{e}");
     let lines: Vec<&str> = e.lines().filter(|l| l.contains("run: ")).collect();
     assert!(!lines.is_empty(), "{e}");
+    // The ranks pause and sum their counters: the share of CTAs, mid-run too.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" of 1088 CTAs)") && l.contains("us simulated")),
+        "{e}"
+    );
     for l in lines {
         assert!(
             l.contains(",0]<stderr>"),

@@ -6,24 +6,30 @@ use common::*;
 
 /// A run of a few hundred CTAs on one SM: over 10 simulated microseconds (the engine
 /// pauses to report there) in a fraction of a second.
-fn run_args(extra: &[&str]) -> Vec<String> {
-    let cfg = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/titanv.yaml");
-    let mut a: Vec<String> = [
-        "run",
-        "--config",
-        &cfg.display().to_string(),
+fn titanv_args(extra: &[&str]) -> Vec<String> {
+    run_args("titanv.yaml", &vectoradd("n=65536", extra))
+}
+
+/// vectoradd of `n` elements with one SM per chiplet, plus `extra`.
+fn vectoradd<'a>(n: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
         "--workload",
         "vectoradd",
         "-p",
-        "n=65536",
+        n,
         "--set",
         "core.sm_count=1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(extra.iter().map(|s| s.to_string()));
+    ];
+    a.extend(extra);
     a
+}
+
+/// A GPU of 4 chiplet partitions on 2 threads: 1024 CTAs over 10 simulated
+/// microseconds, paused at window ends to be read.
+fn chiplets_args(extra: &[&str]) -> Vec<String> {
+    let mut e = vec!["--threads", "2"];
+    e.extend(extra);
+    run_args("a100-4chiplet.yaml", &vectoradd("n=262144", &e))
 }
 
 fn progress_lines(e: &str, what: &str) -> Vec<String> {
@@ -35,7 +41,7 @@ fn progress_lines(e: &str, what: &str) -> Vec<String> {
 
 #[test]
 fn a_redirected_log_gets_progress_lines() {
-    let o = tessera_ok(&run_args(&["--progress-every", "0.001"]));
+    let o = tessera_ok(&titanv_args(&["--progress-every", "0.001"]));
     let e = stderr(&o);
     let lines = progress_lines(&e, "run");
     assert!(!lines.is_empty(), "{e}");
@@ -47,9 +53,36 @@ fn a_redirected_log_gets_progress_lines() {
 }
 
 #[test]
+fn a_redirected_log_of_several_partitions_gets_the_share_of_ctas() {
+    let o = tessera_ok(&chiplets_args(&["--progress-every", "0.000001"]));
+    let e = stderr(&o);
+    let lines = progress_lines(&e, "run");
+    for l in &lines {
+        assert!(l.contains("% (") && l.contains(" of 1024 CTAs)"), "{l}");
+    }
+    // A report made while the run was paused, not only the closing one.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("us simulated") && !l.contains("100.0%")),
+        "{e}"
+    );
+    // Paused at window ends: the windows are those of a run without progress.
+    let engine = |e: &str| -> String {
+        e.lines()
+            .find(|l| l.starts_with("engine: "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let quiet = stderr(&tessera_ok(&chiplets_args(&["--quiet"])));
+    assert!(engine(&e).contains(" windows"), "{e}");
+    assert_eq!(engine(&e), engine(&quiet));
+}
+
+#[test]
 fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
     let o = std::process::Command::new(bin())
-        .args(run_args(&[]))
+        .args(titanv_args(&[]))
         .env("TESSERA_PROGRESS_EVERY", "0.001")
         .output()
         .expect("cannot run tessera");
@@ -60,7 +93,7 @@ fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
         stderr(&o)
     );
     let o = std::process::Command::new(bin())
-        .args(run_args(&[]))
+        .args(titanv_args(&[]))
         .env("TESSERA_PROGRESS_EVERY", "soon")
         .output()
         .expect("cannot run tessera");
@@ -74,37 +107,15 @@ fn the_environment_sets_the_interval_and_a_bad_one_is_an_error() {
 
 #[test]
 fn quiet_prints_no_progress_and_progress_never_changes_the_stats() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-    let sa = a.display().to_string();
-    let sb = b.display().to_string();
-    let o = tessera_ok(&run_args(&[
-        "--quiet",
-        "--progress-every",
-        "0.001",
-        "--stats-out",
-        &sa,
-    ]));
+    let quiet = vectoradd("n=65536", &["--quiet", "--progress-every", "0.001"]);
+    let (a, o) = run_with_stats("titanv.yaml", &quiet);
     let e = stderr(&o);
     assert!(progress_lines(&e, "run").is_empty(), "{e}");
     assert!(stdout(&o).contains("kernel(s)"), "{}", stdout(&o));
-    tessera_ok(&run_args(&[
-        "--progress-every",
-        "0.001",
-        "--stats-out",
-        &sb,
-    ]));
-    let load = |p: &std::path::Path| -> serde_json::Value {
-        let mut v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(p).expect("stats")).expect("json");
-        // The provenance says when and how fast; the rest is what was simulated.
-        if let Some(m) = v.as_object_mut() {
-            m.remove("provenance");
-            m.remove("run");
-        }
-        v
-    };
-    assert_eq!(load(&a), load(&b));
+    let shown = vectoradd("n=65536", &["--progress-every", "0.001"]);
+    let (b, o) = run_with_stats("titanv.yaml", &shown);
+    assert!(!progress_lines(&stderr(&o), "run").is_empty());
+    assert_eq!(simulated(&a), simulated(&b));
 }
 
 #[test]
@@ -158,9 +169,9 @@ fn trace_gen_and_export_report_progress_off_a_terminal() {
     );
 }
 
-/// On a terminal (util-linux's `script` gives the run one), a bar: the share of CTAs.
-#[test]
-fn a_terminal_gets_a_bar() {
+/// The output of `tessera args` on a pseudo-terminal (util-linux's `script`), or `None`
+/// when there is no `script`.
+fn on_a_terminal(args: &[String]) -> Option<String> {
     let have_script = std::process::Command::new("script")
         .arg("--version")
         .output()
@@ -168,13 +179,13 @@ fn a_terminal_gets_a_bar() {
         .unwrap_or(false);
     if !have_script {
         eprintln!("skipped: no `script` (util-linux) to give the run a terminal");
-        return;
+        return None;
     }
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
     let mut cmd = quote(bin());
-    for a in run_args(&[]) {
+    for a in args {
         cmd.push(' ');
-        cmd.push_str(&quote(&a));
+        cmd.push_str(&quote(a));
     }
     let o = std::process::Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
@@ -184,6 +195,26 @@ fn a_terminal_gets_a_bar() {
         .expect("cannot run script");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{text}");
+    Some(text)
+}
+
+/// Several partitions on threads: the bar shows the share of CTAs and an ETA too.
+#[test]
+fn a_terminal_gets_a_bar_for_several_partitions() {
+    let Some(text) = on_a_terminal(&chiplets_args(&[])) else {
+        return;
+    };
+    assert!(text.contains("/1024 CTAs"), "{text}");
+    assert!(text.contains("100%") && text.contains("ETA"), "{text}");
+    assert!(!text.contains("run: "), "{text}");
+}
+
+/// On a terminal (util-linux's `script` gives the run one), a bar: the share of CTAs.
+#[test]
+fn a_terminal_gets_a_bar() {
+    let Some(text) = on_a_terminal(&titanv_args(&[])) else {
+        return;
+    };
     assert!(text.contains("/256 CTAs"), "{text}");
     assert!(text.contains("100%") && text.contains("ETA"), "{text}");
     // The bar's line is ended: the summary starts a line of its own.

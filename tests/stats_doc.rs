@@ -95,6 +95,7 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
             &["--trace", t, "--max-cycles", "2000", "--kernels", "0"],
         )
         .0,
+        run_stats_full("default.yaml", &["--trace", t, "--max-warp-insts", "100"]).0,
     ];
     let (documented, maps) = documented();
     let mut written = BTreeSet::new();

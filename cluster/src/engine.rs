@@ -155,10 +155,21 @@ impl<P: Partition, T: Transport> Engine<P, T> {
     /// `stop` is cut there (a shorter window is always exact). Call again to go on: the
     /// results never depend on where a run was paused.
     pub fn run_until(&mut self, stop: Picos) -> Result<Progress, EngineError> {
+        self.run_guarded(stop, true)
+    }
+
+    /// [`Engine::run_until`] without cutting a window at `target`: runs whole windows
+    /// while the next one starts before `target`, so pausing here leaves the windows (and
+    /// their count) as an unpaused run has them; [`Engine::now`] is then the time reached.
+    pub fn run_past(&mut self, target: Picos) -> Result<Progress, EngineError> {
+        self.run_guarded(target, false)
+    }
+
+    fn run_guarded(&mut self, stop: Picos, cut: bool) -> Result<Progress, EngineError> {
         if self.failed {
             return Err(EngineError::Failed);
         }
-        match self.run_inner(stop) {
+        match self.run_inner(stop, cut) {
             Ok(p) => Ok(p),
             Err(e) => {
                 self.failed = true;
@@ -168,7 +179,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
         }
     }
 
-    fn run_inner(&mut self, stop: Picos) -> Result<Progress, EngineError> {
+    fn run_inner(&mut self, stop: Picos, cut: bool) -> Result<Progress, EngineError> {
         if !self.started {
             let mut local = None;
             for p in &self.parts {
@@ -189,7 +200,8 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                 return Ok(Progress::Paused { next_event: start });
             }
             // start < stop <= Picos::MAX, so end > start: every window makes progress.
-            let end = start.saturating_add(self.lookahead).min(stop);
+            let end = start.saturating_add(self.lookahead);
+            let end = if cut { end.min(stop) } else { end };
             self.window(start, end)?;
         }
     }

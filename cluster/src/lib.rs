@@ -137,8 +137,9 @@ pub use routing::Routing;
 #[cfg(feature = "mpi")]
 pub use system::run_rank_threads;
 pub use system::{
-    run_sequential, run_sequential_paused, run_sequential_paused_until, run_threads,
-    run_threads_placed, run_threads_until, run_threads_with, run_threads_with_until, UntilDone,
+    run_engine_stepped, run_sequential, run_sequential_paused, run_sequential_paused_until,
+    run_threads, run_threads_placed, run_threads_stepped, run_threads_until, run_threads_with,
+    run_threads_with_until, Pauses, Stepped, UntilDone,
 };
 pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};

@@ -81,6 +81,248 @@ pub fn run_threads_until<P: Partition + Send>(
     run_threads_with_until(lookahead, routing, partitions, &map, stop)
 }
 
+/// How [`run_threads_stepped`] pauses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pauses {
+    /// At multiples of the step, windows cut there ([`Engine::run_until`]): the state at a
+    /// pause is the same for any threads, placement and partitioning, so a decision made
+    /// there (a run limit) is too.
+    Exact,
+    /// At the end of the first window reaching each step ([`Engine::run_past`]): the
+    /// windows stay those of an unpaused run (for a progress display). A lookahead longer
+    /// than the step (one partition: no windows at all) is cut as in `Exact`.
+    WindowEnds,
+}
+
+/// What [`run_threads_stepped`] hands back: the partitions in global index order, the
+/// window counters, and `None` when the simulation finished, else the time it stopped at.
+pub type Stepped<P> = (Vec<P>, WindowStats, Option<Picos>);
+
+/// [`run_threads_until`] paused every `step` of simulated time (idle stretches skipped:
+/// the next pause is the first multiple of `step` after the next event) to call
+/// `on_pause` with every partition (in no particular order) and the time reached, while
+/// every worker waits; it returns whether to go on. Stopping there (or at `stop`) leaves
+/// the partitions as they stood. Pausing never changes results.
+#[allow(clippy::too_many_arguments)]
+pub fn run_threads_stepped<P: Partition + Send>(
+    partitions: Vec<P>,
+    ports: impl IntoIterator<Item = (PortId, usize)>,
+    links: impl IntoIterator<Item = Link>,
+    threads: usize,
+    placement: Placement,
+    (step, pauses): (Picos, Pauses),
+    stop: Picos,
+    on_pause: &mut dyn FnMut(&[&P], Picos) -> bool,
+) -> Result<Stepped<P>, EngineError> {
+    let routing = Routing::new(partitions.len(), ports)?;
+    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let map = WorkerMap::place(partitions.len(), threads, placement)?;
+    let step = step.max(1);
+    let cut = pauses == Pauses::Exact || lookahead > step;
+    if map.workers() == 1 {
+        if partitions.len() != map.partition_count() {
+            return Err(EngineError::PartitionCountMismatch {
+                given: partitions.len(),
+                hosted: map.partition_count(),
+            });
+        }
+        let mut engines = [Engine::sequential(lookahead, routing, partitions)?];
+        let at = step_loop(
+            &mut engines,
+            |e, t, x| step_all(e, None, t, x),
+            (step, cut),
+            stop,
+            &mut |e, at| on_pause(&all_parts(e), at),
+        )?;
+        let [engine] = engines;
+        let stats = *engine.stats();
+        return Ok((engine.into_partitions(), stats, at));
+    }
+    let per_worker = map.split(partitions)?;
+    let transports = ThreadTransport::for_workers(&map);
+    let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
+        return Err(EngineError::NoPartitions);
+    };
+    let mut engines = Vec::with_capacity(map.workers());
+    for (parts, transport) in per_worker.into_iter().zip(transports) {
+        engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
+    }
+    let at = step_loop(
+        &mut engines,
+        |e, t, x| step_all(e, Some(&abort), t, x),
+        (step, cut),
+        stop,
+        &mut |e, at| on_pause(&all_parts(e), at),
+    )?;
+    let stats = engines.first().map(|e| *e.stats()).unwrap_or_default();
+    let parts = engines.into_iter().map(Engine::into_partitions).collect();
+    Ok((map.join(parts)?, stats, at))
+}
+
+/// Every partition of `engines`, in no particular order.
+fn all_parts<P: Partition, T: Transport>(engines: &[Engine<P, T>]) -> Vec<&P> {
+    engines.iter().flat_map(|e| e.partitions()).collect()
+}
+
+/// [`run_threads_stepped`] of one engine (an MPI rank's: `on_pause` may make collectives,
+/// every rank pausing at the same times), cut at each step when `cut`.
+pub fn run_engine_stepped<P: Partition, T: Transport>(
+    engine: &mut Engine<P, T>,
+    (step, cut): (Picos, bool),
+    stop: Picos,
+    on_pause: &mut dyn FnMut(&Engine<P, T>, Picos) -> bool,
+) -> Result<Option<Picos>, EngineError> {
+    step_loop(
+        std::slice::from_mut(engine),
+        |e, t, exact| match e.first_mut() {
+            Some(e) if exact => e.run_until(t),
+            Some(e) => e.run_past(t),
+            None => Err(EngineError::NoPartitions),
+        },
+        (step.max(1), cut),
+        stop,
+        &mut |e, at| match e.first() {
+            Some(e) => on_pause(e, at),
+            None => true,
+        },
+    )
+}
+
+/// What [`step_loop`] calls at each pause with every engine, whether to go on.
+type OnPauseAll<'a, P, T> = &'a mut dyn FnMut(&[Engine<P, T>], Picos) -> bool;
+
+/// The pauses of [`run_threads_stepped`], `advance` running the engines to a time (cut
+/// there when asked): `Some(time)` when it stopped before finishing.
+fn step_loop<P: Partition, T: Transport>(
+    engines: &mut [Engine<P, T>],
+    mut advance: impl FnMut(&mut [Engine<P, T>], Picos, bool) -> Result<crate::Progress, EngineError>,
+    (step, cut): (Picos, bool),
+    stop: Picos,
+    on_pause: OnPauseAll<'_, P, T>,
+) -> Result<Option<Picos>, EngineError> {
+    let mut target = step.min(stop);
+    loop {
+        // The last stretch is always cut: nothing at or after `stop` is simulated.
+        let exact = cut || target >= stop;
+        match advance(engines, target, exact)? {
+            crate::Progress::Finished => return Ok(None),
+            crate::Progress::Paused { next_event } => {
+                if target >= stop {
+                    if stop == Picos::MAX {
+                        return Err(EngineError::TimeOverflow);
+                    }
+                    return Ok(Some(stop));
+                }
+                // Uncut, the windows may have gone past `target` (or stopped short of it
+                // with nothing pending before it): either way the state is that time's.
+                let at = match engines.first() {
+                    Some(e) if !exact => e.now().max(target),
+                    _ => target,
+                };
+                if !on_pause(engines, at) {
+                    return Ok(Some(at));
+                }
+                target = (next_event / step)
+                    .saturating_add(1)
+                    .saturating_mul(step)
+                    .min(stop);
+            }
+        }
+    }
+}
+
+/// Runs every engine to `target` (cut there when `exact`), the first on the calling
+/// thread and the others on threads of their own, as [`run_workers`] does; they all agree
+/// on how it ended.
+fn step_all<P: Partition + Send, T: Transport + Send>(
+    engines: &mut [Engine<P, T>],
+    abort: Option<&AbortHandle>,
+    target: Picos,
+    exact: bool,
+) -> Result<crate::Progress, EngineError> {
+    /// The engines outlive a panicking worker here (they are borrowed), so their
+    /// transport's own poisoning on drop does not happen: this stops the others instead.
+    struct AbortOnPanic<'a>(Option<&'a AbortHandle>);
+    impl Drop for AbortOnPanic<'_> {
+        fn drop(&mut self) {
+            if let (true, Some(a)) = (thread::panicking(), self.0) {
+                a.abort();
+            }
+        }
+    }
+    fn go<P: Partition, T: Transport>(
+        e: &mut Engine<P, T>,
+        (target, exact): (Picos, bool),
+        abort: Option<&AbortHandle>,
+    ) -> Result<crate::Progress, EngineError> {
+        let _guard = AbortOnPanic(abort);
+        if exact {
+            e.run_until(target)
+        } else {
+            e.run_past(target)
+        }
+    }
+    let Some((first, others)) = engines.split_first_mut() else {
+        return Err(EngineError::NoPartitions);
+    };
+    if others.is_empty() {
+        return go(first, (target, exact), abort);
+    }
+    let (results, panics) = thread::scope(|s| {
+        let mut handles = Vec::with_capacity(others.len());
+        let mut spawn_error = None;
+        for (i, e) in others.iter_mut().enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("tessera-worker-{}", i + 1))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || go(e, (target, exact), abort));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(err) => {
+                    if let Some(a) = abort {
+                        a.abort();
+                    }
+                    spawn_error = Some(err);
+                    break;
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(handles.len() + 1);
+        let mut panics = Vec::new();
+        if let Some(err) = spawn_error {
+            results.push(Err(EngineError::Transport {
+                source: format!("cannot start a worker thread: {err}").into(),
+            }));
+        } else {
+            results.push(go(first, (target, exact), abort));
+        }
+        for h in handles {
+            match h.join() {
+                Ok(r) => results.push(r),
+                Err(p) => panics.push(p),
+            }
+        }
+        (results, panics)
+    });
+    if let Some(p) = panics.into_iter().next() {
+        std::panic::resume_unwind(p);
+    }
+    let mut progress = None;
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(p) => {
+                progress.get_or_insert(p);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    match progress {
+        Some(p) if errors.is_empty() => Ok(p),
+        _ => Err(first_error(errors)),
+    }
+}
+
 /// Runs `partitions` (in global index order) to completion on the workers of `map`, with
 /// the lookahead and routing given; the calling thread is worker 0. One worker is the
 /// sequential transport. Construction errors (a zero lookahead, counts that disagree)
@@ -327,9 +569,10 @@ pub fn run_sequential_paused_until<P: Partition>(
 /// One rank's partitions (`hosted`, ascending, and `partitions` in that order) of a system
 /// of `total` partitions on `threads` worker threads in contiguous blocks, `rank` being the
 /// rank's MPI transport, used by the calling thread only. The partitions come back in no
-/// particular order (the stats sort units themselves); on failure, the error
-/// [`first_error`] picks, as on threads alone.
+/// particular order (the stats sort units themselves), stopped at `stop` as
+/// [`run_threads_until`]; on failure, the error [`first_error`] picks, as on threads alone.
 #[cfg(feature = "mpi")]
+#[allow(clippy::too_many_arguments)]
 pub fn run_rank_threads<P: Partition + Send>(
     lookahead: Picos,
     routing: Routing,
@@ -338,7 +581,8 @@ pub fn run_rank_threads<P: Partition + Send>(
     hosted: &[usize],
     threads: usize,
     rank: crate::mpi::MpiTransport,
-) -> Result<(Vec<P>, WindowStats), EngineError> {
+    stop: Picos,
+) -> Result<UntilDone<P>, EngineError> {
     use crate::mpi::{NotLeader, RankThreads};
     let t = threads.min(hosted.len());
     // Every partition of another rank belongs to worker 0, which talks to the other ranks.
@@ -375,21 +619,22 @@ pub fn run_rank_threads<P: Partition + Send>(
         let transport = RankThreads::new(tt, NotLeader, own(w + 1));
         others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
     }
-    let results = run_workers(leader, others, &abort, Picos::MAX);
+    let results = run_workers(leader, others, &abort, stop);
     let mut all = Vec::new();
     let mut stats = None;
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((p, w, _)) => {
-                stats.get_or_insert(w);
+            Ok((p, w, f)) => {
+                stats.get_or_insert((w, f));
                 all.extend(p);
             }
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        Ok((all, stats.unwrap_or_default()))
+        let (w, f) = stats.unwrap_or_default();
+        Ok((all, w, f))
     } else {
         Err(first_error(errors))
     }

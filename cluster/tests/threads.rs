@@ -8,8 +8,9 @@ mod common;
 
 use common::{ring, Host, Outcome};
 use tessera_cluster::{
-    run_sequential_paused_until, run_threads, run_threads_with, run_threads_with_until, BoxError,
-    EngineError, Message, Outbox, Partition, Picos, PortId, Routing, WorkerMap,
+    run_sequential_paused_until, run_threads, run_threads_stepped, run_threads_with,
+    run_threads_with_until, BoxError, EngineError, Message, Outbox, Partition, Pauses, Picos,
+    Placement, PortId, Routing, WorkerMap,
 };
 
 const L: Picos = 4000;
@@ -166,7 +167,7 @@ fn a_stop_time_gives_the_same_state_on_every_grouping_and_thread_count() {
         let mut pauses = 0;
         let (hosts, stats, finished) = run_sequential_paused_until(
             sys.hosts(g),
-            ports,
+            ports.clone(),
             sys.links(),
             777,
             &mut |_, at| {
@@ -178,6 +179,35 @@ fn a_stop_time_gives_the_same_state_on_every_grouping_and_thread_count() {
         .unwrap();
         assert!(!finished && pauses > 0);
         assert_same(&base, &common::outcome_of(hosts, stats, 0), "paused");
+        // Paused on threads, at exact steps and at window ends: the same state at `stop`.
+        for t in 1..=g.len().min(3) {
+            for how in [Pauses::Exact, Pauses::WindowEnds] {
+                let mut pauses = 0;
+                let (hosts, stats, cut) = run_threads_stepped(
+                    sys.hosts(g),
+                    ports.clone(),
+                    sys.links(),
+                    t,
+                    Placement::RoundRobin,
+                    (777, how),
+                    stop,
+                    &mut |parts, at| {
+                        assert_eq!(parts.len(), g.len());
+                        assert!(at < stop);
+                        if how == Pauses::Exact {
+                            assert_eq!(at % 777, 0);
+                        }
+                        pauses += 1;
+                        true
+                    },
+                )
+                .unwrap();
+                assert_eq!(cut, Some(stop));
+                assert!(pauses > 0);
+                let o = common::outcome_of(hosts, stats, 0);
+                assert_same(&base, &o, &format!("stepped {how:?} on {t} threads"));
+            }
+        }
     }
     // A stop past the last event: the whole run.
     let routing = sys.routing(&groupings[0]).unwrap();

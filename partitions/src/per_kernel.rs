@@ -127,6 +127,12 @@ impl PerKernel {
         self.settle(now);
         self.tally
     }
+
+    /// The split so far, `now` being the unit's counters: what [`PerKernel::finish`]
+    /// would give, the unit going on (what every unit's `per_kernel()` returns).
+    pub fn tally(&self, now: KernelMemStats) -> KernelTally {
+        self.clone().finish(now)
+    }
 }
 
 /// A context naming kernel `k` (only its kernel field matters here).

@@ -35,7 +35,8 @@ pub struct RunStats {
     pub stats_version: u32,
     /// The configuration's `name`.
     pub config: String,
-    /// Present only when the run was limited (`tessera run --max-cycles`, `--kernels`):
+    /// Present only when the run was limited (`tessera run --max-cycles`,
+    /// `--max-warp-insts`, `--kernels`):
     /// what was asked and whether the run is partial. Absent from an unlimited run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_limit: Option<RunLimit>,
@@ -57,13 +58,18 @@ pub struct RunStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RunLimit {
     /// `true` when the run was cut before every kernel launch it simulates completed
-    /// (by `max_cycles`): its totals count what happened before the cut, `kernels` holds
+    /// (by `max_cycles` or `max_warp_insts`): its totals count what happened before the cut, `kernels` holds
     /// the launches that completed by then only.
     pub partial: bool,
     /// `--max-cycles`: the run stops at this many core cycles of simulated time (every
     /// event before it simulated, none at or after it); `gpu_tot_sim_cycle` is then this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cycles: Option<u64>,
+    /// `--max-warp-insts`: the run stops at the first multiple of 1000 core cycles at
+    /// which at least this many warp instructions have issued (whole system), so
+    /// `totals.warp_insts` is at least this when `partial`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_warp_insts: Option<u64>,
     /// `--kernels`: the launches of the command list simulated, as a range of launch
     /// ranks (`2..5`; the others dropped, copies kept).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,13 +7,12 @@
 //! [`run_gpu`] and [`run_gpu_threads`] run a GPU to completion and collect its stats (the
 //! same bytes on any thread count or placement, [`run_gpu_placed`]); [`run_gpu_progress`]
 //! reports progress while it runs; [`run_gpu_limited`] stops at a simulated time
-//! ([`RunLimits`]: `--max-cycles`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
+//! ([`RunLimits`]: `--max-cycles`, `--max-warp-insts`, with partial stats that say so); `run_gpu_mpi` (feature `mpi`) runs one rank's share of
 //! it and gathers the stats parts ([`tessera_partitions::gpu::stats_part`]) to rank 0,
 //! which merges them into the bytes a sequential run writes.
 
 use tessera_cluster::{
-    run_sequential_paused_until, run_threads_until, EngineError, Link, Picos, Placement, PortId,
-    UntilDone, WindowStats,
+    run_threads_stepped, run_threads_until, EngineError, Pauses, Picos, Placement, WindowStats,
 };
 #[cfg(feature = "mpi")]
 use tessera_cluster::{Engine, Routing};
@@ -54,9 +53,9 @@ pub struct GpuProgress {
 /// Simulated time between two progress reports.
 const PROGRESS_STEP_PS: Picos = 10_000_000;
 
-/// [`run_gpu_threads`], calling `on_progress` every 10 simulated microseconds when given
-/// and the run is on one thread (the engine pauses at those times, which never changes
-/// results; on several threads no report is made).
+/// [`run_gpu_threads`], calling `on_progress` about every 10 simulated microseconds when
+/// given (the engine pauses at the first window end past each, every worker waiting,
+/// which never changes results).
 pub fn run_gpu_progress(
     cfg: &GpuConfig,
     trace: &TraceFile,
@@ -94,19 +93,28 @@ pub struct RunLimits {
     /// before `max_cycles x core period` is simulated, none at or after, on every
     /// partition, so the cut is the same for any threads, placement and partitioning.
     pub max_cycles: Option<u64>,
+    /// Stop at the first multiple of [`WARP_INSTS_STEP`] core cycles at which at least
+    /// this many warp instructions have issued, over the whole system: a time that does
+    /// not depend on threads, placement or partitioning (a count reached inside a window
+    /// would).
+    pub max_warp_insts: Option<u64>,
     /// The launch range simulated, as given (`2..5`), for the stats.
     pub kernels: Option<String>,
 }
 
+/// The core cycles between the checks of `max_warp_insts`.
+pub const WARP_INSTS_STEP: u64 = 1000;
+
 impl RunLimits {
     /// No limit at all: the stats then carry no `run_limit` object.
     pub fn is_none(&self) -> bool {
-        self.max_cycles.is_none() && self.kernels.is_none()
+        self.max_cycles.is_none() && self.max_warp_insts.is_none() && self.kernels.is_none()
     }
 }
 
-/// [`run_gpu_placed`] under `limits`: a run cut by `max_cycles` before it finished
-/// collects its counters as they stood at the cut (`gpu_tot_sim_cycle` is `max_cycles`,
+/// [`run_gpu_placed`] under `limits`: a run cut by `max_cycles` (or `max_warp_insts`)
+/// before it finished collects its counters as they stood at the cut (`gpu_tot_sim_cycle`
+/// is the cut's cycle,
 /// `kernels` lists the launches completed by then) and its stats' `run_limit` says it is
 /// partial; one that finished first is the unlimited run's, plus that object. Without
 /// limits, exactly [`run_gpu_placed`].
@@ -118,43 +126,79 @@ pub fn run_gpu_limited(
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
     limits: &RunLimits,
 ) -> Result<(RunStats, WindowStats), GpuError> {
-    let stop = match limits.max_cycles {
-        None => Picos::MAX,
-        Some(0) => {
-            return Err(GpuError::Unsupported(
-                "--max-cycles 0: the limit must be at least one cycle".into(),
-            ))
-        }
-        Some(n) => n.checked_mul(cfg.core_period_ps()).ok_or_else(|| {
-            GpuError::Unsupported(format!(
-                "--max-cycles {n}: beyond the simulated time a run can reach"
-            ))
-        })?,
-    };
+    let stop = stop_time(cfg, limits)?;
+    if limits.max_warp_insts == Some(0) {
+        return Err(GpuError::Unsupported(
+            "--max-warp-insts 0: the limit must be at least one instruction".into(),
+        ));
+    }
     let sys = build(cfg, trace)?;
-    let run = match on_progress {
-        Some(report) if threads <= 1 => {
-            run_reporting(sys.partitions, sys.ports, sys.links, report, stop)
-        }
-        _ => run_threads_until(
+    let run = if limits.max_warp_insts.is_some() || on_progress.is_some() {
+        // Paused (every worker waiting) to read the counters: at exact multiples of
+        // WARP_INSTS_STEP for the limit, at window ends for progress alone.
+        let pauses = match limits.max_warp_insts {
+            Some(_) => (
+                WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()),
+                Pauses::Exact,
+            ),
+            None => (PROGRESS_STEP_PS, Pauses::WindowEnds),
+        };
+        let mut report = on_progress;
+        let mut on_pause = |parts: &[&GpuPartition<'_>], at: Picos| {
+            let p = progress_of(parts, at);
+            if let Some(r) = report.as_mut() {
+                r(p);
+            }
+            !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
+        };
+        run_threads_stepped(
+            sys.partitions,
+            sys.ports,
+            sys.links,
+            threads,
+            placement,
+            pauses,
+            stop,
+            &mut on_pause,
+        )
+    } else {
+        run_threads_until(
             sys.partitions,
             sys.ports,
             sys.links,
             threads,
             placement,
             stop,
-        ),
+        )
+        .map(|(p, w, finished)| (p, w, (!finished).then_some(stop)))
     };
-    let (parts, w, finished) = run.map_err(gpu_error)?;
-    let mut stats = if finished {
-        let stats = collect_stats(cfg, parts);
-        check_retired(trace, &stats)?;
-        stats
-    } else {
-        collect_stats_at(cfg, parts, stop)
+    let (parts, w, cut) = run.map_err(gpu_error)?;
+    let finished = cut.is_none();
+    let mut stats = match cut {
+        None => {
+            let stats = collect_stats(cfg, parts);
+            check_retired(trace, &stats)?;
+            stats
+        }
+        Some(at) => collect_stats_at(cfg, parts, at),
     };
     mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
+}
+
+/// The simulated time `limits.max_cycles` stops at (`Picos::MAX`: none).
+fn stop_time(cfg: &GpuConfig, limits: &RunLimits) -> Result<Picos, GpuError> {
+    match limits.max_cycles {
+        None => Ok(Picos::MAX),
+        Some(0) => Err(GpuError::Unsupported(
+            "--max-cycles 0: the limit must be at least one cycle".into(),
+        )),
+        Some(n) => n.checked_mul(cfg.core_period_ps()).ok_or_else(|| {
+            GpuError::Unsupported(format!(
+                "--max-cycles {n}: beyond the simulated time a run can reach"
+            ))
+        }),
+    }
 }
 
 /// Records `limits` in the stats' `run_limit` (nothing without limits): `finished` says
@@ -166,6 +210,7 @@ pub fn mark_limits(stats: &mut RunStats, trace: &TraceFile, limits: &RunLimits, 
     stats.run_limit = Some(RunLimit {
         partial: !finished,
         max_cycles: limits.max_cycles,
+        max_warp_insts: limits.max_warp_insts,
         kernels: limits.kernels.clone(),
         kernel_launches: trace.launch_count() as u64,
         kernels_completed: stats.kernels.len() as u64,
@@ -268,40 +313,25 @@ fn gpu_error(e: EngineError) -> GpuError {
     }
 }
 
-/// The sequential run of a GPU, paused every [`PROGRESS_STEP_PS`] to report progress.
-fn run_reporting<'t>(
-    partitions: Vec<GpuPartition<'t>>,
-    ports: Vec<(PortId, usize)>,
-    links: Vec<Link>,
-    report: &mut dyn FnMut(GpuProgress),
-    stop: Picos,
-) -> Result<UntilDone<GpuPartition<'t>>, EngineError> {
-    let mut on_pause = |parts: &[GpuPartition<'t>], at: Picos| {
-        let mut p = GpuProgress {
-            sim_ps: at,
-            warp_insts: 0,
-            ctas_done: 0,
-            kernels_done: 0,
-            kernels: 0,
-        };
-        for part in parts {
-            let (w, c, k) = part.progress();
-            p.warp_insts += w;
-            p.ctas_done += c;
-            if let Some((d, n)) = k {
-                (p.kernels_done, p.kernels) = (d, n);
-            }
-        }
-        report(p);
+/// The progress of the whole system, read from every partition while the engine pauses
+/// at `at`.
+fn progress_of(parts: &[&GpuPartition<'_>], at: Picos) -> GpuProgress {
+    let mut p = GpuProgress {
+        sim_ps: at,
+        warp_insts: 0,
+        ctas_done: 0,
+        kernels_done: 0,
+        kernels: 0,
     };
-    run_sequential_paused_until(
-        partitions,
-        ports,
-        links,
-        PROGRESS_STEP_PS,
-        &mut on_pause,
-        stop,
-    )
+    for part in parts {
+        let (w, c, k) = part.progress();
+        p.warp_insts += w;
+        p.ctas_done += c;
+        if let Some((d, n)) = k {
+            (p.kernels_done, p.kernels) = (d, n);
+        }
+    }
+    p
 }
 
 /// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
@@ -320,6 +350,13 @@ pub type MpiRun = Option<(RunStats, WindowStats)>;
 /// MPI, is the rank's worker 0 and the only one calling MPI): ranks × threads, with the
 /// same bytes again.
 ///
+/// `limits` as [`run_gpu_limited`]: every rank's engine runs to the `max_cycles` stop
+/// (windows cut there, so the state is the same for any ranks), and the parts are then
+/// counted at the cut. With one thread per rank the engines pause about every 10
+/// simulated microseconds at a window end (every multiple of [`WARP_INSTS_STEP`] cycles,
+/// cut there, under `max_warp_insts`) and the ranks sum their counters (`MPI_Allreduce`)
+/// for `on_progress` (rank 0's) and the limit; with several, `max_warp_insts` is refused.
+///
 /// An error comes back on the rank that met it only: the others are still waiting in a
 /// collective, so the caller must report it and end the job ([`tessera_cluster::mpi::abort_job`]).
 #[cfg(feature = "mpi")]
@@ -327,14 +364,21 @@ pub fn run_gpu_mpi(
     cfg: &GpuConfig,
     trace: &TraceFile,
     world: &mpi::topology::SimpleCommunicator,
-    exchange: tessera_cluster::mpi::Exchange,
-    placement: Placement,
-    threads: usize,
+    (exchange, placement, threads): (tessera_cluster::mpi::Exchange, Placement, usize),
+    limits: &RunLimits,
+    mut on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<MpiRun, GpuError> {
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
     use mpi::topology::Communicator;
     use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part};
 
+    if let (Some(n), true) = (limits.max_warp_insts, threads > 1) {
+        return Err(GpuError::Unsupported(format!(
+            "--max-warp-insts {n}: not supported under MPI with --threads above 1 (the \
+             ranks' worker threads cannot pause together); run one thread per rank"
+        )));
+    }
+    let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
     let owners = tessera_cluster::mpi::rank_owners(parts, world.size() as usize, placement)
@@ -354,11 +398,52 @@ pub fn run_gpu_mpi(
         &sys.links,
     )
     .map_err(gpu_error)?;
-    let (partitions, windows) = if threads <= 1 || hosted.len() <= 1 {
+    // Every rank takes the same branch (they all pause together, or none does).
+    let (partitions, windows, cut) = if threads <= 1 {
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
-        let windows = engine.run().map_err(gpu_error)?;
-        (engine.into_partitions(), windows)
+        let pauses = match limits.max_warp_insts {
+            Some(_) => (WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()), true),
+            None => (PROGRESS_STEP_PS, lookahead > PROGRESS_STEP_PS),
+        };
+        let mut on_pause = |engine: &Engine<GpuPartition<'_>, _>, at: Picos| -> bool {
+            let parts: Vec<&GpuPartition<'_>> = engine.partitions().iter().collect();
+            let p = progress_of(&parts, at);
+            let mine = [
+                p.warp_insts,
+                p.ctas_done,
+                p.kernels_done as u64,
+                p.kernels as u64,
+            ];
+            // The host's rank alone counts kernels: the sums are the whole GPU's.
+            let mut all = [0u64; 4];
+            world.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
+            let p = GpuProgress {
+                sim_ps: at,
+                warp_insts: all[0],
+                ctas_done: all[1],
+                kernels_done: all[2] as usize,
+                kernels: all[3] as usize,
+            };
+            if let Some(r) = on_progress.as_mut() {
+                r(p);
+            }
+            !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
+        };
+        let cut = tessera_cluster::run_engine_stepped(&mut engine, pauses, stop, &mut on_pause)
+            .map_err(gpu_error)?;
+        let windows = *engine.stats();
+        (engine.into_partitions(), windows, cut)
+    } else if hosted.len() <= 1 {
+        let mut engine =
+            Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
+        let finished = engine.run_to(stop).map_err(gpu_error)?;
+        let windows = *engine.stats();
+        (
+            engine.into_partitions(),
+            windows,
+            (!finished).then_some(stop),
+        )
     } else {
         tessera_cluster::run_rank_threads(
             lookahead,
@@ -368,12 +453,22 @@ pub fn run_gpu_mpi(
             &hosted,
             threads,
             transport,
+            stop,
         )
+        .map(|(p, w, finished)| (p, w, (!finished).then_some(stop)))
         .map_err(gpu_error)?
     };
-    let local_end = run_end_ps(&partitions);
-    let mut end = 0u64;
-    world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+    let finished = cut.is_none();
+    // Every rank's engine agrees on `finished` (the reduced next event), so all or none
+    // make this collective.
+    let end = if finished {
+        let local_end = run_end_ps(&partitions);
+        let mut end = 0u64;
+        world.all_reduce_into(&local_end, &mut end, SystemOperation::max());
+        end
+    } else {
+        cut.unwrap_or(stop)
+    };
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
         .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
@@ -405,7 +500,10 @@ pub fn run_gpu_mpi(
             .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
         parts_in.push(p);
     }
-    let stats = merge_stats(cfg, parts_in);
-    check_retired(trace, &stats)?;
+    let mut stats = merge_stats(cfg, parts_in);
+    if finished {
+        check_retired(trace, &stats)?;
+    }
+    mark_limits(&mut stats, trace, limits, finished);
     Ok(Some((stats, windows)))
 }

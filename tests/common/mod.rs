@@ -289,16 +289,36 @@ pub fn run_stats(cfg: &str, args: &[&str]) -> (String, String) {
 
 /// As [`run_stats`], the whole stats file (`run` included).
 pub fn run_stats_full(cfg: &str, args: &[&str]) -> (String, String) {
+    let (text, o) = run_with_stats(cfg, args);
+    (text, stdout(&o))
+}
+
+/// As [`run_stats_full`], with the whole output of the process (its stderr: progress).
+pub fn run_with_stats(cfg: &str, args: &[&str]) -> (String, Output) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("stats.json");
-    let cfg = config(cfg);
-    let mut a: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), "--config".as_ref(), cfg.as_os_str()];
-    a.extend(args.iter().map(std::ffi::OsStr::new));
-    a.push("--stats-out".as_ref());
-    a.push(out.as_os_str());
+    let mut a = run_args(cfg, args);
+    a.push("--stats-out".into());
+    a.push(out.display().to_string());
     let o = tessera_ok(&a);
     assert!(!partial(&out).exists(), "the .partial file was left behind");
-    (std::fs::read_to_string(&out).unwrap(), stdout(&o))
+    (std::fs::read_to_string(&out).unwrap(), o)
+}
+
+/// [`run_stats`] parsed: the stats without `run`, as JSON.
+pub fn run_json(cfg: &str, args: &[&str]) -> serde_json::Value {
+    json(&run_stats(cfg, args).0)
+}
+
+/// The arguments of `tessera run --config configs/<cfg> <args...>`.
+pub fn run_args(cfg: &str, args: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "run".to_string(),
+        "--config".to_string(),
+        config(cfg).display().to_string(),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    a
 }
 
 /// Parses stats (or any JSON) text.

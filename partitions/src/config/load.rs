@@ -234,25 +234,10 @@ fn find_key(
 /// The closest known name, if it is close enough to be a likely typo.
 fn suggest(name: &str, keys: &[KeyInfo]) -> Option<&'static str> {
     keys.iter()
-        .map(|k| (edit_distance(name, k.name), k.name))
+        .map(|k| (strsim::levenshtein(name, k.name), k.name))
         .filter(|&(d, known)| d <= 2.max(known.len() / 3))
         .min_by_key(|&(d, _)| d)
         .map(|(_, known)| known)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn describe(v: &Value) -> String {
@@ -356,7 +341,7 @@ fn check_leaf(info: &KeyInfo, v: &mut Value, path: &str, origin: &str) -> Result
             if !names.contains(&s.as_str()) {
                 let hint = names
                     .iter()
-                    .map(|n| (edit_distance(s, n), *n))
+                    .map(|n| (strsim::levenshtein(s, n), *n))
                     .filter(|&(d, n)| d <= 2.max(n.len() / 3))
                     .min_by_key(|&(d, _)| d)
                     .map(|(_, n)| format!("; did you mean {n}?"))

@@ -318,3 +318,23 @@ impl CommandProcessor {
         self.global.map(|g| g.kernels).unwrap_or_default()
     }
 }
+
+/// `state` (what a message needs the CP to be in), or a protocol error saying what arrived
+/// out of turn: the launch path never sends it then, so it is a model bug, not bad input.
+pub(super) fn expect_state<T>(
+    state: Option<T>,
+    what: impl FnOnce() -> String,
+) -> Result<T, GpuError> {
+    state.ok_or_else(|| GpuError::Protocol(what()))
+}
+
+/// [`expect_state`] of chiplet `chiplet`'s global CP, which `what` needs.
+pub(super) fn global_cp<'a>(
+    global: Option<&'a mut GlobalCp>,
+    chiplet: u32,
+    what: std::fmt::Arguments<'_>,
+) -> Result<&'a mut GlobalCp, GpuError> {
+    expect_state(global, || {
+        format!("chiplet {chiplet}'s CP, which has no global CP, got {what}")
+    })
+}

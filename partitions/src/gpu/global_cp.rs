@@ -16,7 +16,7 @@ use crate::stats::KernelStats;
 use crate::Picos;
 use tessera_traces::KernelMeta;
 
-use super::cp::CommandProcessor;
+use super::cp::{expect_state, global_cp, CommandProcessor};
 use super::{cycle_at, GpuError};
 
 /// A kernel submitted by the host, not yet started.
@@ -105,12 +105,11 @@ impl CommandProcessor {
     /// This GPU's global CP receives a launch from the host at `at` (a [`Control::Launch`]).
     pub fn on_launch(&mut self, at: Picos, kernel: u32, launch: u32) -> Result<(), GpuError> {
         let h = self.host_to_gcp_ps;
-        let Some(g) = self.global.as_mut() else {
-            return Err(GpuError::Protocol(format!(
-                "chiplet {}'s CP, which has no global CP, got a launch of kernel {kernel}",
-                self.chiplet
-            )));
-        };
+        let g = global_cp(
+            self.global.as_mut(),
+            self.chiplet,
+            format_args!("a launch of kernel {kernel}"),
+        )?;
         g.queue.push_back(Queued {
             kernel,
             launch,
@@ -201,17 +200,14 @@ impl CommandProcessor {
         let chiplets = self.ids.gpu_chiplets;
         let period = self.period;
         let (flush_l2, gcp_to_lcp) = (self.flush_l2, self.gcp_to_lcp_ps);
-        let Some(g) = self.global.as_mut() else {
-            return Err(GpuError::Protocol(format!(
-                "chiplet {}'s CP, which has no global CP, got a slice report",
-                self.chiplet
-            )));
-        };
-        let Some(r) = g.running.as_mut().filter(|r| r.kernel == kernel) else {
-            return Err(GpuError::Protocol(format!(
-                "a slice report of kernel {kernel}, which is not running"
-            )));
-        };
+        let g = global_cp(
+            self.global.as_mut(),
+            self.chiplet,
+            format_args!("a slice report"),
+        )?;
+        let r = expect_state(g.running.as_mut().filter(|r| r.kernel == kernel), || {
+            format!("a slice report of kernel {kernel}, which is not running")
+        })?;
         r.reported += 1;
         r.last_report_ps = r.last_report_ps.max(at);
         if r.reported == chiplets {
@@ -240,21 +236,18 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         let chiplets = self.ids.gpu_chiplets;
         let period = self.period;
-        let Some(g) = self.global.as_mut() else {
-            return Err(GpuError::Protocol(format!(
-                "chiplet {}'s CP, which has no global CP, got a flush acknowledgement",
-                self.chiplet
-            )));
-        };
-        let Some(r) = g
+        let g = global_cp(
+            self.global.as_mut(),
+            self.chiplet,
+            format_args!("a flush acknowledgement"),
+        )?;
+        let flushing = g
             .running
             .as_mut()
-            .filter(|r| r.kernel == kernel && r.reported == chiplets)
-        else {
-            return Err(GpuError::Protocol(format!(
-                "a flush acknowledgement of kernel {kernel}, which is not being flushed"
-            )));
-        };
+            .filter(|r| r.kernel == kernel && r.reported == chiplets);
+        let r = expect_state(flushing, || {
+            format!("a flush acknowledgement of kernel {kernel}, which is not being flushed")
+        })?;
         r.flushed += 1;
         r.last_report_ps = r.last_report_ps.max(at);
         if r.flushed == chiplets {

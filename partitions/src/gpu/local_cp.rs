@@ -13,7 +13,7 @@ use crate::packet::Net;
 use crate::Picos;
 use tessera_traces::KernelMeta;
 
-use super::cp::CommandProcessor;
+use super::cp::{expect_state, CommandProcessor};
 use super::GpuError;
 
 /// A local CP's flush in progress: acknowledgements from its channels so far, and when the
@@ -55,10 +55,8 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let meta = kernels.get(kernel as usize).ok_or_else(|| {
-            GpuError::Protocol(format!(
-                "a slice of kernel {kernel}, which the trace does not have"
-            ))
+        let meta = expect_state(kernels.get(kernel as usize), || {
+            format!("a slice of kernel {kernel}, which the trace does not have")
         })?;
         if self.slice.is_some() {
             return Err(GpuError::Protocol(format!(
@@ -120,13 +118,13 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         let unit = self.unit();
-        let Some(r) = self.slice.as_mut().filter(|r| r.kernel == kernel) else {
-            return Err(GpuError::Protocol(format!(
-                "SM {sm} reported a CTA of kernel {kernel}, which chiplet {}'s local CP is not \
-                 running",
-                self.chiplet
-            )));
-        };
+        let chiplet = self.chiplet;
+        let r = expect_state(self.slice.as_mut().filter(|r| r.kernel == kernel), || {
+            format!(
+                "SM {sm} reported a CTA of kernel {kernel}, which chiplet {chiplet}'s local CP \
+                 is not running"
+            )
+        })?;
         r.done += 1;
         if r.next < r.count {
             let pkt = Control::Dispatch {
@@ -214,13 +212,16 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         let channels = self.ids.channels;
-        let Some(f) = self.flushing.as_mut().filter(|f| f.kernel == kernel) else {
-            return Err(GpuError::Protocol(format!(
-                "chiplet {}'s local CP got a flush acknowledgement of kernel {kernel}, which it \
-                 is not flushing",
-                self.chiplet
-            )));
-        };
+        let chiplet = self.chiplet;
+        let f = expect_state(
+            self.flushing.as_mut().filter(|f| f.kernel == kernel),
+            || {
+                format!(
+                    "chiplet {chiplet}'s local CP got a flush acknowledgement of kernel {kernel}, \
+                 which it is not flushing"
+                )
+            },
+        )?;
         f.acks += 1;
         f.last_ps = f.last_ps.max(at);
         if f.acks < channels {

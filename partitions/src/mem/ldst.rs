@@ -208,7 +208,7 @@ impl LdStUnit {
 
     /// Its counters per kernel at the end of the run.
     pub fn per_kernel(&self) -> KernelTally {
-        self.per_kernel.clone().finish(self.kernel_view())
+        self.per_kernel.tally(self.kernel_view())
     }
 
     /// Its unit id.
