@@ -206,6 +206,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         a.mpi_exchange,
         a.placement,
         a.threads as usize,
+        a.sample_every,
     );
     beat.finish();
     let mut status: i32 = match run {

@@ -103,6 +103,14 @@ impl ChipletLink {
         self.free_at() + self.spec.latency_ps
     }
 
+    /// [`ChipletLink::send_whole`], also returning when the sender was transmitting the
+    /// packet, `[start, end)` rounded up to a picosecond (for observers).
+    pub fn send_whole_span(&mut self, now: Picos, bytes: u64) -> (Picos, Picos, Picos) {
+        let start_u = self.free_at.max(now as u128 * self.den);
+        let at = self.send_whole(now, bytes);
+        (at, start_u.div_ceil(self.den) as Picos, self.free_at())
+    }
+
     /// Picoseconds the sender has spent transmitting (wire bytes at the link's bandwidth,
     /// rounded up).
     pub fn busy_ps(&self) -> Picos {
