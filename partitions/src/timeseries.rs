@@ -548,3 +548,140 @@ pub(crate) fn assemble(
         links: link_series,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids_of(config: &str) -> UnitIds {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../configs")
+            .join(config);
+        let cfg = crate::config::GpuConfig::load(p, &[]).expect("the config loads");
+        UnitIds::new(&cfg)
+    }
+
+    fn ids() -> UnitIds {
+        ids_of("default.yaml")
+    }
+
+    /// The resident-warp means equal a cycle-by-cycle count, whatever the order in which
+    /// the sampler sees the events, with a last interval cut short.
+    #[test]
+    fn active_warps_are_the_mean_resident_warps_in_any_event_order() {
+        let ids = ids();
+        let sm = ids.sm(0);
+        let every = 100;
+        let interval = Interval::new(every, 1_000).unwrap();
+        // (arrival, completion, warps)
+        let ctas = [
+            (0, 50, 4),
+            (30, 260, 8),
+            (99, 100, 2),
+            (150, 420, 6),
+            (300, 301, 1),
+        ];
+        let end_cycle = 437;
+        let mut events = Vec::new();
+        for (i, &(a, d, w)) in ctas.iter().enumerate() {
+            for (cycle, done) in [(a, false), (d, true)] {
+                events.push(CtaEvent {
+                    cycle,
+                    cta: i as u32,
+                    tag: i as u64,
+                    done,
+                    warps: w,
+                });
+            }
+        }
+        let mut want = vec![0u64; 5];
+        for c in 0..end_cycle {
+            let resident: u64 = ctas
+                .iter()
+                .filter(|&&(a, d, _)| a <= c && c < d)
+                .map(|&(_, _, w)| w as u64)
+                .sum();
+            want[(c / every) as usize] += resident;
+        }
+        let lens = [100.0, 100.0, 100.0, 100.0, 37.0];
+        let want: Vec<f64> = want.iter().zip(lens).map(|(&w, l)| w as f64 / l).collect();
+        for order in 0..3 {
+            let s = Sampler::new(interval, ids, 32);
+            let mut evs = events.clone();
+            match order {
+                0 => {}
+                1 => evs.reverse(),
+                _ => evs.sort_by_key(|e| (e.warps, e.done)),
+            }
+            for e in &evs {
+                s.cta(sm, e);
+            }
+            let ts = assemble(&ids, s.take(), end_cycle * 1_000, &[]).unwrap();
+            let c = &ts.chiplets[0];
+            assert_eq!(c.active_warps, want, "order {order}");
+            assert_eq!(c.ctas_launched, vec![3, 1, 0, 1, 0]);
+            assert_eq!(c.ctas_retired, vec![1, 1, 1, 1, 1]);
+            assert_eq!(ts.end_ps, vec![100_000, 200_000, 300_000, 400_000, 437_000]);
+        }
+    }
+
+    /// A transmission spanning intervals is split at their boundaries; its bytes count
+    /// when the packet was offered; an event past the run's end counts in the last
+    /// interval.
+    #[test]
+    fn link_busy_time_is_split_at_interval_boundaries() {
+        let ids = ids_of("a100-4chiplet.yaml");
+        let interval = Interval::new(10, 100).unwrap();
+        let s = Sampler::new(interval, ids, 32);
+        let unit = ids.link(0);
+        let pkt = |sent_at, tx_start, tx_end, bytes| LinkPacket {
+            sent_at,
+            arrive_at: tx_end + 50,
+            bytes,
+            next_unit: unit,
+            link: 1,
+            tx_start,
+            tx_end,
+        };
+        s.link_packet(unit, &pkt(900, 950, 2_300, 64));
+        s.link_packet(unit, &pkt(2_100, 2_300, 2_400, 16));
+        s.link_packet(unit, &pkt(9_000, 9_000, 9_100, 8));
+        let entry = |from: &str| LinkEntry {
+            from: from.into(),
+            to: "x".into(),
+            packets: 0,
+            bytes: 0,
+            wire_bytes: 0,
+            busy_ps: 0,
+            queued_ps: 0,
+            max_queued_ps: 0,
+        };
+        let links = vec![(unit, vec![entry("a"), entry("b")])];
+        let ts = assemble(&ids, s.take(), 2_500, &links).unwrap();
+        assert_eq!(ts.end_ps, vec![1_000, 2_000, 2_500]);
+        assert_eq!(ts.links[0].bytes, vec![0, 0, 0]);
+        let b = &ts.links[1];
+        assert_eq!(b.from, "b");
+        assert_eq!(b.bytes, vec![64, 0, 24]);
+        assert_eq!(b.busy_ps, vec![50, 1_000, 500]);
+        assert_eq!(b.utilization, vec![0.05, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn an_interval_of_zero_cycles_or_too_many_intervals_is_refused() {
+        assert!(Interval::new(0, 1_000)
+            .unwrap_err()
+            .contains("--sample-every 0"));
+        assert!(Interval::new(u64::MAX, 1_000).is_err());
+        let i = Interval::new(10, 1_000).unwrap();
+        assert_eq!(i.count(0), 1);
+        assert_eq!(i.count(10_000), 1);
+        assert_eq!(i.count(10_001), 2);
+        assert!(i.check_count(MAX_SAMPLES).is_ok());
+        let e = i.check_count(MAX_SAMPLES + 1).unwrap_err();
+        assert!(
+            e.contains("--sample-every 10") && e.contains("1000000"),
+            "{e}"
+        );
+    }
+}
