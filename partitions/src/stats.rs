@@ -14,6 +14,7 @@
 use crate::mem::{ChannelStats, LdStStats, MemStats};
 use crate::per_kernel::{KernelMemStats, KernelTally};
 use crate::sm::SmStats;
+use crate::timeseries::TimeSeries;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use tessera_traces::OpClass;
@@ -54,7 +55,7 @@ pub struct RunStats {
     /// Present only with `tessera run --sample-every CYCLES`: the run's counters per
     /// interval of that many core cycles, by chiplet, SM and link.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeseries: Option<crate::timeseries::TimeSeries>,
+    pub timeseries: Option<TimeSeries>,
 }
 
 /// The limits a run was given and what they cut (the stats' `run_limit` object).

@@ -270,7 +270,13 @@ impl Observer for Sampler {
     }
 }
 
-/// The `timeseries` object of the stats JSON (present only with `--sample-every`).
+/// The run's counters per interval (`tessera run --sample-every CYCLES`; absent without
+/// it). Each event a unit counts lands in the interval of its own simulated time (an
+/// instruction's issue cycle, an access's arrival at the cache, a packet's offer to the
+/// link), so the series are the same for any threads, ranks and partitioning, and each
+/// counter's series sums to the counter. A run may make at most 1,000,000 intervals; the
+/// simulator holds about 8 words per SM, 3 per DRAM channel and 2 per link direction per
+/// interval.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TimeSeries {
     /// The interval in core cycles (`--sample-every`).
@@ -306,14 +312,14 @@ pub struct ChipletSeries {
     pub active_warps: Vec<f64>,
     /// L1D sector accesses at its SMs in the interval (sums to `memory.l1d_accesses`).
     pub l1d_accesses: Vec<u64>,
-    /// L1D sector hits in the interval.
+    /// L1D sector hits in the interval (sums to `memory.l1d_hits`).
     pub l1d_hits: Vec<u64>,
     /// `l1d_hits / l1d_accesses`; null when there was no access.
     pub l1d_hit_rate: Vec<Option<f64>>,
     /// Sector accesses at its L2 slices in the interval, by arrival at the slice (sums to
     /// `memory.l2_accesses`).
     pub l2_accesses: Vec<u64>,
-    /// L2 sector hits in the interval.
+    /// L2 sector hits in the interval (sums to `memory.l2_hits`).
     pub l2_hits: Vec<u64>,
     /// `l2_hits / l2_accesses`; null when there was no access.
     pub l2_hit_rate: Vec<Option<f64>>,
@@ -325,7 +331,8 @@ pub struct ChipletSeries {
     /// CTAs that arrived on its SMs in the interval (dispatched by its local CP; sums to
     /// the chiplet's `ctas`).
     pub ctas_launched: Vec<u64>,
-    /// CTAs that completed on its SMs in the interval (results all written).
+    /// CTAs that completed on its SMs in the interval (results all written; sums to the
+    /// chiplet's `ctas` when the run completes).
     pub ctas_retired: Vec<u64>,
     /// One entry per SM of the chiplet, in SM order.
     pub sms: Vec<SmSeries>,
@@ -354,7 +361,8 @@ pub struct LinkSeries {
     /// rounded to whole picoseconds, so the sum can differ from the entry's `busy_ps` by
     /// less than a picosecond per packet).
     pub busy_ps: Vec<u64>,
-    /// `busy_ps` over the interval's length (at most 1).
+    /// `busy_ps` over the interval's length (at most 1, but for the last interval, which
+    /// also holds any transmission after the run's end).
     pub utilization: Vec<f64>,
 }
 
