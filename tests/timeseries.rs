@@ -131,6 +131,9 @@ fn check(s: &Value, every: u64) {
         }
         assert_eq!(sum(t, "warp_insts"), u(c, "/warp_insts"));
         assert_eq!(sum(t, "ctas_launched"), u(c, "/ctas"));
+        if s.get("run_limit").is_none() {
+            assert_eq!(sum(t, "ctas_retired"), u(c, "/ctas"));
+        }
         for key in [
             "l1d_accesses",
             "l1d_hits",
