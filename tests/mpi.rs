@@ -161,7 +161,10 @@ fn ranks_never_change_the_time_series() {
     assert!(!s["timeseries"]["links"].as_array().unwrap().is_empty());
     for np in [2, 3] {
         let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &extra);
-        assert!(got == seq, "--sample-every: -np {np} differs from --threads 1");
+        assert!(
+            got == seq,
+            "--sample-every: -np {np} differs from --threads 1"
+        );
     }
     let got = mpi_stats(
         2,

@@ -15,9 +15,10 @@
 //! kernel completed) counts in the last interval.
 //!
 //! Memory: per interval, 8 words per SM, 3 per DRAM channel unit and 2 per link direction,
-//! held for the intervals the run reaches; at most [`MAX_SAMPLES`] intervals (more is an
-//! error).
+//! held for the intervals the run reaches; at most [`MAX_SAMPLES`] intervals: an event past
+//! them stops the run with an error at the end of its window.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -100,10 +101,10 @@ impl UnitSeries {
         }
     }
 
-    /// Interval `k`'s row, grown to it.
+    /// Interval `k`'s row (`k < MAX_SAMPLES`), grown to it.
     #[inline]
     fn row(&mut self, k: u64) -> &mut [u64] {
-        let k = k.min(MAX_SAMPLES - 1) as usize;
+        let k = k as usize;
         let end = (k + 1) * self.width;
         if self.data.len() < end {
             self.data.resize(end, 0);
@@ -143,6 +144,9 @@ pub struct Sampler {
     /// Bytes per L2 sector (a DRAM access counts sectors).
     sector_bytes: u64,
     units: Mutex<Vec<Option<UnitSeries>>>,
+    /// An event fell past [`MAX_SAMPLES`] intervals: the run stops with an error (checked
+    /// once per window), before the series grow further.
+    overflow: AtomicBool,
 }
 
 impl Sampler {
@@ -153,7 +157,30 @@ impl Sampler {
             ids,
             sector_bytes,
             units: Mutex::new(vec![None; ids.count() as usize]),
+            overflow: AtomicBool::new(false),
         })
+    }
+
+    /// The error of a run that went past [`MAX_SAMPLES`] intervals, if it did.
+    pub fn overflowed(&self) -> Option<String> {
+        self.overflow.load(Ordering::Relaxed).then(|| {
+            format!(
+                "--sample-every {}: the run makes more than {MAX_SAMPLES} intervals; give a \
+                 larger interval",
+                self.interval.cycles
+            )
+        })
+    }
+
+    /// Interval `k` when it can be kept; otherwise notes the overflow.
+    #[inline]
+    fn keep(&self, k: u64) -> Option<u64> {
+        if k < MAX_SAMPLES {
+            Some(k)
+        } else {
+            self.overflow.store(true, Ordering::Relaxed);
+            None
+        }
     }
 
     /// Calls `f` with unit `unit`'s series (made on its first event).
@@ -198,7 +225,9 @@ impl Sampler {
 
 impl Observer for Sampler {
     fn issue(&self, unit: u32, e: &IssueEvent) {
-        let k = e.cycle / self.interval.cycles;
+        let Some(k) = self.keep(e.cycle / self.interval.cycles) else {
+            return;
+        };
         self.with(unit, |s| {
             let r = s.row(k);
             r[0] += 1;
@@ -213,7 +242,9 @@ impl Observer for Sampler {
     /// adds the levels, so the order in which events are seen does not matter.
     fn cta(&self, unit: u32, e: &CtaEvent) {
         let l = self.interval.cycles;
-        let k = e.cycle / l;
+        let Some(k) = self.keep(e.cycle / l) else {
+            return;
+        };
         let w = e.warps as u64;
         let part = w.wrapping_mul((k + 1) * l - e.cycle);
         self.with(unit, |s| {
@@ -231,7 +262,9 @@ impl Observer for Sampler {
     }
 
     fn mem_access(&self, unit: u32, e: &MemAccess) {
-        let k = e.at / self.interval_ps;
+        let Some(k) = self.keep(e.at / self.interval_ps) else {
+            return;
+        };
         let (a, b, hits) = match e.level {
             MemLevel::L1d => (4, 5, e.hits as u64),
             MemLevel::L2 => (0, 1, e.hits as u64),
@@ -254,11 +287,18 @@ impl Observer for Sampler {
     fn link_packet(&self, unit: u32, e: &LinkPacket) {
         let i = self.interval_ps;
         let f = e.link as usize * LINK_FIELDS;
+        let Some(sent) = self.keep(e.sent_at / i) else {
+            return;
+        };
+        let last = e.tx_end.saturating_sub(1) / i;
+        if e.tx_end > e.tx_start && self.keep(last).is_none() {
+            return;
+        }
         self.with(unit, |s| {
             if f + 1 >= s.width {
                 return;
             }
-            s.row(e.sent_at / i)[f] += e.bytes;
+            s.row(sent)[f] += e.bytes;
             let mut t = e.tx_start;
             while t < e.tx_end {
                 let k = t / i;
@@ -687,6 +727,25 @@ mod tests {
         assert_eq!(i.count(10_001), 2);
         assert!(i.check_count(MAX_SAMPLES).is_ok());
         let e = i.check_count(MAX_SAMPLES + 1).unwrap_err();
+        assert!(
+            e.contains("--sample-every 10") && e.contains("1000000"),
+            "{e}"
+        );
+        // An event past the last interval that can be kept stops the run, keeping nothing.
+        let ids = ids();
+        let s = Sampler::new(i, ids, 32);
+        let issue = |cycle| IssueEvent {
+            cycle,
+            warp: 0,
+            cta: 0,
+            inst: 0,
+            class: tessera_traces::OpClass::Exit,
+            lanes: 32,
+        };
+        s.issue(ids.sm(0), &issue(10 * MAX_SAMPLES - 1));
+        assert_eq!(s.overflowed(), None);
+        s.issue(ids.sm(0), &issue(10 * MAX_SAMPLES));
+        let e = s.overflowed().unwrap();
         assert!(
             e.contains("--sample-every 10") && e.contains("1000000"),
             "{e}"

@@ -1076,6 +1076,9 @@ impl Partition for GpuPartition<'_> {
                 ))));
             }
         }
+        if let Some(e) = self.sampler.as_ref().and_then(|s| s.overflowed()) {
+            return Err(Box::new(GpuError::Unsupported(e)));
+        }
         self.now = self.now.max(end);
         for m in self.wires.out.drain(..) {
             out.push(m);
