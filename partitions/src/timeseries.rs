@@ -642,7 +642,7 @@ mod tests {
                 });
             }
         }
-        let mut want = vec![0u64; 5];
+        let mut want = [0u64; 5];
         for c in 0..end_cycle {
             let resident: u64 = ctas
                 .iter()
