@@ -263,6 +263,25 @@ mod tests {
         assert_eq!(l.busy_ps(), exact);
     }
 
+    /// The span an observer is given: the same arrival as `send_whole`, transmissions
+    /// back to back (the second starts where the first ended) and never overlapping.
+    #[test]
+    fn a_packet_s_transmission_span_matches_its_arrival() {
+        let mut l = ChipletLink::new(spec());
+        let mut w = ChipletLink::new(spec());
+        let (at, start, end) = l.send_whole_span(1_000, 64);
+        assert_eq!(at, w.send_whole(1_000, 64));
+        assert_eq!((start, end), (1_000, 1_695));
+        assert_eq!(at, end + 20_000);
+        let (at2, start2, end2) = l.send_whole_span(1_200, 64);
+        assert_eq!(at2, w.send_whole(1_200, 64));
+        assert_eq!(start2, end, "queued behind the first");
+        assert_eq!(end2, 1_000 + l.busy_ps());
+        // An idle link starts at once.
+        let (_, start3, _) = l.send_whole_span(50_000, 64);
+        assert_eq!(start3, 50_000);
+    }
+
     fn spec() -> LinkSpec {
         // 64 B per cycle at 1.801 GHz: 115.264 GB/s, a packet of 64 + 16 B every 694.06 ps.
         LinkSpec {
