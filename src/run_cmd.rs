@@ -68,6 +68,12 @@ pub struct RunArgs {
     /// N or a few more). The stats are partial (their `run_limit` says so).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) max_warp_insts: Option<u64>,
+    /// Sample the counters every CYCLES core cycles of simulated time: the stats get a
+    /// `timeseries` object (per-interval instructions, IPC, cache and DRAM traffic, CTAs,
+    /// per chiplet, SM and link; docs/stats.md), the same bytes for any threads, ranks or
+    /// partitioning. At most 1,000,000 intervals.
+    #[arg(long, value_name = "CYCLES")]
+    pub(crate) sample_every: Option<u64>,
     /// Simulate only these kernel launches of the trace's command list, by rank among its
     /// launches (0 for the first): `2` (one), `0..3` (0, 1 and 2), `0..=2`, `5..` (5 to the
     /// last), `..3`. The other launches are dropped; copies and allocations are kept.
@@ -239,10 +245,12 @@ pub(crate) fn setup(a: &RunArgs, quiet: bool) -> Result<Setup> {
         _ => trace_path.display().to_string(),
     };
     let mut trace = TraceFile::open(&trace_path)?;
+    tessera_system::sample_interval(&cfg, a.sample_every, a.max_cycles)?;
     let mut limits = tessera_system::RunLimits {
         max_cycles: a.max_cycles,
         max_warp_insts: a.max_warp_insts,
         kernels: None,
+        sample_every: a.sample_every,
     };
     if let Some(k) = &a.kernels {
         let keep = k

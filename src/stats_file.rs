@@ -6,8 +6,10 @@ use serde_json::Value;
 use std::path::Path;
 use tessera_partitions::stats::STATS_VERSION;
 
-/// Top-level keys that describe a run rather than hold its simulated results.
-const NOT_METRICS: [&str; 4] = ["stats_version", "config", "provenance", "run"];
+/// Top-level keys that describe a run rather than hold its simulated results, and the
+/// time series (`--sample-every`): a breakdown over time of the counters that are metrics
+/// already, thousands of values that would swamp a diff or a table (read it from the JSON).
+const NOT_METRICS: [&str; 5] = ["stats_version", "config", "provenance", "run", "timeseries"];
 
 /// Parses a stats file: a JSON object with a `stats_version`. Errors name the file.
 pub fn read(path: &Path) -> Result<Value> {
@@ -433,6 +435,10 @@ mod tests {
         // provenance and run are not metrics
         let c = json!({"stats_version": 6, "kernels": [{"cycles": 1}], "run": {"wall_s": 3}});
         assert!(compare(&a, &c, &Tolerances::default()).is_empty());
+        // nor is the time series
+        let t = json!({"stats_version": 6, "kernels": [{"cycles": 1}],
+            "timeseries": {"end_ps": [1, 2]}});
+        assert!(compare(&a, &t, &Tolerances::default()).is_empty());
     }
 
     #[test]

@@ -204,6 +204,46 @@ fn run_limits_under_ranks_give_the_bytes_of_threads() {
     );
 }
 
+/// `--sample-every` under MPI: each rank samples its own partitions and rank 0 merges the
+/// series with the other stats, so 2 and 3 ranks (2 x 2 threads too) write the bytes of
+/// `--threads 1`, `timeseries` included.
+#[test]
+fn ranks_never_change_the_time_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let extra = [
+        "--set",
+        "partitioning.mode=sm_cluster",
+        "--set",
+        "partitioning.sm_clusters=2",
+        "--sample-every",
+        "700",
+    ];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "1"][..], &extra].concat(),
+    )
+    .0;
+    let s = json(&seq);
+    assert!(s["timeseries"]["end_ps"].as_array().unwrap().len() > 2);
+    assert!(!s["timeseries"]["links"].as_array().unwrap().is_empty());
+    for np in [2, 3] {
+        let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &extra);
+        assert!(
+            got == seq,
+            "--sample-every: -np {np} differs from --threads 1"
+        );
+    }
+    let got = mpi_stats(
+        2,
+        "a100-4chiplet.yaml",
+        &tst,
+        &[&extra[..], &["--threads", "2"]].concat(),
+    );
+    assert!(got == seq, "--sample-every: 2 ranks x 2 threads differ");
+}
+
 /// A multi-GPU system with peer traffic: 8 A100s behind an NVSwitch (dgx-8gpu.yaml, one
 /// partition per GPU), each GPU reading half its inputs from the next GPU's memory. 1, 2,
 /// 3 and 5 ranks (the switch links every GPU to every other, so the linked exchange talks

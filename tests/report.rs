@@ -411,7 +411,6 @@ fn check_time_series(charts: &[&str]) {
 
 /// A 4-chiplet run sampled over time: per-chiplet IPC and link utilization plots.
 #[test]
-#[ignore = "needs --sample-every (time series branch)"]
 fn a_sampled_4chiplet_run_plots_ipc_and_link_utilization_over_time() {
     let d = tempfile::tempdir().unwrap();
     let stats = run_4chiplet(d.path(), &["--sample-every", "500"]);

@@ -86,7 +86,15 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
         .0,
         run_stats_full(
             "a100-4chiplet.yaml",
-            &["--trace", t, "--set", "core.sm_count=4"],
+            // Sampled: `timeseries`, with link series.
+            &[
+                "--trace",
+                t,
+                "--set",
+                "core.sm_count=4",
+                "--sample-every",
+                "500",
+            ],
         )
         .0,
         // A limited run writes `run_limit`.

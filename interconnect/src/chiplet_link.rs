@@ -103,6 +103,14 @@ impl ChipletLink {
         self.free_at() + self.spec.latency_ps
     }
 
+    /// [`ChipletLink::send_whole`], also returning when the sender was transmitting the
+    /// packet, `[start, end)` rounded up to a picosecond (for observers).
+    pub fn send_whole_span(&mut self, now: Picos, bytes: u64) -> (Picos, Picos, Picos) {
+        let start_u = self.free_at.max(now as u128 * self.den);
+        let at = self.send_whole(now, bytes);
+        (at, start_u.div_ceil(self.den) as Picos, self.free_at())
+    }
+
     /// Picoseconds the sender has spent transmitting (wire bytes at the link's bandwidth,
     /// rounded up).
     pub fn busy_ps(&self) -> Picos {
@@ -253,6 +261,25 @@ mod tests {
         let exact = (2 * 80 * PS_PER_S).div_ceil(64 * 1_801_000_000) as u64;
         assert_eq!(second, 1_000 + exact + 20_000);
         assert_eq!(l.busy_ps(), exact);
+    }
+
+    /// The span an observer is given: the same arrival as `send_whole`, transmissions
+    /// back to back (the second starts where the first ended) and never overlapping.
+    #[test]
+    fn a_packet_s_transmission_span_matches_its_arrival() {
+        let mut l = ChipletLink::new(spec());
+        let mut w = ChipletLink::new(spec());
+        let (at, start, end) = l.send_whole_span(1_000, 64);
+        assert_eq!(at, w.send_whole(1_000, 64));
+        assert_eq!((start, end), (1_000, 1_695));
+        assert_eq!(at, end + 20_000);
+        let (at2, start2, end2) = l.send_whole_span(1_200, 64);
+        assert_eq!(at2, w.send_whole(1_200, 64));
+        assert_eq!(start2, end, "queued behind the first");
+        assert_eq!(end2, 1_000 + l.busy_ps());
+        // An idle link starts at once.
+        let (_, start3, _) = l.send_whole_span(50_000, 64);
+        assert_eq!(start3, 50_000);
     }
 
     fn spec() -> LinkSpec {

@@ -26,6 +26,7 @@ pub mod per_kernel;
 pub mod sm;
 pub mod stats;
 pub mod stats_doc;
+pub mod timeseries;
 
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};

@@ -63,6 +63,8 @@ pub struct IssueEvent {
     pub inst: u32,
     /// Its class.
     pub class: OpClass,
+    /// Its active lanes (what it adds to the thread instructions).
+    pub lanes: u32,
 }
 
 /// One completed CTA barrier.
@@ -89,6 +91,8 @@ pub struct CtaEvent {
     pub tag: u64,
     /// Arrived (`false`) or completed (`true`).
     pub done: bool,
+    /// Warp slots it holds while resident.
+    pub warps: u32,
 }
 
 /// Where a [`MemAccess`] happened.
@@ -126,4 +130,11 @@ pub struct LinkPacket {
     pub bytes: u64,
     /// The unit it goes to next (a link interface, or itself through a switch port).
     pub next_unit: u32,
+    /// The link direction it went on: its index in the interface's
+    /// `LinkInterface::reports` order (the order of the stats' `links`).
+    pub link: u32,
+    /// When the sender was transmitting it, `[tx_start, tx_end)` (rounded up to a
+    /// picosecond; one link's transmissions never overlap).
+    pub tx_start: Picos,
+    pub tx_end: Picos,
 }

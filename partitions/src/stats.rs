@@ -14,6 +14,7 @@
 use crate::mem::{ChannelStats, LdStStats, MemStats};
 use crate::per_kernel::{KernelMemStats, KernelTally};
 use crate::sm::SmStats;
+use crate::timeseries::TimeSeries;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use tessera_traces::OpClass;
@@ -52,6 +53,10 @@ pub struct RunStats {
     /// destination, the package switch's port down to it, then (several GPUs) its port up
     /// to the GPU switch and the GPU switch's port down to it.
     pub links: Vec<LinkEntry>,
+    /// Present only with `tessera run --sample-every CYCLES`: the run's counters per
+    /// interval of that many core cycles, by chiplet, SM and link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<TimeSeries>,
 }
 
 /// The limits a run was given and what they cut (the stats' `run_limit` object).
@@ -299,6 +304,9 @@ pub struct StatsPart {
     pub kernels: Vec<(u32, u32, KernelStats)>,
     /// The counters of this part's units.
     pub units: StatsRegistry,
+    /// What its units sampled (`--sample-every`), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::timeseries::SeriesPart>,
 }
 
 /// The counters one unit registers at the end of a run.

@@ -11,6 +11,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("stats.rs", include_str!("stats.rs")),
     ("mem/stats.rs", include_str!("mem/stats.rs")),
     ("per_kernel.rs", include_str!("per_kernel.rs")),
+    ("timeseries.rs", include_str!("timeseries.rs")),
 ];
 
 /// A key written outside the stats views (by the binary): its full dotted path (`[]` for
@@ -158,6 +159,8 @@ fn shape(ty: &str) -> Shape {
     };
     match inner {
         "u32" | "u64" | "f64" | "bool" | "String" | "[u32; 3]" if !array => Shape::Scalar,
+        // A series: one value per interval (`timeseries`), a null where it has none.
+        "u64" | "f64" | "Option<f64>" if array => Shape::Scalar,
         "ClassCounts" if !array => Shape::Classes,
         _ if inner.chars().next().is_some_and(|c| c.is_ascii_uppercase())
             && inner.chars().all(|c| c.is_ascii_alphanumeric()) =>
@@ -170,7 +173,21 @@ fn shape(ty: &str) -> Shape {
 
 /// The unit of a key, from its type, its struct and its name's suffix (the naming
 /// convention of the counters).
-fn unit(strukt: &str, f: &Field) -> &'static str {
+fn unit(strukt: &str, f: &Field) -> String {
+    // A series is an array of the unit of its values, one per interval.
+    match f.ty.strip_prefix("Vec<").and_then(|t| t.strip_suffix('>')) {
+        Some(inner) if matches!(shape(&f.ty), Shape::Scalar) => {
+            let each = Field {
+                ty: inner.to_string(),
+                ..f.clone()
+            };
+            format!("array of {}", unit(strukt, &each))
+        }
+        _ => scalar_unit(strukt, f).to_string(),
+    }
+}
+
+fn scalar_unit(strukt: &str, f: &Field) -> &'static str {
     match shape(&f.ty) {
         Shape::Object(_, true) => return "array",
         Shape::Object(_, false) | Shape::Classes => return "object",
@@ -187,6 +204,8 @@ fn unit(strukt: &str, f: &Field) -> &'static str {
         "String" => return "text",
         "[u32; 3]" => return "[x, y, z]",
         "f64" if k == "ipc" => return "thread instructions per core cycle",
+        "f64" if k == "active_warps" => return "warps",
+        "f64" if k.ends_with("_gbps") => return "GB/s",
         "f64" => return "ratio",
         _ => {}
     }
@@ -262,6 +281,10 @@ value by its dotted path (`totals.l2_hits`, `chiplets.0.memory.dram_reads`).
   cache and DRAM counters count sectors (of each cache's configured sector size) unless
   named `_lines` or `_bytes`;
   `scheduler-cycles` are core cycles times warp schedulers.
+- **Time series.** `timeseries` is written only by `tessera run --sample-every CYCLES`:
+  the run cut into intervals of that many core cycles, each series an array with one value
+  per interval (`timeseries.end_ps`); a counter's series sums to the counter of the same
+  name (a chiplet's `warp_insts`, `memory.l2_accesses`, a link's `bytes`, ...).
 
 In the tables, `[]` stands for every element of an array (`kernels[].memory` is the
 `memory` of each kernel). A key whose unit is `map` holds free-form keys (configuration
@@ -358,7 +381,7 @@ fn walk(name: &str, path: &str, tables: &mut Vec<(String, Table)>) {
     let rows = d
         .fields
         .iter()
-        .map(|f| (f.key.clone(), unit(name, f).to_string(), f.doc.clone()))
+        .map(|f| (f.key.clone(), unit(name, f), f.doc.clone()))
         .collect();
     tables.push((
         name.to_string(),

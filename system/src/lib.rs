@@ -19,6 +19,7 @@ use tessera_cluster::{Engine, Routing};
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::gpu::{build, collect_stats, collect_stats_at, GpuError, GpuPartition};
 use tessera_partitions::stats::{RunLimit, RunStats};
+use tessera_partitions::timeseries::Interval;
 use tessera_traces::TraceFile;
 
 /// The GPU of `cfg` running `trace`: built by `tessera-partitions`, run here, stats
@@ -100,6 +101,9 @@ pub struct RunLimits {
     pub max_warp_insts: Option<u64>,
     /// The launch range simulated, as given (`2..5`), for the stats.
     pub kernels: Option<String>,
+    /// `--sample-every`: sample the counters every this many core cycles (the stats'
+    /// `timeseries`). Not a limit: it leaves `run_limit` alone.
+    pub sample_every: Option<u64>,
 }
 
 /// The core cycles between the checks of `max_warp_insts`.
@@ -109,6 +113,35 @@ impl RunLimits {
     /// No limit at all: the stats then carry no `run_limit` object.
     pub fn is_none(&self) -> bool {
         self.max_cycles.is_none() && self.max_warp_insts.is_none() && self.kernels.is_none()
+    }
+}
+
+/// The sampling interval of `--sample-every cycles` (none without it), refused when it is
+/// 0 or when a run cut at `max_cycles` would make more than
+/// [`tessera_partitions::timeseries::MAX_SAMPLES`] intervals.
+pub fn sample_interval(
+    cfg: &GpuConfig,
+    sample_every: Option<u64>,
+    max_cycles: Option<u64>,
+) -> Result<Option<Interval>, GpuError> {
+    let Some(cycles) = sample_every else {
+        return Ok(None);
+    };
+    let i = Interval::new(cycles, cfg.core_period_ps()).map_err(GpuError::Unsupported)?;
+    if let Some(m) = max_cycles {
+        i.check_count(m.div_ceil(cycles))
+            .map_err(GpuError::Unsupported)?;
+    }
+    Ok(Some(i))
+}
+
+/// The error of a sampled run that made more intervals than can be kept.
+fn check_samples(stats: &RunStats, interval: Option<Interval>) -> Result<(), GpuError> {
+    match interval {
+        Some(i) => i
+            .check_count(i.count(stats.totals.sim_time_ps))
+            .map_err(GpuError::Unsupported),
+        None => Ok(()),
     }
 }
 
@@ -132,7 +165,11 @@ pub fn run_gpu_limited(
             "--max-warp-insts 0: the limit must be at least one instruction".into(),
         ));
     }
-    let sys = build(cfg, trace)?;
+    let interval = sample_interval(cfg, limits.sample_every, limits.max_cycles)?;
+    let mut sys = build(cfg, trace)?;
+    if let Some(i) = interval {
+        sys.sample(i);
+    }
     let run = if limits.max_warp_insts.is_some() || on_progress.is_some() {
         // Paused (every worker waiting) to read the counters: at exact multiples of
         // WARP_INSTS_STEP for the limit, at window ends for progress alone.
@@ -182,6 +219,7 @@ pub fn run_gpu_limited(
         }
         Some(at) => collect_stats_at(cfg, parts, at),
     };
+    check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
 }
@@ -384,7 +422,11 @@ pub fn run_gpu_mpi(
     let owners = tessera_cluster::mpi::rank_owners(parts, world.size() as usize, placement)
         .map_err(gpu_error)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
-    let sys = build_hosted(cfg, trace, &hosted)?;
+    let interval = sample_interval(cfg, limits.sample_every, limits.max_cycles)?;
+    let mut sys = build_hosted(cfg, trace, &hosted)?;
+    if let Some(i) = interval {
+        sys.sample(i);
+    }
     let routing = Routing::new(parts, sys.ports).map_err(gpu_error)?;
     let lookahead = routing
         .lookahead(sys.links.iter().cloned())
@@ -504,6 +546,7 @@ pub fn run_gpu_mpi(
     if finished {
         check_retired(trace, &stats)?;
     }
+    check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
     Ok(Some((stats, windows)))
 }

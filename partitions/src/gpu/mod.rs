@@ -281,6 +281,14 @@ impl GpuSystem<'_> {
             p.observe(obs.clone());
         }
     }
+
+    /// Samples every partition's units at `interval` ([`crate::timeseries`]): the stats
+    /// then carry a `timeseries` object.
+    pub fn sample(&mut self, interval: crate::timeseries::Interval) {
+        for p in &mut self.partitions {
+            p.sample(interval);
+        }
+    }
 }
 
 /// Builds the GPU of `cfg` running the command list of `trace`, cut into
@@ -402,8 +410,12 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
     let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
     let mut units = StatsRegistry::default();
+    let mut series: Option<crate::timeseries::SeriesPart> = None;
     for mut p in partitions {
         p.close();
+        if let Some(s) = p.sampler.take() {
+            series.get_or_insert_with(Default::default).extend(s.take());
+        }
         for cp in p.cps {
             kernels.extend(cp.into_kernels());
         }
@@ -445,6 +457,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
         end_ps,
         kernels,
         units,
+        series,
     }
 }
 
@@ -459,10 +472,16 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
     let mut units = StatsRegistry::default();
+    let mut series: Option<crate::timeseries::SeriesPart> = None;
     for p in parts {
         kernels.extend(p.kernels);
         units.extend(p.units);
+        if let Some(s) = p.series {
+            series.get_or_insert_with(Default::default).extend(s);
+        }
     }
+    // The link entries by unit, for the time series' links.
+    let mut link_units = Vec::new();
     let mut kernel_insts: Vec<(u64, u64)> = Vec::new();
     let mut sums: Vec<ChipletSums> = (0..ids.chiplets).map(|_| ChipletSums::default()).collect();
     let mut links = Vec::new();
@@ -497,6 +516,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 tally.add(&per);
             }
             UnitStats::Link(entries, per) => {
+                if series.is_some() {
+                    link_units.push((unit, entries.clone()));
+                }
                 links.extend(entries);
                 tally.add(&per);
             }
@@ -593,5 +615,6 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         kernels,
         chiplets,
         links,
+        timeseries: series.and_then(|s| crate::timeseries::assemble(&ids, s, end_ps, &link_units)),
     }
 }

@@ -440,6 +440,10 @@ pub struct GpuPartition<'t> {
     done: Vec<(u32, Picos)>,
     completed: Vec<(u64, u64)>,
     now: Picos,
+    /// Bytes per L2 sector (for the sampler's DRAM bytes).
+    sector_bytes: u64,
+    /// Its sampler (`--sample-every`), if any.
+    pub(super) sampler: Option<Arc<crate::timeseries::Sampler>>,
 }
 
 /// The memory port of one SM: builds a [`MemRequest`] from a warp instruction and hands it
@@ -636,6 +640,8 @@ impl<'t> GpuPartition<'t> {
             done: Vec::new(),
             completed: Vec::new(),
             now: 0,
+            sector_bytes: params.channel.l2.geom.sector_bytes,
+            sampler: None,
         };
         for cp in &p.cps {
             if let Some(t) = cp.next_event() {
@@ -1080,6 +1086,9 @@ impl Partition for GpuPartition<'_> {
                 ))));
             }
         }
+        if let Some(e) = self.sampler.as_ref().and_then(|s| s.overflowed()) {
+            return Err(Box::new(GpuError::Unsupported(e)));
+        }
         self.now = self.now.max(end);
         for m in self.wires.out.drain(..) {
             out.push(m);
@@ -1177,6 +1186,13 @@ impl GpuPartition<'_> {
         for l in &mut self.links {
             l.observe(obs.clone());
         }
+    }
+
+    /// Samples its units' counters per `interval` from now on ([`crate::timeseries`]).
+    pub fn sample(&mut self, interval: crate::timeseries::Interval) {
+        let s = crate::timeseries::Sampler::new(interval, self.wires.ids, self.sector_bytes);
+        self.observe(s.clone());
+        self.sampler = Some(s);
     }
 
     /// Attributes every SM's last kernel's instructions (call once, after the run).

@@ -247,15 +247,26 @@ impl LinkInterface {
         self.probe = Some(Probe::new(self.unit, obs));
     }
 
-    /// Tells the observer, if any, of a packet of `bytes` sent on a link at `now` towards
-    /// `next_unit`, in at `at`.
-    fn observed(&self, now: Picos, at: Picos, bytes: u64, next_unit: u32) {
+    /// Tells the observer, if any, of a packet of `bytes` sent at `now` on its link `link`
+    /// (report order) towards `next_unit`: `sent` is its arrival and its transmission's
+    /// start and end.
+    fn observed(
+        &self,
+        now: Picos,
+        sent: (Picos, Picos, Picos),
+        bytes: u64,
+        next_unit: u32,
+        link: usize,
+    ) {
         if let Some(p) = &self.probe {
             let e = LinkPacket {
                 sent_at: now,
-                arrive_at: at,
+                arrive_at: sent.0,
                 bytes,
                 next_unit,
+                link: link as u32,
+                tx_start: sent.1,
+                tx_end: sent.2,
             };
             p.obs.link_packet(p.unit, &e);
         }
@@ -319,8 +330,10 @@ impl LinkInterface {
                 // From another GPU: through the GPU switch's port down to this chiplet first;
                 // it comes back here (from this unit) when its last byte is in.
                 let down = self.gpu_down.as_mut().ok_or_else(err)?;
-                let at = down.send_whole(now, bytes);
-                self.observed(now, at, bytes, self.unit);
+                let sent = down.send_whole_span(now, bytes);
+                let at = sent.0;
+                let link = self.egress.len() + usize::from(self.from_switch.is_some()) + 1;
+                self.observed(now, sent, bytes, self.unit, link);
                 self.count(pkt.ctx(), bytes);
                 net.send(self.unit, self.unit, at, pkt);
                 return Ok(());
@@ -329,8 +342,10 @@ impl LinkInterface {
                 if let Some(down) = self.from_switch.as_mut() {
                     // Through the switch's port down to this chiplet first; it comes back
                     // here (from this unit) when its last byte is in.
-                    let at = down.send_whole(now, bytes);
-                    self.observed(now, at, bytes, self.unit);
+                    let sent = down.send_whole_span(now, bytes);
+                    let at = sent.0;
+                    let link = self.egress.len();
+                    self.observed(now, sent, bytes, self.unit, link);
                     self.count(pkt.ctx(), bytes);
                     net.send(self.unit, self.unit, at, pkt);
                     return Ok(());
@@ -346,8 +361,10 @@ impl LinkInterface {
             // A peer access (or its reply): up to the GPU switch, which forwards it to the
             // destination chiplet's interface (modelling the switch's port down to it).
             let up = self.gpu_up.as_mut().ok_or_else(err)?;
-            let at = up.send_whole(now, bytes);
-            self.observed(now, at, bytes, ids.link(dst));
+            let sent = up.send_whole_span(now, bytes);
+            let at = sent.0;
+            let link = self.egress.len() + usize::from(self.from_switch.is_some());
+            self.observed(now, sent, bytes, ids.link(dst), link);
             self.count(pkt.ctx(), bytes);
             net.send(self.unit, ids.link(dst), at, pkt);
             return Ok(());
@@ -358,17 +375,19 @@ impl LinkInterface {
             .topology
             .next_hop(n, Some(self.chiplet - base), dst - base)
             .ok_or_else(err)?;
-        let link = self
+        let (index, link) = self
             .egress
             .iter_mut()
-            .find(|(to, _)| *to == next)
-            .map(|(_, l)| l)
+            .enumerate()
+            .find(|(_, (to, _))| *to == next)
+            .map(|(i, (_, l))| (i, l))
             .ok_or_else(err)?;
-        let at = link.send_whole(now, bytes);
+        let sent = link.send_whole_span(now, bytes);
+        let at = sent.0;
         // Through a switch, the packet goes to the destination's interface (which models
         // the switch's port down to it).
         let hop = next.map_or(dst, |h| base + h);
-        self.observed(now, at, bytes, ids.link(hop));
+        self.observed(now, sent, bytes, ids.link(hop), index);
         self.count(pkt.ctx(), bytes);
         net.send(self.unit, ids.link(hop), at, pkt);
         Ok(())

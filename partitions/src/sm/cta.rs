@@ -169,6 +169,7 @@ impl Sm {
             self.finished_at = self.finished_at.min(r.complete_at);
         }
         self.n_resident += 1;
+        let held = r.slots.len() as u32;
         if ci == self.ctas.len() {
             self.ctas.push(Some(r));
         } else {
@@ -180,6 +181,7 @@ impl Sm {
                 cta: ci as u32,
                 tag,
                 done: false,
+                warps: held,
             };
             p.obs.cta(p.unit, &e);
         }
@@ -271,6 +273,7 @@ impl Sm {
                     cta: ci as u32,
                     tag: r.tag,
                     done: true,
+                    warps: r.slots.len() as u32,
                 };
                 p.obs.cta(p.unit, &e);
             }

@@ -351,6 +351,7 @@ impl Sm {
                 cta: cta as u32,
                 inst: ws.next as u32,
                 class: inst.class,
+                lanes: lanes as u32,
             };
             p.obs.issue(p.unit, &e);
         }
