@@ -127,7 +127,9 @@ fn trace_gen_and_export_report_progress_off_a_terminal() {
         "gen",
         "vectoradd",
         "-p",
-        "n=16384",
+        // Large enough that the recording outlasts a few 1 ms ticks on a fast machine (at
+        // 16,384 elements it sometimes finished before the first).
+        "n=1048576",
         "-o",
         &tst.display().to_string(),
         "--progress-every",
@@ -138,6 +140,18 @@ fn trace_gen_and_export_report_progress_off_a_terminal() {
         "{}",
         stderr(&o)
     );
+    // A small trace to export (64 CTAs).
+    let tst = dir.path().join("small.tst");
+    tessera_ok(&[
+        "trace",
+        "gen",
+        "vectoradd",
+        "-p",
+        "n=16384",
+        "-o",
+        &tst.display().to_string(),
+        "--quiet",
+    ]);
     let out = dir.path().join("ex");
     let o = tessera_ok(&[
         "trace",

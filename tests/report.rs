@@ -145,6 +145,11 @@ fn a_run_report_renders_every_chart() {
     let timeline = chart(&charts, "Kernels over time");
     assert!(timeline.contains("time (us)") && timeline.contains("GPU 0"));
     assert!(timeline.contains("sgemm"), "the kernel named in the legend");
+    // A row per chiplet's slice of the kernel (`kernels[].chiplets`).
+    for c in 0..4 {
+        let row = format!("GPU 0 stream 0 chiplet {c}");
+        assert!(timeline.contains(&row), "{row:?} missing from the timeline");
+    }
     let stalls = chart(&charts, "Stall breakdown");
     for t in [
         "share of issue slots (%)",

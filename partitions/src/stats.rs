@@ -248,6 +248,24 @@ pub struct KernelStats {
     /// The memory traffic its requests made, attributed by the context the requests carry
     /// (`per_kernel.rs`): L1D, L2, LLC, DRAM, NoC and links.
     pub memory: KernelMemStats,
+    /// Its stream: the rank of its trace stream among the trace's streams in order of first
+    /// use (the stream of the context its memory traffic carries).
+    pub stream: u32,
+    /// Each chiplet's share of it (chiplets given no CTA left out), in chiplet order.
+    pub chiplets: Vec<KernelSlice>,
+}
+
+/// One chiplet's slice of a kernel, as its local CP ran it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSlice {
+    /// Chiplet index across the system (as `chiplets[].id`).
+    pub chiplet: u32,
+    /// When the slice reached the chiplet's local CP, which then dispatched its first CTAs.
+    pub start_ps: u64,
+    /// When the local CP received the completion report of the slice's last CTA.
+    pub end_ps: u64,
+    /// CTAs of the slice.
+    pub ctas: u64,
 }
 
 /// One chiplet: its SMs' counters and its memory system's (its SMs' L1D counters and its
@@ -307,6 +325,9 @@ pub struct StatsPart {
     /// What its units sampled (`--sample-every`), if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<crate::timeseries::SeriesPart>,
+    /// The slices the local CPs this part hosts ran ([`crate::gpu::SliceSpans`]).
+    #[serde(default)]
+    pub spans: Vec<crate::gpu::SliceSpans>,
 }
 
 /// The counters one unit registers at the end of a run.

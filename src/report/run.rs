@@ -77,8 +77,10 @@ fn summary(p: &mut Page, path: &Path, v: &Value) {
     p.table(&["".into(), "value".into()], &rows);
 }
 
-/// Kernels over time, a row per GPU (and stream and chiplet where the kernel names them);
-/// launches that overlap on one GPU (queued behind each other) take extra rows.
+/// Kernels over time, a row per GPU and stream (launch to completion) and, for a kernel
+/// run on several chiplets, a row per chiplet (its slice, from its arrival at the local CP
+/// to the last CTA's report); launches that overlap on one GPU (queued behind each other)
+/// take extra rows.
 fn timeline(p: &mut Page, v: &Value) -> Result<()> {
     p.h3("Kernel timeline");
     // (lane, start us, end us, name)
@@ -88,12 +90,22 @@ fn timeline(p: &mut Page, v: &Value) -> Result<()> {
             continue;
         };
         let mut lane = format!("GPU {}", num(k, "gpu").map(show).unwrap_or("0".into()));
-        for key in ["stream", "chiplet"] {
-            if let Some(x) = k.get(key) {
-                lane.push_str(&format!(" {key} {}", show_value(x)));
-            }
+        if let Some(x) = k.get("stream") {
+            lane.push_str(&format!(" stream {}", show_value(x)));
         }
         let name = k.get("name").map(show_value).unwrap_or_else(|| "?".into());
+        // Each chiplet's slice on a row of its own, when the kernel ran on several.
+        let slices = arr(k, "chiplets");
+        if slices.len() > 1 {
+            for c in slices {
+                if let (Some(id), Some(cs), Some(ce)) =
+                    (c.get("chiplet"), num(c, "start_ps"), num(c, "end_ps"))
+                {
+                    let l = format!("{lane} chiplet {}", show_value(id));
+                    ks.push((l, cs / 1e6, ce / 1e6, name.clone()));
+                }
+            }
+        }
         ks.push((lane, s / 1e6, e / 1e6, name));
     }
     if ks.is_empty() {
@@ -150,8 +162,9 @@ fn timeline(p: &mut Page, v: &Value) -> Result<()> {
     p.chart(&svg);
     p.raw(
         "<p class=\"note\">A bar runs from the launch's submission by the host (<code>start_ps</code>) \
-         to its completion (<code>end_ps</code>); launches queued behind others on one GPU \
-         overlap them and take extra rows (#2, #3, ...).</p>\n",
+         to its completion (<code>end_ps</code>); a chiplet's row shows its slice, from its \
+         arrival at the chiplet's local CP to the report of its last CTA; launches queued \
+         behind others on one GPU overlap them and take extra rows (#2, #3, ...).</p>\n",
     );
     Ok(())
 }

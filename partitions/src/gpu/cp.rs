@@ -47,6 +47,10 @@ use super::launch::CpParams;
 use super::local_cp::{LocalFlush, Slice};
 use super::GpuError;
 
+/// A chiplet's completed slices ([`CommandProcessor::spans`]): chiplet, GPU, and per slice
+/// its rank among the GPU's kernels, start, end and CTAs.
+pub type SliceSpans = (u32, u32, Vec<(u32, Picos, Picos, u32)>);
+
 /// The command processor unit of one chiplet: its local CP, on a GPU's chiplet 0 its global
 /// CP, and on GPU 0's chiplet 0 the host.
 pub struct CommandProcessor {
@@ -76,6 +80,9 @@ pub struct CommandProcessor {
     /// Flush requests received (or handed over inside chiplet 0's unit), with their arrival.
     pub(super) pending_flush: VecDeque<(Picos, u32)>,
     pub(super) flushing: Option<LocalFlush>,
+    /// The slices its local CP ran, in order: when each started (the slice arrived), when
+    /// its last CTA report came in (`None` while running), and its CTAs.
+    pub(super) spans: Vec<(Picos, Option<Picos>, u32)>,
 }
 
 impl CommandProcessor {
@@ -103,6 +110,18 @@ impl CommandProcessor {
             .collect::<Result<Vec<_>, _>>()?;
         let l = params;
         let ids = params.ids;
+        // Each kernel's stream rank, in order of first use (as its memory context's).
+        let mut seen: Vec<u64> = Vec::new();
+        let streams: std::sync::Arc<[u32]> = kernels
+            .iter()
+            .map(|m| match seen.iter().position(|&s| s == m.stream) {
+                Some(i) => i as u32,
+                None => {
+                    seen.push(m.stream);
+                    seen.len() as u32 - 1
+                }
+            })
+            .collect();
         let gpus = ids.gpus();
         if gpus > 1 {
             for (i, c) in commands.iter().enumerate() {
@@ -136,12 +155,13 @@ impl CommandProcessor {
                     per_sm: per_sm.clone(),
                     host: (k == 0)
                         .then(|| Host::new(commands, gpus, l.copy_bytes_per_s, l.copy_latency_ps)),
-                    global: (k == gpu_base).then(GlobalCp::new),
+                    global: (k == gpu_base).then(|| GlobalCp::new(streams.clone())),
                     pending: VecDeque::new(),
                     slice: None,
                     flush_l2: l.flush_l2,
                     pending_flush: VecDeque::new(),
                     flushing: None,
+                    spans: Vec::new(),
                 }
             })
             .collect())
@@ -310,6 +330,19 @@ impl CommandProcessor {
     /// host's unit).
     pub fn kernels_done(&self) -> Option<(usize, usize)> {
         self.host.as_ref().map(|h| (h.completed, h.launches))
+    }
+
+    /// The slices its local CP completed, in the order it ran them: `(chiplet, gpu, [(rank
+    /// among its GPU's kernels, start, end, CTAs)])` (a run cut short leaves the last one
+    /// out).
+    pub fn spans(&self) -> SliceSpans {
+        let done = self
+            .spans
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &(start, end, ctas))| end.map(|e| (i as u32, start, e, ctas)))
+            .collect();
+        (self.chiplet, self.gpu, done)
     }
 
     /// The stats of this GPU's kernels with the rank of their launch in the command list

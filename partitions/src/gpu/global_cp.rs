@@ -53,16 +53,19 @@ pub(super) struct GlobalCp {
     pub(super) prev_end_ps: Picos,
     /// The kernels' stats by launch rank.
     pub(super) kernels: Vec<(u32, u32, KernelStats)>,
+    /// Each kernel's stream rank (by kernel index).
+    pub(super) streams: std::sync::Arc<[u32]>,
 }
 
 impl GlobalCp {
     /// A global CP with no kernel yet.
-    pub(super) fn new() -> GlobalCp {
+    pub(super) fn new(streams: std::sync::Arc<[u32]>) -> GlobalCp {
         GlobalCp {
             queue: VecDeque::new(),
             running: None,
             prev_end_ps: 0,
             kernels: Vec::new(),
+            streams,
         }
     }
 
@@ -93,6 +96,9 @@ impl GlobalCp {
                 warp_insts: 0,
                 thread_insts: 0,
                 memory: Default::default(),
+                stream: self.streams.get(r.kernel as usize).copied().unwrap_or(0),
+                // Filled in from the local CPs' slices when the stats are merged.
+                chiplets: Vec::new(),
             },
         ));
         self.prev_end_ps = end_ps;

@@ -82,6 +82,7 @@ impl CommandProcessor {
             next: 0,
             done: 0,
         };
+        self.spans.push((at, None, count));
         if count == 0 {
             return self.slice_done(kernel, at, kernels, net);
         }
@@ -150,6 +151,9 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
+        if let Some(last) = self.spans.last_mut() {
+            last.1 = Some(at);
+        }
         let arrive = at + self.completion_ps;
         self.send_to_global_cp(arrive, Control::SliceDone { kernel }, kernels, net)
     }

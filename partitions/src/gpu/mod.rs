@@ -56,7 +56,7 @@ use tessera_interconnect::Picos;
 use tessera_interconnect::{Link, PortId};
 use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
 
-pub use cp::CommandProcessor;
+pub use cp::{CommandProcessor, SliceSpans};
 pub use launch::CpParams;
 pub use partition::GpuPartition;
 
@@ -409,6 +409,7 @@ pub fn run_end_ps(partitions: &[GpuPartition<'_>]) -> Picos {
 pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Picos) -> StatsPart {
     let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
+    let mut spans = Vec::new();
     let mut units = StatsRegistry::default();
     let mut series: Option<crate::timeseries::SeriesPart> = None;
     for mut p in partitions {
@@ -417,6 +418,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
             series.get_or_insert_with(Default::default).extend(s.take());
         }
         for cp in p.cps {
+            spans.push(cp.spans());
             kernels.extend(cp.into_kernels());
         }
         for u in p.sms {
@@ -458,6 +460,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
         kernels,
         units,
         series,
+        spans,
     }
 }
 
@@ -471,10 +474,12 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let end_ps = parts.iter().map(|p| p.end_ps).max().unwrap_or(0);
     let end_cycle = cycle_at(end_ps, cfg.core_period_ps());
     let mut kernels = Vec::new();
+    let mut spans = Vec::new();
     let mut units = StatsRegistry::default();
     let mut series: Option<crate::timeseries::SeriesPart> = None;
     for p in parts {
         kernels.extend(p.kernels);
+        spans.extend(p.spans);
         units.extend(p.units);
         if let Some(s) = p.series {
             series.get_or_insert_with(Default::default).extend(s);
@@ -528,6 +533,30 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     // The per-kernel counters are indexed by the trace's kernel index, the list by launch
     // (the same unless `--kernels` dropped launches or a cut left some incomplete).
     kernels.sort_by_key(|(launch, _, _)| *launch);
+    // Each chiplet's slices, by the rank of their kernel among its GPU's (a GPU runs its
+    // kernels one after another, in launch order).
+    spans.sort_by_key(|s| s.0);
+    let mut of_gpu: Vec<Vec<usize>> = vec![Vec::new(); ids.gpus() as usize];
+    for (i, (_, _, k)) in kernels.iter().enumerate() {
+        if let Some(v) = of_gpu.get_mut(k.gpu as usize) {
+            v.push(i);
+        }
+    }
+    for (chiplet, gpu, done) in spans {
+        for (rank, start, end, ctas) in done {
+            let Some(&i) = of_gpu.get(gpu as usize).and_then(|v| v.get(rank as usize)) else {
+                continue;
+            };
+            if ctas > 0 {
+                kernels[i].2.chiplets.push(crate::stats::KernelSlice {
+                    chiplet,
+                    start_ps: start,
+                    end_ps: end,
+                    ctas: ctas as u64,
+                });
+            }
+        }
+    }
     let kernels: Vec<crate::stats::KernelStats> = kernels
         .into_iter()
         .map(|(_, index, mut k)| {
