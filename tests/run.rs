@@ -323,7 +323,9 @@ fn stats_keys_come_in_the_fixed_order() {
             "cycles",
             "warp_insts",
             "thread_insts",
-            "memory"
+            "memory",
+            "stream",
+            "chiplets"
         ]
     );
     assert_eq!(s["chiplets"].as_array().unwrap().len(), 1);
