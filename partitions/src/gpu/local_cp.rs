@@ -97,7 +97,7 @@ impl CommandProcessor {
                     net.send(
                         self.unit(),
                         self.ids.sm(self.chiplet * sms + s),
-                        at + self.cta_dispatch_ps,
+                        at,
                         pkt.into(),
                     );
                     r.next += 1;
@@ -132,7 +132,7 @@ impl CommandProcessor {
                 cta: r.first + r.next * r.stride,
             };
             r.next += 1;
-            net.send(unit, self.ids.sm(sm), at + self.cta_dispatch_ps, pkt.into());
+            net.send(unit, self.ids.sm(sm), at, pkt.into());
         }
         if r.done == r.count {
             self.slice = None;
@@ -150,12 +150,12 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let arrive = at + self.completion_ps;
-        self.send_to_global_cp(arrive, Control::SliceDone { kernel }, kernels, net)
+        self.send_to_global_cp(at, Control::SliceDone { kernel }, kernels, net)
     }
 
-    /// Sends `pkt` (a slice or flush report) to this GPU's global CP, arriving at `at`; on
-    /// the GPU's chiplet 0 it is taken by the same path as a packet, without one.
+    /// Sends `pkt` (a slice or flush report) to this GPU's global CP, leaving at `at`; on
+    /// the GPU's chiplet 0 it is taken by the same path as a packet, without one, after the
+    /// same latency (`launch.completion_ps`, [`crate::gpu::Wiring::completion_ps`]).
     pub(super) fn send_to_global_cp(
         &mut self,
         at: Picos,
@@ -164,7 +164,8 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         if self.global.is_some() {
-            self.on_local_report(at, pkt, kernels, net)
+            let arrive = at + net.wiring().completion_ps();
+            self.on_local_report(arrive, pkt, kernels, net)
         } else {
             net.send(self.unit(), self.ids.cp(self.gpu_base), at, pkt.into());
             Ok(())
@@ -190,7 +191,7 @@ impl CommandProcessor {
             net.send(
                 self.unit(),
                 ch,
-                at + self.cta_dispatch_ps,
+                at,
                 Control::Flush { kernel }.into(),
             );
         }
@@ -227,8 +228,8 @@ impl CommandProcessor {
         if f.acks < channels {
             return Ok(());
         }
-        let arrive = f.last_ps + self.completion_ps;
+        let left = f.last_ps;
         self.flushing = None;
-        self.send_to_global_cp(arrive, Control::FlushDone { kernel }, kernels, net)
+        self.send_to_global_cp(left, Control::FlushDone { kernel }, kernels, net)
     }
 }

@@ -38,6 +38,7 @@ pub(crate) mod launch;
 mod local_cp;
 mod partition;
 mod wake;
+pub mod wiring;
 
 use std::sync::Arc;
 
@@ -59,6 +60,7 @@ use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
 pub use cp::CommandProcessor;
 pub use launch::CpParams;
 pub use partition::GpuPartition;
+pub use wiring::{Port, Wiring};
 
 /// The parameters of every unit of a GPU, each made from the config by its own
 /// constructor (`L1dParams::from_config`, ...) once per build, and shared by the units of
@@ -70,19 +72,27 @@ pub(crate) struct UnitParams {
     pub(crate) channel: ChannelParams,
     pub(crate) link: Arc<LinkParams>,
     pub(crate) cp: CpParams,
+    /// The connections between units and their latencies.
+    pub(crate) wiring: Wiring,
     /// `partitioning.run_ahead`.
     pub(crate) run_ahead: bool,
 }
 
 impl UnitParams {
     fn for_trace(cfg: &GpuConfig, trace: &TraceFile) -> UnitParams {
+        let map = Arc::new(AddressMap::for_trace(cfg, trace));
+        let ldst = LdStParams::from_config(cfg);
+        let link = Arc::new(LinkParams::from_config(cfg));
+        let cp = CpParams::from_config(cfg);
+        let wiring = Wiring::new(map.ids, map.private, &ldst.noc, &cp, &link);
         UnitParams {
-            map: Arc::new(AddressMap::for_trace(cfg, trace)),
+            map,
             sm: Arc::new(SmParams::from_config(cfg)),
-            ldst: LdStParams::from_config(cfg),
+            ldst,
             channel: ChannelParams::from_config(cfg),
-            link: Arc::new(LinkParams::from_config(cfg)),
-            cp: CpParams::from_config(cfg),
+            link,
+            cp,
+            wiring,
             run_ahead: cfg.partitioning.run_ahead,
         }
     }
@@ -171,8 +181,26 @@ fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
     }) as usize
 }
 
-/// The links between units with their least latencies, for the lookahead.
-fn links(params: &UnitParams) -> Vec<Link> {
+
+/// TEMPORARY: the hand-written list of before, to compare with the wiring's.
+#[cfg(test)]
+#[allow(dead_code)]
+pub(crate) fn old_links_of(cfg: &GpuConfig) -> Vec<tessera_interconnect::Link> {
+    let map = Arc::new(AddressMap::from_config(cfg));
+    let ldst = LdStParams::from_config(cfg);
+    let link = Arc::new(LinkParams::from_config(cfg));
+    let cp = CpParams::from_config(cfg);
+    let wiring = Wiring::new(map.ids, map.private, &ldst.noc, &cp, &link);
+    let params = UnitParams { map, sm: Arc::new(SmParams::from_config(cfg)), ldst, channel: ChannelParams::from_config(cfg), link, cp, wiring, run_ahead: true };
+    old_links(&params)
+}
+
+#[cfg(test)]
+#[allow(dead_code)]
+fn old_links(params: &UnitParams) -> Vec<Link> {
+    use crate::mem::UnitIds;
+    use tessera_interconnect::{Link, PortId};
+    use crate::Picos;
     let ids = &params.map.ids;
     let l = &params.cp;
     let noc_ps = params.ldst.noc.latency_ps;
@@ -337,7 +365,7 @@ pub fn build_hosted<'t>(
         .map_err(|e| GpuError::Unsupported(e.to_string()))?
         .into();
     let mut cps: Vec<Option<CommandProcessor>> =
-        CommandProcessor::build(&params.cp, trace.commands(), trace.kernels())?
+        CommandProcessor::build(&params.cp, &params.wiring, trace.commands(), trace.kernels())?
             .into_iter()
             .map(Some)
             .collect();
@@ -359,7 +387,7 @@ pub fn build_hosted<'t>(
         ports: (0..ids.count())
             .map(|u| (PortId(u), partition_of_unit(&ids, per, u)))
             .collect(),
-        links: links(&params),
+        links: params.wiring.links(),
     })
 }
 
