@@ -6,6 +6,9 @@
 //! next CTA (listing order) to an SM when that SM reports a CTA complete. Dispatches and
 //! completion reports each take `cta_dispatch_ps`. When its slice's last CTA report is
 //! in, it reports the slice done; the report reaches the global CP `completion_ps` later.
+//! It sends with the departure time; the latencies are the connections' (`gpu/wiring.rs`),
+//! added by the net (or, to the global CP of its own unit, by [`super::wiring::Wiring`]'s
+//! same value on the path without a packet).
 
 use crate::config::GridSplit;
 use crate::gpu::control::Control;

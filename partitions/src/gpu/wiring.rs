@@ -389,33 +389,6 @@ mod tests {
         }
     }
 
-    /// TEMPORARY: the same minima per pair of units as the hand-written list of before.
-    #[test]
-    fn links_have_the_minima_of_the_old_list() {
-        for name in [
-            "titanv.yaml",
-            "a100.yaml",
-            "a100-4chiplet.yaml",
-            "radeon7-2chiplet.yaml",
-            "dgx-8gpu.yaml",
-        ] {
-            let cfg = load(name);
-            let min = |v: Vec<Link>| {
-                let mut m = std::collections::BTreeMap::new();
-                for l in v {
-                    let e = m.entry((l.src.0, l.dst.0)).or_insert(Picos::MAX);
-                    *e = (*e).min(l.latency);
-                }
-                m
-            };
-            let old = min(crate::gpu::old_links_of(&cfg));
-            let new = min(Wiring::from_config(&cfg).links());
-            let only_old: Vec<_> = old.iter().filter(|(k, v)| new.get(k) != Some(v)).take(10).collect();
-            let only_new: Vec<_> = new.iter().filter(|(k, v)| old.get(k) != Some(v)).take(10).collect();
-            assert!(only_old.is_empty() && only_new.is_empty(), "{name}: old {only_old:?} new {only_new:?} ({} {})", old.len(), new.len());
-        }
-    }
-
     /// Runs `workload` on `config` on this thread by conservative windows (as the engine
     /// does); returns the wiring and every `(source, destination)` a packet went between.
     fn pairs_of_run(

@@ -17,6 +17,13 @@
 //! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
 //! channel unit in the same way.
 //!
+//! The interface models each link's serialization (its [`ChipletLink`]s have no latency of
+//! their own): a packet departs when its last byte has left, and the net adds the
+//! connection's latency (`package.link.latency_ps`, `system.gpu_link.latency_ps`, the NoC's
+//! to the chiplet's units), declared once in `gpu/wiring.rs`; the switches' ports down to
+//! its chiplet are its named ports [`crate::gpu::Port::SwitchDown`] and
+//! [`crate::gpu::Port::GpuSwitchDown`].
+//!
 //! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
 //! a link's traffic can be attributed to the kernel it serves.
 //!
