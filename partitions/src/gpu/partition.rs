@@ -339,7 +339,6 @@ impl Net for Wires {
         &self.wiring
     }
 
-    #[inline(always)]
     fn deliver(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
         #[cfg(test)]
         self.pairs.insert((src, dst));

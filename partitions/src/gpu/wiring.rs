@@ -73,11 +73,12 @@ pub struct Wiring {
     sm_end: u32,
     channel_end: u32,
     per_chiplet: u32,
-    /// By `(kind of source) * 4 + kind of destination`, for units that may be connected
-    /// (`NONE` never, `SAME_KIND` depends on which).
+    /// By unit id: its kind (an index of the table), looked up for every packet.
+    kinds: Box<[u8]>,
+    /// By `(kind of source) * 4 + kind of destination`: the latency between units of those
+    /// kinds on one chiplet, `NONE` for kinds never connected, `SAME_KIND` between two CPs
+    /// or two link interfaces (it depends on which; the only connections across chiplets).
     table: [Picos; 16],
-    /// `package.l2: private` (channels talk to channels and to their local CP).
-    private: bool,
     noc_ps: Picos,
     cta_dispatch_ps: Picos,
     gcp_to_lcp_ps: Picos,
@@ -115,17 +116,25 @@ impl Wiring {
         let d = cp.cta_dispatch_ps;
         let mut table = [NONE; 16];
         let mut set = |a: usize, b: usize, l: Picos| table[a * 4 + b] = l;
+        // Inside a chiplet.
         set(SM, CHANNEL, noc_ps);
         set(CHANNEL, SM, noc_ps);
-        set(SM, LINK, noc_ps);
-        set(LINK, SM, noc_ps);
-        set(CHANNEL, LINK, noc_ps);
-        set(LINK, CHANNEL, noc_ps);
-        set(CHANNEL, CHANNEL, noc_ps);
+        if ids.chiplets > 1 {
+            set(SM, LINK, noc_ps);
+            set(LINK, SM, noc_ps);
+            set(CHANNEL, LINK, noc_ps);
+            set(LINK, CHANNEL, noc_ps);
+        }
         set(CP, SM, d);
         set(SM, CP, d);
-        set(CP, CHANNEL, d);
-        set(CHANNEL, CP, d);
+        if private {
+            // A private L2 slice to an LLC slice (of its own unit too), and the local CP's
+            // flushes and their acknowledgements.
+            set(CHANNEL, CHANNEL, noc_ps);
+            set(CP, CHANNEL, d);
+            set(CHANNEL, CP, d);
+        }
+        // Across chiplets (`Wiring::declared`).
         set(CP, CP, SAME_KIND);
         set(LINK, LINK, SAME_KIND);
         let n = ids.gpu_chiplets as usize;
@@ -144,13 +153,23 @@ impl Wiring {
                 }
             }
         }
+        let sm_end = 1 + ids.sms;
+        let channel_end = sm_end + ids.channels;
+        let kinds = (0..ids.count())
+            .map(|u| match u % ids.per_chiplet() {
+                0 => CP as u8,
+                r if r < sm_end => SM as u8,
+                r if r < channel_end => CHANNEL as u8,
+                _ => LINK as u8,
+            })
+            .collect();
         Wiring {
             ids,
+            kinds,
             sm_end: 1 + ids.sms,
             channel_end: 1 + ids.sms + ids.channels,
             per_chiplet: ids.per_chiplet(),
             table,
-            private,
             noc_ps,
             cta_dispatch_ps: d,
             gcp_to_lcp_ps: cp.gcp_to_lcp_ps,
@@ -171,20 +190,7 @@ impl Wiring {
     /// The kind of unit `u` (an index of the table).
     #[inline(always)]
     fn kind(&self, u: u32) -> usize {
-        let r = if self.ids.chiplets == 1 {
-            u
-        } else {
-            u % self.per_chiplet
-        };
-        if r == 0 {
-            CP
-        } else if r < self.sm_end {
-            SM
-        } else if r < self.channel_end {
-            CHANNEL
-        } else {
-            LINK
-        }
+        self.kinds[u as usize] as usize
     }
 
     /// The latency of the connection from unit `src` to unit `dst` (a packet sent on it at
@@ -270,18 +276,12 @@ impl Wiring {
         let (cs, cd) = (ids.chiplet_of(src), ids.chiplet_of(dst));
         let same_chiplet = cs == cd;
         let same_gpu = ids.gpu_of_chiplet(cs) == ids.gpu_of_chiplet(cd);
-        let several = ids.chiplets > 1;
+        match self.table[ks * 4 + kd] {
+            NONE => return None,
+            SAME_KIND => {}
+            l => return same_chiplet.then_some(l),
+        }
         match (ks, kd) {
-            (SM, CHANNEL) | (CHANNEL, SM) if same_chiplet => Some(self.noc_ps),
-            (SM | CHANNEL, LINK) | (LINK, SM | CHANNEL) if same_chiplet && several => {
-                Some(self.noc_ps)
-            }
-            // A private L2 slice to an LLC slice, of its own unit too.
-            (CHANNEL, CHANNEL) if same_chiplet && self.private => Some(self.noc_ps),
-            (CP, SM) | (SM, CP) if same_chiplet => Some(self.cta_dispatch_ps),
-            (CP, CHANNEL) | (CHANNEL, CP) if same_chiplet && self.private => {
-                Some(self.cta_dispatch_ps)
-            }
             (CP, CP) if src != dst => {
                 let gcp = |k: u32| k == ids.gpu_first_chiplet(ids.gpu_of_chiplet(k));
                 if same_gpu {
@@ -318,7 +318,6 @@ impl Wiring {
     /// connections to itself never cross partitions).
     pub fn links(&self) -> Vec<Link> {
         let ids = &self.ids;
-        let n = ids.count();
         let link = |src: u32, dst: u32, latency: Picos| Link {
             src: PortId(src),
             dst: PortId(dst),
@@ -326,16 +325,30 @@ impl Wiring {
         };
         let mut v = Vec::new();
         let per = self.per_chiplet;
-        // Units connect only inside a chiplet, and CPs and link interfaces across them.
-        for src in 0..n {
-            let k = ids.chiplet_of(src);
-            let block = k * per..(k + 1) * per;
-            let others = (0..ids.chiplets)
-                .filter(|&j| j != k)
-                .flat_map(|j| [ids.cp(j), ids.link(j)]);
-            for dst in block.chain(others).filter(|&d| d != src) {
-                if let Some(l) = self.declared(src, dst) {
-                    v.push(link(src, dst, l));
+        // Inside each chiplet, by the table (the units of a kind are a range of its ids).
+        let bounds = [0, 1, self.sm_end, self.channel_end, per];
+        for k in 0..ids.chiplets {
+            let of = |kind: usize| k * per + bounds[kind]..k * per + bounds[kind + 1];
+            for (ks, kd) in (0..4).flat_map(|a| (0..4).map(move |b| (a, b))) {
+                let l = self.table[ks * 4 + kd];
+                if l >= SAME_KIND {
+                    continue;
+                }
+                for src in of(ks) {
+                    v.extend(of(kd).filter(|&d| d != src).map(|d| link(src, d, l)));
+                }
+            }
+        }
+        // Across chiplets: CPs and link interfaces.
+        if ids.chiplets > 1 {
+            let ends = |u: fn(&UnitIds, u32) -> u32| (0..ids.chiplets).map(move |k| u(ids, k));
+            for unit in [UnitIds::cp as fn(&UnitIds, u32) -> u32, UnitIds::link] {
+                for src in ends(unit) {
+                    for dst in ends(unit).filter(|&d| d != src) {
+                        if let Some(l) = self.declared(src, dst) {
+                            v.push(link(src, dst, l));
+                        }
+                    }
                 }
             }
         }
@@ -386,6 +399,10 @@ mod tests {
             let links = w.links();
             let copies = w.ids.total_channels() as usize;
             assert_eq!(links.len(), declared + copies, "{name}");
+            for l in &links[..declared] {
+                let (s, d) = (l.src.0, l.dst.0);
+                assert_eq!(w.declared(s, d), Some(l.latency), "{name}: {s} -> {d}");
+            }
         }
     }
 
