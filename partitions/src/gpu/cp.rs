@@ -44,8 +44,8 @@ use tessera_traces::{Command, KernelMeta};
 use super::global_cp::GlobalCp;
 use super::host::Host;
 use super::launch::CpParams;
-use super::wiring::Wiring;
 use super::local_cp::{LocalFlush, Slice};
+use super::wiring::Wiring;
 use super::GpuError;
 
 /// The command processor unit of one chiplet: its local CP, on a GPU's chiplet 0 its global

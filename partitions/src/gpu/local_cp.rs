@@ -191,12 +191,7 @@ impl CommandProcessor {
         let channels = self.ids.channels;
         for c in 0..channels {
             let ch = self.ids.channel(self.chiplet * channels + c);
-            net.send(
-                self.unit(),
-                ch,
-                at,
-                Control::Flush { kernel }.into(),
-            );
+            net.send(self.unit(), ch, at, Control::Flush { kernel }.into());
         }
         self.flushing = Some(LocalFlush {
             kernel,

@@ -182,7 +182,6 @@ fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
     }) as usize
 }
 
-
 /// A GPU ready to run: its partitions, the partition hosting each unit's port, and the
 /// links between units (for the lookahead). The engine of `tessera-cluster` runs the
 /// partitions; [`collect_stats`] turns them back into stats.
@@ -254,11 +253,15 @@ pub fn build_hosted<'t>(
     let ctxs: Arc<[Ctx]> = Ctx::for_kernels(trace.kernels())
         .map_err(|e| GpuError::Unsupported(e.to_string()))?
         .into();
-    let mut cps: Vec<Option<CommandProcessor>> =
-        CommandProcessor::build(&params.cp, &params.wiring, trace.commands(), trace.kernels())?
-            .into_iter()
-            .map(Some)
-            .collect();
+    let mut cps: Vec<Option<CommandProcessor>> = CommandProcessor::build(
+        &params.cp,
+        &params.wiring,
+        trace.commands(),
+        trace.kernels(),
+    )?
+    .into_iter()
+    .map(Some)
+    .collect();
     if let Some(&p) = hosted.iter().find(|&&p| p >= parts as usize) {
         return Err(GpuError::Unsupported(format!(
             "partition {p} of a system of {parts} partitions"

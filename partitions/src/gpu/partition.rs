@@ -339,6 +339,13 @@ impl Net for Wires {
         &self.wiring
     }
 
+    // As the provided method, one call with the delivery inside (it runs for every packet).
+    fn send(&mut self, src: u32, dst: u32, depart: Picos, pkt: Packet) {
+        let at = depart + self.wiring.latency(src, dst);
+        self.deliver(src, dst, at, pkt);
+    }
+
+    #[inline(always)]
     fn deliver(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
         #[cfg(test)]
         self.pairs.insert((src, dst));
@@ -429,6 +436,9 @@ pub struct GpuPartition<'t> {
     trace: &'t TraceFile,
     dec: ChunkDecoder<'t>,
     period: Picos,
+    /// From an SM's completion report leaving to its CP's answer (a CTA) arriving at it:
+    /// the connection's latency each way ([`Wiring`]).
+    answer_ps: Picos,
     /// The least time a packet between an SM and a DRAM channel takes (the NoC latency;
     /// 0 with `partitioning.run_ahead` off): the lookahead of [`GpuPartition::run_sm`] and
     /// [`GpuPartition::run_channel`], before the CPs' floors.
@@ -633,6 +643,10 @@ impl<'t> GpuPartition<'t> {
             trace,
             dec,
             period: params.cp.core_ps,
+            answer_ps: {
+                let (sm, cp) = (ids.sm(0), ids.cp(0));
+                params.wiring.latency(sm, cp) + params.wiring.latency(cp, sm)
+            },
             // Off: a horizon of `t` itself, one event per visit.
             unit_lookahead: if params.run_ahead { noc_ps } else { 0 },
             sm_lookahead: match params.run_ahead {
@@ -645,7 +659,10 @@ impl<'t> GpuPartition<'t> {
             end: 0,
             preps: vec![None; trace.kernels().len()],
             ctxs: ctxs.clone(),
-            wires: Wires::new(params.wiring.clone(), slot.iter().map(|s| *s != Slot::Remote).collect()),
+            wires: Wires::new(
+                params.wiring.clone(),
+                slot.iter().map(|s| *s != Slot::Remote).collect(),
+            ),
             slot,
             cps,
             sms,
@@ -886,6 +903,7 @@ impl<'t> GpuPartition<'t> {
             lanes,
             done,
             completed,
+            answer_ps,
             ..
         } = self;
         let unit = &mut sms[i];
@@ -1015,10 +1033,7 @@ impl<'t> GpuPartition<'t> {
                         let left = at.max(c) * period;
                         let cp = wires.ids.cp(wires.ids.chiplet_of(u));
                         wires.send(u, cp, left, pkt.into());
-                        // The CP answers (a CTA) over the connection back.
-                        let w = &wires.wiring;
-                        unit.answers
-                            .push_back(left + w.latency(u, cp) + w.latency(cp, u));
+                        unit.answers.push_back(left + *answer_ps);
                     }
                 }
                 let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));

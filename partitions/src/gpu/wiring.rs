@@ -463,14 +463,16 @@ mod tests {
         for (config, workload, params) in [
             ("a100-4chiplet.yaml", "vectoradd", &[("n", "20000")][..]),
             ("radeon7-2chiplet.yaml", "reduce", &[("n", "16384")][..]),
-            ("dgx-8gpu.yaml", "halo", &[("gpus", "8"), ("rows", "16")][..]),
+            (
+                "dgx-8gpu.yaml",
+                "halo",
+                &[("gpus", "8"), ("rows", "16")][..],
+            ),
         ] {
             let (w, pairs) = pairs_of_run(config, workload, params);
             assert!(pairs.len() > 10, "{config}: {} pairs", pairs.len());
-            let links: std::collections::HashMap<(u32, u32), Picos> = w
-                .links()
-                .iter()
-                .fold(Default::default(), |mut m, l| {
+            let links: std::collections::HashMap<(u32, u32), Picos> =
+                w.links().iter().fold(Default::default(), |mut m, l| {
                     let e = m.entry((l.src.0, l.dst.0)).or_insert(Picos::MAX);
                     *e = (*e).min(l.latency);
                     m
@@ -495,7 +497,11 @@ mod tests {
                     None if host_copy => w.port_latency(Port::HostCopy),
                     None => panic!("{config}: a packet from {src} to {dst}, not declared"),
                 };
-                assert_eq!(links.get(&(src, dst)), Some(&least), "{config}: {src} -> {dst}");
+                assert_eq!(
+                    links.get(&(src, dst)),
+                    Some(&least),
+                    "{config}: {src} -> {dst}"
+                );
             }
         }
     }

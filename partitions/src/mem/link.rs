@@ -49,8 +49,8 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
 use super::{Ctx, Net, Packet, Request, Response, Unit};
-use crate::gpu::Port;
 use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
+use crate::gpu::Port;
 use crate::observe::{LinkPacket, Observer, Probe};
 use crate::per_kernel::KernelTally;
 use crate::Picos;
@@ -346,7 +346,14 @@ impl LinkInterface {
                 let sent = down.send_whole_span(now, bytes);
                 let link = self.egress.len() + usize::from(self.from_switch.is_some()) + 1;
                 let port = Port::GpuSwitchDown;
-                self.observed(now, sent, net.wiring().port_latency(port), bytes, self.unit, link);
+                self.observed(
+                    now,
+                    sent,
+                    net.wiring().port_latency(port),
+                    bytes,
+                    self.unit,
+                    link,
+                );
                 self.count(pkt.ctx(), bytes);
                 net.send_on(port, self.unit, self.unit, sent.2, pkt);
                 return Ok(());

@@ -9,11 +9,11 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use tessera_partitions::config::GpuConfig;
+use tessera_partitions::gpu::Wiring;
 use tessera_partitions::mem::{
     AddressMap, ChannelParams, Ctx, Issued, LdStParams, LdStUnit, LinkInterface, LinkParams,
     LinkReport, MemChannel, MemRequest, MemStats, Response, Unit, UnitIds,
 };
-use tessera_partitions::gpu::Wiring;
 use tessera_partitions::packet::{Net, Packet};
 use tessera_partitions::Picos;
 
