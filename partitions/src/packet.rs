@@ -7,6 +7,7 @@
 use tessera_interconnect::Payload;
 
 use crate::gpu::control::Control;
+use crate::gpu::wiring::{Port, Wiring};
 use crate::mem::{Ctx, Request, Response};
 use crate::Picos;
 
@@ -49,12 +50,33 @@ impl From<Control> for Packet {
     }
 }
 
-/// Where units send packets. The owner stamps the per-source sequence number and delivers
-/// each packet to its destination unit at `arrive_at`, in `(arrive_at, src, seq)` order.
+/// Where units send packets. A unit sends a packet with its departure time on a
+/// connection; the net adds the connection's latency, declared once in the system's
+/// [`Wiring`] (`gpu/wiring.rs`), and its owner stamps the per-source sequence number and
+/// delivers each packet to its destination unit at the arrival, in `(arrival, src, seq)`
+/// order.
 pub trait Net {
-    /// Sends `pkt` from unit `src` to unit `dst`, arriving at `arrive_at` (at least the
-    /// NoC latency after the sender's current time).
-    fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet);
+    /// The connections and their latencies.
+    fn wiring(&self) -> &Wiring;
+
+    /// Delivers `pkt` from unit `src` to unit `dst` at `arrive_at` (the departure plus the
+    /// connection's latency: only [`Net::send`] and [`Net::send_on`] call it).
+    fn deliver(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet);
+
+    /// Sends `pkt` from unit `src` to unit `dst`, leaving at `depart` (no earlier than the
+    /// sender's current time): it arrives [`Wiring::latency`] later.
+    #[inline(always)]
+    fn send(&mut self, src: u32, dst: u32, depart: Picos, pkt: Packet) {
+        let at = depart + self.wiring().latency(src, dst);
+        self.deliver(src, dst, at, pkt);
+    }
+
+    /// [`Net::send`] on a named port of the sender ([`Port`]).
+    #[inline]
+    fn send_on(&mut self, port: Port, src: u32, dst: u32, depart: Picos, pkt: Packet) {
+        let at = depart + self.wiring().port_latency(port);
+        self.deliver(src, dst, at, pkt);
+    }
 }
 
 /// A payload that is not a packet of this model.

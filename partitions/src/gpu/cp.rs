@@ -45,6 +45,7 @@ use super::global_cp::GlobalCp;
 use super::host::Host;
 use super::launch::CpParams;
 use super::local_cp::{LocalFlush, Slice};
+use super::wiring::Wiring;
 use super::GpuError;
 
 /// A chiplet's completed slices ([`CommandProcessor::spans`]): chiplet, GPU, and per slice
@@ -60,13 +61,11 @@ pub struct CommandProcessor {
     pub(super) gpu_base: u32,
     pub(super) ids: UnitIds,
     pub(super) period: Picos,
+    /// The latencies of its connections ([`Wiring`]) that its floors and its own paths
+    /// without packets need (the net adds them to its packets).
     pub(super) host_to_gcp_ps: Picos,
     pub(super) gcp_to_lcp_ps: Picos,
     pub(super) cta_dispatch_ps: Picos,
-    pub(super) completion_ps: Picos,
-    /// A global CP's completion to the host (`system.host_link.completion_ps`; 0 with one
-    /// GPU, where they are one unit).
-    pub(super) to_host_ps: Picos,
     pub(super) split: GridSplit,
     /// Per CTA-per-SM limit of each kernel (the occupancy calculation).
     pub(super) per_sm: Vec<u32>,
@@ -92,6 +91,7 @@ impl CommandProcessor {
     /// have (with several GPUs).
     pub fn build(
         params: &CpParams,
+        wiring: &Wiring,
         commands: &[Command],
         kernels: &[KernelMeta],
     ) -> Result<Vec<CommandProcessor>, GpuError> {
@@ -146,11 +146,9 @@ impl CommandProcessor {
                     gpu_base,
                     ids,
                     period: l.core_ps,
-                    host_to_gcp_ps: l.host_to_gcp_ps,
-                    gcp_to_lcp_ps: l.gcp_to_lcp_ps,
-                    cta_dispatch_ps: l.cta_dispatch_ps,
-                    completion_ps: l.completion_ps,
-                    to_host_ps: l.to_host_ps,
+                    host_to_gcp_ps: wiring.host_to_gcp_ps(),
+                    gcp_to_lcp_ps: wiring.gcp_to_lcp_ps(),
+                    cta_dispatch_ps: wiring.cta_dispatch_ps(),
                     split: l.split,
                     per_sm: per_sm.clone(),
                     host: (k == 0)

@@ -131,7 +131,6 @@ impl CommandProcessor {
         kernels: &[KernelMeta],
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
-        let gcp_to_lcp = self.gcp_to_lcp_ps;
         loop {
             let mut progressed = self.run_host(t, kernels, net)?;
             let Some(g) = self.global.as_mut() else {
@@ -156,7 +155,7 @@ impl CommandProcessor {
                         });
                         // Every local CP gets its slice (empty ones too: they report at once).
                         let pkt = Control::Slice { kernel: q.kernel };
-                        self.send_to_local_cps(start + gcp_to_lcp, pkt, net);
+                        self.send_to_local_cps(start, pkt, net);
                     }
                 }
             }
@@ -166,12 +165,14 @@ impl CommandProcessor {
         }
     }
 
-    /// Sends `pkt` (a slice or a flush request) to every local CP of this GPU, arriving at
-    /// `at`; this unit's own local CP takes it by the same path as a packet, without one.
+    /// Sends `pkt` (a slice or a flush request) to every local CP of this GPU, leaving at
+    /// `at`; this unit's own local CP takes it by the same path as a packet, without one,
+    /// after the same latency (`launch.gcp_to_lcp_ps`, [`crate::gpu::Wiring::gcp_to_lcp_ps`]).
     pub(super) fn send_to_local_cps(&mut self, at: Picos, pkt: Control, net: &mut dyn Net) {
         for c in self.gpu_base..self.gpu_base + self.ids.gpu_chiplets {
             if c == self.chiplet {
-                self.on_global_packet(at, pkt);
+                let arrive = at + net.wiring().gcp_to_lcp_ps();
+                self.on_global_packet(arrive, pkt);
             } else {
                 net.send(self.unit(), self.ids.cp(c), at, pkt.into());
             }
@@ -205,7 +206,7 @@ impl CommandProcessor {
     ) -> Result<(), GpuError> {
         let chiplets = self.ids.gpu_chiplets;
         let period = self.period;
-        let (flush_l2, gcp_to_lcp) = (self.flush_l2, self.gcp_to_lcp_ps);
+        let flush_l2 = self.flush_l2;
         let g = global_cp(
             self.global.as_mut(),
             self.chiplet,
@@ -225,8 +226,8 @@ impl CommandProcessor {
             }
             // Every chiplet's L2 is written back and invalidated before the kernel counts
             // as complete.
-            let lcp = r.last_report_ps + gcp_to_lcp;
-            self.send_to_local_cps(lcp, Control::Flush { kernel }, net);
+            let left = r.last_report_ps;
+            self.send_to_local_cps(left, Control::Flush { kernel }, net);
         }
         Ok(())
     }
@@ -267,14 +268,15 @@ impl CommandProcessor {
     /// A kernel of this GPU completed at `end` (its global CP has the last report): the host
     /// sees it `to_host_ps` later (at once with one GPU, as before multi-GPU systems).
     pub(super) fn report_to_host(&mut self, end: Picos, net: &mut dyn Net) {
-        let at = end + self.to_host_ps;
+        let to_host = net.wiring().to_host_ps();
+        let at = end + to_host;
         match self.host.as_mut() {
-            Some(h) if self.to_host_ps == 0 => h.kernel_done(at, self.gpu),
+            Some(h) if to_host == 0 => h.kernel_done(at, self.gpu),
             Some(h) => h.seen.push_back(at),
             None => net.send(
                 self.unit(),
                 UnitIds::CP,
-                at,
+                end,
                 Control::KernelDone { gpu: self.gpu }.into(),
             ),
         }

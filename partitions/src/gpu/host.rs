@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::gpu::control::Control;
+use crate::gpu::Port;
 use crate::packet::Net;
 use crate::Picos;
 use tessera_traces::{Command, KernelMeta};
@@ -98,7 +99,7 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<bool, GpuError> {
         let (ids, unit) = (self.ids, self.unit());
-        let host_to_gcp = self.host_to_gcp_ps;
+        let host_to_gcp = net.wiring().host_to_gcp_ps();
         let gpus = ids.gpus();
         let Some(h) = self.host.as_mut() else {
             return Ok(false);
@@ -117,13 +118,12 @@ impl CommandProcessor {
                         break;
                     }
                     let end = h.host_ps + h.copy_ps(bytes);
-                    let arrive = end + host_to_gcp;
                     let per_gpu = ids.channels * ids.gpu_chiplets;
                     for c in g * per_gpu..(g + 1) * per_gpu {
                         let pkt = Control::Memcpy {
                             command: h.next_cmd as u32,
                         };
-                        net.send(unit, ids.channel(c), arrive, pkt.into());
+                        net.send_on(Port::HostCopy, unit, ids.channel(c), end, pkt.into());
                     }
                     h.host_ps = end;
                 }
@@ -150,7 +150,7 @@ impl CommandProcessor {
                         _ => net.send(
                             unit,
                             ids.cp(ids.gpu_first_chiplet(g)),
-                            arrive_ps,
+                            h.host_ps,
                             Control::Launch { kernel, launch }.into(),
                         ),
                     }

@@ -6,6 +6,9 @@
 //! next CTA (listing order) to an SM when that SM reports a CTA complete. Dispatches and
 //! completion reports each take `cta_dispatch_ps`. When its slice's last CTA report is
 //! in, it reports the slice done; the report reaches the global CP `completion_ps` later.
+//! It sends with the departure time; the latencies are the connections' (`gpu/wiring.rs`),
+//! added by the net (or, to the global CP of its own unit, by [`super::wiring::Wiring`]'s
+//! same value on the path without a packet).
 
 use crate::config::GridSplit;
 use crate::gpu::control::Control;
@@ -98,7 +101,7 @@ impl CommandProcessor {
                     net.send(
                         self.unit(),
                         self.ids.sm(self.chiplet * sms + s),
-                        at + self.cta_dispatch_ps,
+                        at,
                         pkt.into(),
                     );
                     r.next += 1;
@@ -133,7 +136,7 @@ impl CommandProcessor {
                 cta: r.first + r.next * r.stride,
             };
             r.next += 1;
-            net.send(unit, self.ids.sm(sm), at + self.cta_dispatch_ps, pkt.into());
+            net.send(unit, self.ids.sm(sm), at, pkt.into());
         }
         if r.done == r.count {
             self.slice = None;
@@ -154,12 +157,12 @@ impl CommandProcessor {
         if let Some(last) = self.spans.last_mut() {
             last.1 = Some(at);
         }
-        let arrive = at + self.completion_ps;
-        self.send_to_global_cp(arrive, Control::SliceDone { kernel }, kernels, net)
+        self.send_to_global_cp(at, Control::SliceDone { kernel }, kernels, net)
     }
 
-    /// Sends `pkt` (a slice or flush report) to this GPU's global CP, arriving at `at`; on
-    /// the GPU's chiplet 0 it is taken by the same path as a packet, without one.
+    /// Sends `pkt` (a slice or flush report) to this GPU's global CP, leaving at `at`; on
+    /// the GPU's chiplet 0 it is taken by the same path as a packet, without one, after the
+    /// same latency (`launch.completion_ps`, [`crate::gpu::Wiring::completion_ps`]).
     pub(super) fn send_to_global_cp(
         &mut self,
         at: Picos,
@@ -168,7 +171,8 @@ impl CommandProcessor {
         net: &mut dyn Net,
     ) -> Result<(), GpuError> {
         if self.global.is_some() {
-            self.on_local_report(at, pkt, kernels, net)
+            let arrive = at + net.wiring().completion_ps();
+            self.on_local_report(arrive, pkt, kernels, net)
         } else {
             net.send(self.unit(), self.ids.cp(self.gpu_base), at, pkt.into());
             Ok(())
@@ -191,12 +195,7 @@ impl CommandProcessor {
         let channels = self.ids.channels;
         for c in 0..channels {
             let ch = self.ids.channel(self.chiplet * channels + c);
-            net.send(
-                self.unit(),
-                ch,
-                at + self.cta_dispatch_ps,
-                Control::Flush { kernel }.into(),
-            );
+            net.send(self.unit(), ch, at, Control::Flush { kernel }.into());
         }
         self.flushing = Some(LocalFlush {
             kernel,
@@ -231,8 +230,8 @@ impl CommandProcessor {
         if f.acks < channels {
             return Ok(());
         }
-        let arrive = f.last_ps + self.completion_ps;
+        let left = f.last_ps;
         self.flushing = None;
-        self.send_to_global_cp(arrive, Control::FlushDone { kernel }, kernels, net)
+        self.send_to_global_cp(left, Control::FlushDone { kernel }, kernels, net)
     }
 }

@@ -11,9 +11,10 @@
 //! Units ([`crate::mem::UnitIds`]): the [`cp::CommandProcessor`] (host, global and local
 //! CP; see its module for the launch path), one SM per `core.sm_count` (the issue stage of
 //! [`crate::sm`] with its [`crate::mem::LdStUnit`]), one [`crate::mem::MemChannel`] per DRAM
-//! channel (with its L2 slices). Their links and latencies: CP <-> SM `launch.cta_dispatch_ps`
-//! (a CTA's dispatch, its completion report), SM <-> channel the NoC (`noc.latency_cycles`
-//! plus serialization), host -> channel `launch.host_to_gcp_ps` (a copy's arrival).
+//! channel (with its L2 slices). Their connections are declared once, with their latencies,
+//! in [`wiring`]: units send with their departure (after any serialization of their own),
+//! the net adds the connection's latency, and the links of the lookahead
+//! ([`GpuSystem::links`]) are generated from the same declarations.
 //!
 //! Partitioning (`partitioning.mode`): `chiplet` keeps the whole GPU in one partition;
 //! `sm_cluster` cuts it into `partitioning.sm_clusters` partitions, partition `p` hosting
@@ -38,6 +39,7 @@ pub(crate) mod launch;
 mod local_cp;
 mod partition;
 mod wake;
+pub mod wiring;
 
 use std::sync::Arc;
 
@@ -59,6 +61,7 @@ use tessera_traces::{KernelMeta, MemSpace, OpClass, TraceFile};
 pub use cp::{CommandProcessor, SliceSpans};
 pub use launch::CpParams;
 pub use partition::GpuPartition;
+pub use wiring::{Port, Wiring};
 
 /// The parameters of every unit of a GPU, each made from the config by its own
 /// constructor (`L1dParams::from_config`, ...) once per build, and shared by the units of
@@ -70,19 +73,27 @@ pub(crate) struct UnitParams {
     pub(crate) channel: ChannelParams,
     pub(crate) link: Arc<LinkParams>,
     pub(crate) cp: CpParams,
+    /// The connections between units and their latencies.
+    pub(crate) wiring: Wiring,
     /// `partitioning.run_ahead`.
     pub(crate) run_ahead: bool,
 }
 
 impl UnitParams {
     fn for_trace(cfg: &GpuConfig, trace: &TraceFile) -> UnitParams {
+        let map = Arc::new(AddressMap::for_trace(cfg, trace));
+        let ldst = LdStParams::from_config(cfg);
+        let link = Arc::new(LinkParams::from_config(cfg));
+        let cp = CpParams::from_config(cfg);
+        let wiring = Wiring::new(map.ids, map.private, &ldst.noc, &cp, &link);
         UnitParams {
-            map: Arc::new(AddressMap::for_trace(cfg, trace)),
+            map,
             sm: Arc::new(SmParams::from_config(cfg)),
-            ldst: LdStParams::from_config(cfg),
+            ldst,
             channel: ChannelParams::from_config(cfg),
-            link: Arc::new(LinkParams::from_config(cfg)),
-            cp: CpParams::from_config(cfg),
+            link,
+            cp,
+            wiring,
             run_ahead: cfg.partitioning.run_ahead,
         }
     }
@@ -171,100 +182,6 @@ fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
     }) as usize
 }
 
-/// The links between units with their least latencies, for the lookahead.
-fn links(params: &UnitParams) -> Vec<Link> {
-    let ids = &params.map.ids;
-    let l = &params.cp;
-    let noc_ps = params.ldst.noc.latency_ps;
-    let mut v = Vec::new();
-    let link = |src: u32, dst: u32, latency: Picos| Link {
-        src: PortId(src),
-        dst: PortId(dst),
-        latency,
-    };
-    for k in 0..ids.chiplets {
-        let cp = ids.cp(k);
-        let sms = k * ids.sms..(k + 1) * ids.sms;
-        let channels = k * ids.channels..(k + 1) * ids.channels;
-        for s in sms {
-            v.push(link(cp, ids.sm(s), l.cta_dispatch_ps));
-            v.push(link(ids.sm(s), cp, l.cta_dispatch_ps));
-            for c in channels.clone() {
-                v.push(link(ids.sm(s), ids.channel(c), noc_ps));
-                v.push(link(ids.channel(c), ids.sm(s), noc_ps));
-            }
-            if ids.chiplets > 1 {
-                v.push(link(ids.sm(s), ids.link(k), noc_ps));
-                v.push(link(ids.link(k), ids.sm(s), noc_ps));
-            }
-        }
-        if params.map.private {
-            // Kernel-boundary flushes (local CP <-> its channels) and private L2 slices to
-            // the chiplet's LLC slices.
-            for c in channels.clone() {
-                v.push(link(cp, ids.channel(c), l.cta_dispatch_ps));
-                v.push(link(ids.channel(c), cp, l.cta_dispatch_ps));
-                for d in channels.clone().filter(|&d| d != c) {
-                    v.push(link(ids.channel(c), ids.channel(d), noc_ps));
-                }
-            }
-        }
-        if ids.chiplets > 1 {
-            for c in channels {
-                v.push(link(ids.channel(c), ids.link(k), noc_ps));
-                v.push(link(ids.link(k), ids.channel(c), noc_ps));
-            }
-            let gcp = ids.cp(ids.gpu_first_chiplet(ids.gpu_of_chiplet(k)));
-            if cp != gcp {
-                v.push(link(gcp, cp, l.gcp_to_lcp_ps));
-                v.push(link(cp, gcp, l.completion_ps));
-            }
-        }
-    }
-    for c in 0..ids.total_channels() {
-        v.push(link(UnitIds::CP, ids.channel(c), l.host_to_gcp_ps));
-    }
-    let n = ids.gpu_chiplets;
-    if n > 1 {
-        let latency = params.link.link.latency_ps;
-        let topo = params.link.topology;
-        for g in 0..ids.gpus() {
-            let base = ids.gpu_first_chiplet(g);
-            for (from, to) in topo.links(n) {
-                match (from, to) {
-                    (Some(a), Some(b)) => {
-                        v.push(link(ids.link(base + a), ids.link(base + b), latency))
-                    }
-                    // Up to the switch: the packet goes on to every other chiplet's interface.
-                    (Some(a), None) => {
-                        for b in (0..n).filter(|&b| b != a) {
-                            v.push(link(ids.link(base + a), ids.link(base + b), latency));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    if ids.gpus() > 1 {
-        // The host's launches to each other GPU's global CP and their completions back.
-        for g in 1..ids.gpus() {
-            let gcp = ids.cp(ids.gpu_first_chiplet(g));
-            v.push(link(UnitIds::CP, gcp, l.host_to_gcp_ps));
-            v.push(link(gcp, UnitIds::CP, l.to_host_ps));
-        }
-        // The GPU fabric: every chiplet's port up to the switch, which forwards to the
-        // chiplets of every other GPU.
-        let latency = params.link.gpu_link.latency_ps;
-        for a in 0..ids.chiplets {
-            for b in (0..ids.chiplets).filter(|&b| ids.gpu_of_chiplet(b) != ids.gpu_of_chiplet(a)) {
-                v.push(link(ids.link(a), ids.link(b), latency));
-            }
-        }
-    }
-    v
-}
-
 /// A GPU ready to run: its partitions, the partition hosting each unit's port, and the
 /// links between units (for the lookahead). The engine of `tessera-cluster` runs the
 /// partitions; [`collect_stats`] turns them back into stats.
@@ -336,11 +253,15 @@ pub fn build_hosted<'t>(
     let ctxs: Arc<[Ctx]> = Ctx::for_kernels(trace.kernels())
         .map_err(|e| GpuError::Unsupported(e.to_string()))?
         .into();
-    let mut cps: Vec<Option<CommandProcessor>> =
-        CommandProcessor::build(&params.cp, trace.commands(), trace.kernels())?
-            .into_iter()
-            .map(Some)
-            .collect();
+    let mut cps: Vec<Option<CommandProcessor>> = CommandProcessor::build(
+        &params.cp,
+        &params.wiring,
+        trace.commands(),
+        trace.kernels(),
+    )?
+    .into_iter()
+    .map(Some)
+    .collect();
     if let Some(&p) = hosted.iter().find(|&&p| p >= parts as usize) {
         return Err(GpuError::Unsupported(format!(
             "partition {p} of a system of {parts} partitions"
@@ -359,7 +280,7 @@ pub fn build_hosted<'t>(
         ports: (0..ids.count())
             .map(|u| (PortId(u), partition_of_unit(&ids, per, u)))
             .collect(),
-        links: links(&params),
+        links: params.wiring.links(),
     })
 }
 

@@ -32,6 +32,7 @@ use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 use super::control::Control;
 use super::cp::CommandProcessor;
 use super::wake::WakeQueue;
+use super::wiring::Wiring;
 use super::{classify, cycle_at, GpuError, UnitParams};
 use crate::mem::coalesce::LaneAddrs;
 use crate::mem::{
@@ -267,6 +268,8 @@ impl Inbox {
 /// per-unit sequence numbers, and the packets for other partitions.
 pub(super) struct Wires {
     ids: UnitIds,
+    /// The connections between units and their latencies.
+    wiring: Wiring,
     /// By unit id: hosted here.
     hosted: Vec<bool>,
     /// By unit id.
@@ -287,14 +290,19 @@ pub(super) struct Wires {
     /// `GpuPartition::run_ahead`): a packet arriving before it would have changed what was
     /// done, and breaks the lookahead as an early one breaks causality.
     ahead: Vec<Picos>,
+    /// Every `(source, destination)` a packet went between (the wiring's tests).
+    #[cfg(test)]
+    pub(super) pairs: std::collections::BTreeSet<(u32, u32)>,
 }
 
 impl Wires {
     /// The plumbing of the units `hosted` (by unit id) says are this partition's, at time 0.
-    fn new(ids: UnitIds, hosted: Vec<bool>) -> Wires {
+    fn new(wiring: Wiring, hosted: Vec<bool>) -> Wires {
+        let ids = *wiring.ids();
         let n = ids.count() as usize;
         Wires {
             ids,
+            wiring,
             hosted,
             inbox: (0..n).map(|_| Inbox::default()).collect(),
             wake: WakeQueue::new(n),
@@ -304,6 +312,8 @@ impl Wires {
             early: None,
             seq_overflow: None,
             ahead: vec![0; n],
+            #[cfg(test)]
+            pairs: Default::default(),
         }
     }
 
@@ -324,7 +334,21 @@ impl Wires {
 }
 
 impl Net for Wires {
-    fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
+    #[inline(always)]
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+
+    // As the provided method, one call with the delivery inside (it runs for every packet).
+    fn send(&mut self, src: u32, dst: u32, depart: Picos, pkt: Packet) {
+        let at = depart + self.wiring.latency(src, dst);
+        self.deliver(src, dst, at, pkt);
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
+        #[cfg(test)]
+        self.pairs.insert((src, dst));
         let floor = self
             .ahead
             .get(dst as usize)
@@ -412,7 +436,9 @@ pub struct GpuPartition<'t> {
     trace: &'t TraceFile,
     dec: ChunkDecoder<'t>,
     period: Picos,
-    cta_dispatch_ps: Picos,
+    /// From an SM's completion report leaving to its CP's answer (a CTA) arriving at it:
+    /// the connection's latency each way ([`Wiring`]).
+    answer_ps: Picos,
     /// The least time a packet between an SM and a DRAM channel takes (the NoC latency;
     /// 0 with `partitioning.run_ahead` off): the lookahead of [`GpuPartition::run_sm`] and
     /// [`GpuPartition::run_channel`], before the CPs' floors.
@@ -611,13 +637,16 @@ impl<'t> GpuPartition<'t> {
         }
         let mut dec = trace.decoder();
         dec.set_release_pages(true);
-        let noc_ps = params.ldst.noc.latency_ps;
+        let noc_ps = params.wiring.noc_ps();
         let mut p = GpuPartition {
             index,
             trace,
             dec,
             period: params.cp.core_ps,
-            cta_dispatch_ps: params.cp.cta_dispatch_ps,
+            answer_ps: {
+                let (sm, cp) = (ids.sm(0), ids.cp(0));
+                params.wiring.latency(sm, cp) + params.wiring.latency(cp, sm)
+            },
             // Off: a horizon of `t` itself, one event per visit.
             unit_lookahead: if params.run_ahead { noc_ps } else { 0 },
             sm_lookahead: match params.run_ahead {
@@ -630,7 +659,10 @@ impl<'t> GpuPartition<'t> {
             end: 0,
             preps: vec![None; trace.kernels().len()],
             ctxs: ctxs.clone(),
-            wires: Wires::new(ids, slot.iter().map(|s| *s != Slot::Remote).collect()),
+            wires: Wires::new(
+                params.wiring.clone(),
+                slot.iter().map(|s| *s != Slot::Remote).collect(),
+            ),
             slot,
             cps,
             sms,
@@ -654,6 +686,12 @@ impl<'t> GpuPartition<'t> {
     /// The index of this partition.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// Every `(source, destination)` a packet went between so far (the wiring's tests).
+    #[cfg(test)]
+    pub(super) fn sent_pairs(&self) -> &std::collections::BTreeSet<(u32, u32)> {
+        &self.wires.pairs
     }
 
     /// Runs unit `u`'s events at `t`; returns the time of its next one (at least `t`).
@@ -708,8 +746,7 @@ impl<'t> GpuPartition<'t> {
                 let left = self.channels[i].flush(at, ctx, &mut self.wires);
                 let cp = self.wires.ids.cp(self.wires.ids.chiplet_of(u));
                 let ack = Control::FlushDone { kernel };
-                self.wires
-                    .send(u, cp, left + self.cta_dispatch_ps, ack.into());
+                self.wires.send(u, cp, left, ack.into());
                 continue;
             }
             if let Packet::Control(Control::Memcpy { command }) = pkt {
@@ -866,7 +903,7 @@ impl<'t> GpuPartition<'t> {
             lanes,
             done,
             completed,
-            cta_dispatch_ps,
+            answer_ps,
             ..
         } = self;
         let unit = &mut sms[i];
@@ -993,10 +1030,10 @@ impl<'t> GpuPartition<'t> {
                             kernel,
                             cta: cta as u32,
                         };
-                        let when = at.max(c) * period + *cta_dispatch_ps;
+                        let left = at.max(c) * period;
                         let cp = wires.ids.cp(wires.ids.chiplet_of(u));
-                        wires.send(u, cp, when, pkt.into());
-                        unit.answers.push_back(when + *cta_dispatch_ps);
+                        wires.send(u, cp, left, pkt.into());
+                        unit.answers.push_back(left + *answer_ps);
                     }
                 }
                 let kernel = unit.kernel.and_then(|k| kernels.get(k as usize));
@@ -1215,7 +1252,7 @@ mod tests {
         let cfg = crate::config::GpuConfig::load(p, &[]).expect("default.yaml loads");
         let ids = UnitIds::new(&cfg);
         let n = ids.count() as usize;
-        (ids, Wires::new(ids, vec![true; n]))
+        (ids, Wires::new(Wiring::from_config(&cfg), vec![true; n]))
     }
 
     /// A source's packets are numbered in 48 bits of the inbox key: the packet that would
@@ -1261,13 +1298,13 @@ mod tests {
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         w.ahead[sm as usize] = 5_000;
         let pkt = Packet::from(Control::Dispatch { kernel: 0, cta: 0 });
-        w.send(cp, sm, 5_000, pkt);
+        w.deliver(cp, sm, 5_000, pkt);
         assert_eq!(w.early, None);
-        w.send(cp, sm, 4_999, pkt);
+        w.deliver(cp, sm, 4_999, pkt);
         assert_eq!(w.early, Some((cp, sm, 4_999, 5_000)));
         // Another unit is held to the current time only.
         let mut w2 = Wires { early: None, ..w };
-        w2.send(sm, cp, 1_000, Control::CtaDone { kernel: 0, cta: 0 }.into());
+        w2.deliver(sm, cp, 1_000, Control::CtaDone { kernel: 0, cta: 0 }.into());
         assert_eq!(w2.early, None);
     }
 
@@ -1277,9 +1314,12 @@ mod tests {
     /// `t + l2.hit_latency + noc.latency`.
     #[test]
     fn an_l2_reply_arrives_no_sooner_than_the_sm_lookahead() {
-        struct Replies(Vec<(Picos, Packet)>);
+        struct Replies(Vec<(Picos, Packet)>, Wiring);
         impl Net for Replies {
-            fn send(&mut self, _src: u32, _dst: u32, arrive_at: Picos, pkt: Packet) {
+            fn wiring(&self) -> &Wiring {
+                &self.1
+            }
+            fn deliver(&mut self, _src: u32, _dst: u32, arrive_at: Picos, pkt: Packet) {
                 self.0.push((arrive_at, pkt));
             }
         }
@@ -1287,7 +1327,8 @@ mod tests {
         let cfg = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
         let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
         let params = crate::mem::ChannelParams::from_config(&cfg);
-        let least = params.noc.latency_ps + params.l2.hit_ps;
+        let wiring = Wiring::from_config(&cfg);
+        let least = wiring.noc_ps() + params.l2.hit_ps;
         let mut ch = MemChannel::new(&params, map.clone(), 0);
         let sm = map.ids.sm(0);
         // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some
@@ -1297,7 +1338,7 @@ mod tests {
             .filter(|&l| map.l2_home(l).0 == 0)
             .take(64)
             .collect();
-        let mut net = Replies(Vec::new());
+        let mut net = Replies(Vec::new(), wiring);
         let mut x = 7u64;
         for k in 0..2_000u64 {
             x = x

@@ -479,7 +479,7 @@ impl MemChannel {
         let te = s.noc_out.reserve(now, done, HEADER_BYTES);
         let pkt = Response::WriteAck { line, tag, sm, ctx };
         let dst = self.toward(sm);
-        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt.into());
+        net.send(self.unit, dst, te, pkt.into());
     }
 
     /// Where a packet for unit `dst` leaves this channel to: `dst` itself on this chiplet,
@@ -525,7 +525,7 @@ impl MemChannel {
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
         let dst = self.toward(dst);
-        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt);
+        net.send(self.unit, dst, te, pkt);
     }
 
     /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);

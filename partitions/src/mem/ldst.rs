@@ -549,7 +549,7 @@ impl LdStUnit {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
         };
-        net.send(self.unit, dst, dep + self.params.noc.latency_ps, req.into());
+        net.send(self.unit, dst, dep, req.into());
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
@@ -626,7 +626,7 @@ impl LdStUnit {
             sm: self.unit,
             ctx,
         };
-        net.send(self.unit, dst, dep + self.params.noc.latency_ps, pkt.into());
+        net.send(self.unit, dst, dep, pkt.into());
         dep
     }
 }

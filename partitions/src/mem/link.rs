@@ -17,6 +17,13 @@
 //! and write-backs to the line's home chiplet and the LLC's replies back to the requesting
 //! channel unit in the same way.
 //!
+//! The interface models each link's serialization (its [`ChipletLink`]s have no latency of
+//! their own): a packet departs when its last byte has left, and the net adds the
+//! connection's latency (`package.link.latency_ps`, `system.gpu_link.latency_ps`, the NoC's
+//! to the chiplet's units), declared once in `gpu/wiring.rs`; the switches' ports down to
+//! its chiplet are its named ports [`crate::gpu::Port::SwitchDown`] and
+//! [`crate::gpu::Port::GpuSwitchDown`].
+//!
 //! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
 //! a link's traffic can be attributed to the kernel it serves.
 //!
@@ -41,9 +48,9 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
-use super::noc::NocParams;
 use super::{Ctx, Net, Packet, Request, Response, Unit};
 use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
+use crate::gpu::Port;
 use crate::observe::{LinkPacket, Observer, Probe};
 use crate::per_kernel::KernelTally;
 use crate::Picos;
@@ -125,8 +132,6 @@ pub struct LinkParams {
     pub(crate) gpu_switch: &'static str,
     /// `l2.sector_bytes`, the data unit of a packet's size on the wire.
     pub(crate) sector_bytes: u64,
-    /// The NoC's latency to the units of the chiplet a packet is routed to.
-    pub(crate) noc_latency_ps: Picos,
 }
 
 impl LinkParams {
@@ -160,7 +165,6 @@ impl LinkParams {
                 GpuLinkTopology::PcieHost => "pcie_host",
             },
             sector_bytes: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes).sector_bytes,
-            noc_latency_ps: NocParams::from_config(cfg).latency_ps,
         }
     }
 }
@@ -196,7 +200,12 @@ impl LinkInterface {
         let topology = params.topology;
         let n = map.ids.gpu_chiplets;
         let local = chiplet % n;
-        let ls = params.link;
+        // Serialization only: a link's latency is its connection's (`gpu/wiring.rs`), added
+        // by the net from the end of the transmission.
+        let ls = LinkSpec {
+            latency_ps: 0,
+            ..params.link
+        };
         let egress = if n > 1 {
             topology
                 .links(n)
@@ -208,7 +217,10 @@ impl LinkInterface {
             Vec::new()
         };
         let gpus = map.ids.gpus() > 1;
-        let gs = params.gpu_link;
+        let gs = LinkSpec {
+            latency_ps: 0,
+            ..params.gpu_link
+        };
         LinkInterface {
             unit: map.ids.link(chiplet),
             gpu_switch: params.gpu_switch,
@@ -248,12 +260,13 @@ impl LinkInterface {
     }
 
     /// Tells the observer, if any, of a packet of `bytes` sent at `now` on its link `link`
-    /// (report order) towards `next_unit`: `sent` is its arrival and its transmission's
-    /// start and end.
+    /// (report order) towards `next_unit`: `sent` is the link's answer (the end of the
+    /// transmission, its start and its end), the connection adding `latency`.
     fn observed(
         &self,
         now: Picos,
         sent: (Picos, Picos, Picos),
+        latency: Picos,
         bytes: u64,
         next_unit: u32,
         link: usize,
@@ -261,7 +274,7 @@ impl LinkInterface {
         if let Some(p) = &self.probe {
             let e = LinkPacket {
                 sent_at: now,
-                arrive_at: sent.0,
+                arrive_at: sent.2 + latency,
                 bytes,
                 next_unit,
                 link: link as u32,
@@ -331,11 +344,18 @@ impl LinkInterface {
                 // it comes back here (from this unit) when its last byte is in.
                 let down = self.gpu_down.as_mut().ok_or_else(err)?;
                 let sent = down.send_whole_span(now, bytes);
-                let at = sent.0;
                 let link = self.egress.len() + usize::from(self.from_switch.is_some()) + 1;
-                self.observed(now, sent, bytes, self.unit, link);
+                let port = Port::GpuSwitchDown;
+                self.observed(
+                    now,
+                    sent,
+                    net.wiring().port_latency(port),
+                    bytes,
+                    self.unit,
+                    link,
+                );
                 self.count(pkt.ctx(), bytes);
-                net.send(self.unit, self.unit, at, pkt);
+                net.send_on(port, self.unit, self.unit, sent.2, pkt);
                 return Ok(());
             }
             Some(Unit::Link(k)) if k != self.chiplet => {
@@ -343,18 +363,19 @@ impl LinkInterface {
                     // Through the switch's port down to this chiplet first; it comes back
                     // here (from this unit) when its last byte is in.
                     let sent = down.send_whole_span(now, bytes);
-                    let at = sent.0;
                     let link = self.egress.len();
-                    self.observed(now, sent, bytes, self.unit, link);
+                    let port = Port::SwitchDown;
+                    let latency = net.wiring().port_latency(port);
+                    self.observed(now, sent, latency, bytes, self.unit, link);
                     self.count(pkt.ctx(), bytes);
-                    net.send(self.unit, self.unit, at, pkt);
+                    net.send_on(port, self.unit, self.unit, sent.2, pkt);
                     return Ok(());
                 }
             }
             _ => {}
         }
         if dst == self.chiplet {
-            net.send(self.unit, to, now + self.params.noc_latency_ps, pkt);
+            net.send(self.unit, to, now, pkt);
             return Ok(());
         }
         if ids.gpu_of_chiplet(dst) != gpu {
@@ -362,11 +383,12 @@ impl LinkInterface {
             // destination chiplet's interface (modelling the switch's port down to it).
             let up = self.gpu_up.as_mut().ok_or_else(err)?;
             let sent = up.send_whole_span(now, bytes);
-            let at = sent.0;
             let link = self.egress.len() + usize::from(self.from_switch.is_some());
-            self.observed(now, sent, bytes, ids.link(dst), link);
+            let next = ids.link(dst);
+            let latency = net.wiring().latency(self.unit, next);
+            self.observed(now, sent, latency, bytes, next, link);
             self.count(pkt.ctx(), bytes);
-            net.send(self.unit, ids.link(dst), at, pkt);
+            net.send(self.unit, next, sent.2, pkt);
             return Ok(());
         }
         let n = ids.gpu_chiplets;
@@ -383,13 +405,13 @@ impl LinkInterface {
             .map(|(i, (_, l))| (i, l))
             .ok_or_else(err)?;
         let sent = link.send_whole_span(now, bytes);
-        let at = sent.0;
         // Through a switch, the packet goes to the destination's interface (which models
         // the switch's port down to it).
-        let hop = next.map_or(dst, |h| base + h);
-        self.observed(now, sent, bytes, ids.link(hop), index);
+        let hop = ids.link(next.map_or(dst, |h| base + h));
+        let latency = net.wiring().latency(self.unit, hop);
+        self.observed(now, sent, latency, bytes, hop, index);
         self.count(pkt.ctx(), bytes);
-        net.send(self.unit, ids.link(hop), at, pkt);
+        net.send(self.unit, hop, sent.2, pkt);
         Ok(())
     }
 

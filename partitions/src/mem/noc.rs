@@ -47,9 +47,9 @@ pub struct NocParams {
     pub clock_hz: u64,
     /// `noc.bandwidth_bytes_per_cycle`.
     pub bytes_per_cycle: u64,
-    /// The one-way latency, `noc.latency_cycles` NoC cycles: the least time between
-    /// sending and receiving a packet between an SM and a channel (the lookahead of a cut
-    /// between them).
+    /// The one-way latency, `noc.latency_cycles` NoC cycles: the latency of the NoC's
+    /// connections, which the net adds to a packet's departure (declared in
+    /// `gpu/wiring.rs`, the one reader; the ports themselves model serialization only).
     pub latency_ps: Picos,
 }
 

@@ -391,7 +391,7 @@ impl MemChannel {
             self.stats.private_l2.llc_remote_requests += 1;
             ids.link(self.chiplet())
         };
-        net.send(self.unit, dst, te + self.params.noc.latency_ps, pkt);
+        net.send(self.unit, dst, te, pkt);
         te
     }
 

@@ -9,6 +9,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use tessera_partitions::config::GpuConfig;
+use tessera_partitions::gpu::Wiring;
 use tessera_partitions::mem::{
     AddressMap, ChannelParams, Ctx, Issued, LdStParams, LdStUnit, LinkInterface, LinkParams,
     LinkReport, MemChannel, MemRequest, MemStats, Response, Unit, UnitIds,
@@ -20,10 +21,11 @@ use tessera_partitions::Picos;
 type InFlight = (Picos, u32, u64, u32, PacketKey);
 
 /// The packets in flight, consumed in `(arrive_at, src, seq)` order.
-#[derive(Default)]
 struct Queue {
     heap: BinaryHeap<Reverse<InFlight>>,
     seq: Vec<u64>,
+    /// The connections' latencies, added to each packet's departure.
+    wiring: Wiring,
 }
 
 /// [`Packet`] as an orderable key (its inline words).
@@ -31,7 +33,11 @@ struct Queue {
 struct PacketKey([u64; 3]);
 
 impl Net for Queue {
-    fn send(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
+    fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+
+    fn deliver(&mut self, src: u32, dst: u32, arrive_at: Picos, pkt: Packet) {
         let s = src as usize;
         if self.seq.len() <= s {
             self.seq.resize(s + 1, 0);
@@ -92,7 +98,11 @@ impl MemSystem {
                 Vec::new()
             },
             ids,
-            queue: Queue::default(),
+            queue: Queue {
+                heap: BinaryHeap::new(),
+                seq: Vec::new(),
+                wiring: Wiring::from_config(cfg),
+            },
             next_token: 0,
             done: Vec::new(),
             now: 0,

@@ -1,0 +1,508 @@
+//! The wiring of a system: every connection between units, declared once, with its
+//! latency (DESIGN.md section 5, "Links are declared once").
+//!
+//! Units send a packet with its *departure* time on a connection ([`crate::packet::Net`]);
+//! the net adds the connection's latency from here ([`Wiring::latency`]), and the
+//! lookahead's list of links ([`Wiring::links`]) is generated from the same declarations,
+//! so the two cannot disagree. What is not a fixed latency stays in the sender's model: a
+//! NoC port's or a package link's serialization (the packet departs when its last byte has
+//! left, [`tessera_interconnect::ChipletLink`] being built with no latency of its own), a
+//! host copy's transfer time, a command processor's processing time.
+//!
+//! The connections ([`crate::mem::UnitIds`] names the units):
+//!
+//! | from | to | latency |
+//! |---|---|---|
+//! | SM | a channel or the link interface of its chiplet | the NoC (`noc.latency_cycles`) |
+//! | channel | an SM, another channel (private L2 to LLC) or the link interface of its chiplet | the NoC |
+//! | link interface | an SM or a channel of its chiplet | the NoC |
+//! | local CP | an SM of its chiplet (CTA dispatch), a channel of it (flush, private L2) | `launch.cta_dispatch_ps` |
+//! | SM, channel (flush done) | the local CP of its chiplet | `launch.cta_dispatch_ps` |
+//! | global CP | another chiplet's local CP of its GPU | `launch.gcp_to_lcp_ps` |
+//! | local CP | its GPU's global CP on another chiplet | `launch.completion_ps` |
+//! | host (CP unit 0) | another GPU's global CP (a launch) | `launch.host_to_gcp_ps` |
+//! | host, port [`Port::HostCopy`] | every channel of the copy's GPU | `launch.host_to_gcp_ps` |
+//! | global CP of another GPU | the host | `system.host_link.completion_ps` |
+//! | link interface | the next chiplet's interface along the topology | `package.link.latency_ps` |
+//! | link interface | an interface of another GPU (through the GPU switch) | `system.gpu_link.latency_ps` |
+//! | link interface, port [`Port::SwitchDown`] | itself (the package switch's port down to it) | `package.link.latency_ps` |
+//! | link interface, port [`Port::GpuSwitchDown`] | itself (the GPU switch's port down to it) | `system.gpu_link.latency_ps` |
+//!
+//! A port is named only where a unit id alone does not say which connection a packet
+//! takes: unit 0 is the host and chiplet 0's local CP at once, and a link interface
+//! models both switches' ports down to its chiplet.
+
+use tessera_interconnect::{Link, PortId};
+
+use crate::config::GpuConfig;
+use crate::gpu::launch::CpParams;
+use crate::mem::{LinkParams, NocParams, UnitIds};
+use crate::Picos;
+
+/// A sender's port, where its unit id alone does not say which connection a packet takes
+/// (module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Port {
+    /// The host's copies to the channels (unit 0, which is also chiplet 0's local CP).
+    HostCopy,
+    /// The package switch's port down to a link interface's chiplet (`package.topology:
+    /// switch`): the interface to itself.
+    SwitchDown,
+    /// The GPU switch's port down to a link interface's chiplet (`system.gpus` > 1): the
+    /// interface to itself.
+    GpuSwitchDown,
+}
+
+// Unit kinds, the index of the latency table.
+const CP: usize = 0;
+const SM: usize = 1;
+const CHANNEL: usize = 2;
+const LINK: usize = 3;
+
+/// No such connection.
+const NONE: Picos = Picos::MAX;
+/// Between two CPs or two link interfaces: it depends on which (`Wiring::same_kind`).
+const SAME_KIND: Picos = Picos::MAX - 1;
+
+/// Every connection of a system with its latency (module documentation). Built once per
+/// system; cheap to clone (the net of each partition holds one).
+#[derive(Clone, Debug)]
+pub struct Wiring {
+    ids: UnitIds,
+    /// `1 + sms` and `1 + sms + channels`: where a chiplet's block of ids changes kind.
+    sm_end: u32,
+    channel_end: u32,
+    per_chiplet: u32,
+    /// By unit id: its kind (an index of the table), looked up for every packet.
+    kinds: Box<[u8]>,
+    /// By `(kind of source) * 4 + kind of destination`: the latency between units of those
+    /// kinds on one chiplet, `NONE` for kinds never connected, `SAME_KIND` between two CPs
+    /// or two link interfaces (it depends on which; the only connections across chiplets).
+    table: [Picos; 16],
+    noc_ps: Picos,
+    cta_dispatch_ps: Picos,
+    gcp_to_lcp_ps: Picos,
+    completion_ps: Picos,
+    host_to_gcp_ps: Picos,
+    to_host_ps: Picos,
+    link_ps: Picos,
+    gpu_link_ps: Picos,
+    /// By `from * gpu_chiplets + to` (chiplets inside a GPU): a package link joins them,
+    /// directly or through the package switch.
+    package: Vec<bool>,
+}
+
+impl Wiring {
+    /// The wiring of the system of `cfg`.
+    pub fn from_config(cfg: &GpuConfig) -> Wiring {
+        Wiring::new(
+            UnitIds::new(cfg),
+            cfg.package.l2 == crate::config::L2Organization::Private,
+            &NocParams::from_config(cfg),
+            &CpParams::from_config(cfg),
+            &LinkParams::from_config(cfg),
+        )
+    }
+
+    /// The wiring of units `ids` from their parameters (`private`: `package.l2: private`).
+    pub(crate) fn new(
+        ids: UnitIds,
+        private: bool,
+        noc: &NocParams,
+        cp: &CpParams,
+        link: &LinkParams,
+    ) -> Wiring {
+        let noc_ps = noc.latency_ps;
+        let d = cp.cta_dispatch_ps;
+        let mut table = [NONE; 16];
+        let mut set = |a: usize, b: usize, l: Picos| table[a * 4 + b] = l;
+        // Inside a chiplet.
+        set(SM, CHANNEL, noc_ps);
+        set(CHANNEL, SM, noc_ps);
+        if ids.chiplets > 1 {
+            set(SM, LINK, noc_ps);
+            set(LINK, SM, noc_ps);
+            set(CHANNEL, LINK, noc_ps);
+            set(LINK, CHANNEL, noc_ps);
+        }
+        set(CP, SM, d);
+        set(SM, CP, d);
+        if private {
+            // A private L2 slice to an LLC slice (of its own unit too), and the local CP's
+            // flushes and their acknowledgements.
+            set(CHANNEL, CHANNEL, noc_ps);
+            set(CP, CHANNEL, d);
+            set(CHANNEL, CP, d);
+        }
+        // Across chiplets (`Wiring::declared`).
+        set(CP, CP, SAME_KIND);
+        set(LINK, LINK, SAME_KIND);
+        let n = ids.gpu_chiplets as usize;
+        let mut package = vec![false; n * n];
+        if n > 1 {
+            for (from, to) in link.topology.links(n as u32) {
+                match (from, to) {
+                    (Some(a), Some(b)) => package[a as usize * n + b as usize] = true,
+                    // Up to the switch: on to every other chiplet's interface.
+                    (Some(a), None) => {
+                        for b in (0..n).filter(|&b| b != a as usize) {
+                            package[a as usize * n + b] = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let sm_end = 1 + ids.sms;
+        let channel_end = sm_end + ids.channels;
+        let kinds = (0..ids.count())
+            .map(|u| match u % ids.per_chiplet() {
+                0 => CP as u8,
+                r if r < sm_end => SM as u8,
+                r if r < channel_end => CHANNEL as u8,
+                _ => LINK as u8,
+            })
+            .collect();
+        Wiring {
+            ids,
+            kinds,
+            sm_end: 1 + ids.sms,
+            channel_end: 1 + ids.sms + ids.channels,
+            per_chiplet: ids.per_chiplet(),
+            table,
+            noc_ps,
+            cta_dispatch_ps: d,
+            gcp_to_lcp_ps: cp.gcp_to_lcp_ps,
+            completion_ps: cp.completion_ps,
+            host_to_gcp_ps: cp.host_to_gcp_ps,
+            to_host_ps: cp.to_host_ps,
+            link_ps: link.link.latency_ps,
+            gpu_link_ps: link.gpu_link.latency_ps,
+            package,
+        }
+    }
+
+    /// The units it connects.
+    pub fn ids(&self) -> &UnitIds {
+        &self.ids
+    }
+
+    /// The kind of unit `u` (an index of the table).
+    #[inline(always)]
+    fn kind(&self, u: u32) -> usize {
+        self.kinds[u as usize] as usize
+    }
+
+    /// The latency of the connection from unit `src` to unit `dst` (a packet sent on it at
+    /// `t` arrives at `t + latency`). Runs for every packet: the kinds of the two units
+    /// give it, except between two CPs or two link interfaces. A pair that is not
+    /// connected is a model bug (checked in debug builds; see [`Wiring::declared`]).
+    #[inline(always)]
+    pub fn latency(&self, src: u32, dst: u32) -> Picos {
+        let l = self.table[self.kind(src) * 4 + self.kind(dst)];
+        let l = if l >= SAME_KIND {
+            self.same_kind(src, dst)
+        } else {
+            l
+        };
+        debug_assert_eq!(
+            Some(l),
+            self.declared(src, dst),
+            "a packet from unit {src} to unit {dst}, which are not connected"
+        );
+        l
+    }
+
+    /// The latency of `port` (from a unit to itself, or the host's copies).
+    #[inline]
+    pub fn port_latency(&self, port: Port) -> Picos {
+        match port {
+            Port::HostCopy => self.host_to_gcp_ps,
+            Port::SwitchDown => self.link_ps,
+            Port::GpuSwitchDown => self.gpu_link_ps,
+        }
+    }
+
+    /// Between two CPs or two link interfaces (and the panic of an unconnected pair).
+    #[cold]
+    #[inline(never)]
+    fn same_kind(&self, src: u32, dst: u32) -> Picos {
+        self.declared(src, dst).unwrap_or_else(|| {
+            panic!("a packet from unit {src} to unit {dst}, which are not connected")
+        })
+    }
+
+    /// The NoC's latency (SM, channel and link interface of a chiplet to each other): the
+    /// least time a packet between an SM and a channel takes.
+    pub fn noc_ps(&self) -> Picos {
+        self.noc_ps
+    }
+
+    /// The latency of a CTA's dispatch and of its completion report (local CP <-> SM).
+    pub fn cta_dispatch_ps(&self) -> Picos {
+        self.cta_dispatch_ps
+    }
+
+    /// A global CP to the local CPs of its GPU (its own takes a slice after the same time,
+    /// without a packet).
+    pub fn gcp_to_lcp_ps(&self) -> Picos {
+        self.gcp_to_lcp_ps
+    }
+
+    /// A local CP's report to its GPU's global CP (its own chiplet's too, without a
+    /// packet).
+    pub fn completion_ps(&self) -> Picos {
+        self.completion_ps
+    }
+
+    /// The host to a global CP (GPU 0's too, without a packet).
+    pub fn host_to_gcp_ps(&self) -> Picos {
+        self.host_to_gcp_ps
+    }
+
+    /// A global CP to the host (0 with one GPU, where they are one unit).
+    pub fn to_host_ps(&self) -> Picos {
+        self.to_host_ps
+    }
+
+    /// The declared connection from unit `src` to unit `dst` on no named port, if any, with
+    /// its latency: the table of the module documentation, exactly.
+    pub fn declared(&self, src: u32, dst: u32) -> Option<Picos> {
+        let ids = &self.ids;
+        if src >= ids.count() || dst >= ids.count() {
+            return None;
+        }
+        let (ks, kd) = (self.kind(src), self.kind(dst));
+        let (cs, cd) = (ids.chiplet_of(src), ids.chiplet_of(dst));
+        let same_chiplet = cs == cd;
+        let same_gpu = ids.gpu_of_chiplet(cs) == ids.gpu_of_chiplet(cd);
+        match self.table[ks * 4 + kd] {
+            NONE => return None,
+            SAME_KIND => {}
+            l => return same_chiplet.then_some(l),
+        }
+        match (ks, kd) {
+            (CP, CP) if src != dst => {
+                let gcp = |k: u32| k == ids.gpu_first_chiplet(ids.gpu_of_chiplet(k));
+                if same_gpu {
+                    if gcp(cs) {
+                        Some(self.gcp_to_lcp_ps)
+                    } else if gcp(cd) {
+                        Some(self.completion_ps)
+                    } else {
+                        None
+                    }
+                } else if src == UnitIds::CP && gcp(cd) {
+                    Some(self.host_to_gcp_ps)
+                } else if dst == UnitIds::CP && gcp(cs) {
+                    Some(self.to_host_ps)
+                } else {
+                    None
+                }
+            }
+            (LINK, LINK) if !same_chiplet => {
+                if same_gpu {
+                    let n = ids.gpu_chiplets;
+                    let (a, b) = ((cs % n) as usize, (cd % n) as usize);
+                    self.package[a * n as usize + b].then_some(self.link_ps)
+                } else {
+                    Some(self.gpu_link_ps)
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Every connection between two different units with its latency, for the lookahead:
+    /// the declarations of [`Wiring::declared`] and the host's copies (a unit's
+    /// connections to itself never cross partitions).
+    pub fn links(&self) -> Vec<Link> {
+        let ids = &self.ids;
+        let link = |src: u32, dst: u32, latency: Picos| Link {
+            src: PortId(src),
+            dst: PortId(dst),
+            latency,
+        };
+        let mut v = Vec::new();
+        let per = self.per_chiplet;
+        // Inside each chiplet, by the table (the units of a kind are a range of its ids).
+        let bounds = [0, 1, self.sm_end, self.channel_end, per];
+        for k in 0..ids.chiplets {
+            let of = |kind: usize| k * per + bounds[kind]..k * per + bounds[kind + 1];
+            for (ks, kd) in (0..4).flat_map(|a| (0..4).map(move |b| (a, b))) {
+                let l = self.table[ks * 4 + kd];
+                if l >= SAME_KIND {
+                    continue;
+                }
+                for src in of(ks) {
+                    v.extend(of(kd).filter(|&d| d != src).map(|d| link(src, d, l)));
+                }
+            }
+        }
+        // Across chiplets: CPs and link interfaces.
+        if ids.chiplets > 1 {
+            let ends = |u: fn(&UnitIds, u32) -> u32| (0..ids.chiplets).map(move |k| u(ids, k));
+            for unit in [UnitIds::cp as fn(&UnitIds, u32) -> u32, UnitIds::link] {
+                for src in ends(unit) {
+                    for dst in ends(unit).filter(|&d| d != src) {
+                        if let Some(l) = self.declared(src, dst) {
+                            v.push(link(src, dst, l));
+                        }
+                    }
+                }
+            }
+        }
+        for c in 0..ids.total_channels() {
+            v.push(link(
+                UnitIds::CP,
+                ids.channel(c),
+                self.port_latency(Port::HostCopy),
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str) -> GpuConfig {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../configs")
+            .join(name);
+        GpuConfig::load(p, &[]).expect("config loads")
+    }
+
+    /// The fast latency agrees with the declarations on every connected pair, and the
+    /// lookahead's links are exactly the declared connections (and the host's copies).
+    #[test]
+    fn the_latency_table_agrees_with_the_declarations() {
+        for name in [
+            "titanv.yaml",
+            "a100-4chiplet.yaml",
+            "radeon7-2chiplet.yaml",
+            "dgx-8gpu.yaml",
+        ] {
+            let cfg = load(name);
+            let w = Wiring::from_config(&cfg);
+            let n = w.ids.count();
+            let mut declared = 0;
+            for s in 0..n {
+                for d in 0..n {
+                    if let Some(l) = w.declared(s, d) {
+                        assert_eq!(w.latency(s, d), l, "{name}: {s} -> {d}");
+                        declared += usize::from(s != d);
+                    }
+                }
+            }
+            let links = w.links();
+            let copies = w.ids.total_channels() as usize;
+            assert_eq!(links.len(), declared + copies, "{name}");
+            for l in &links[..declared] {
+                let (s, d) = (l.src.0, l.dst.0);
+                assert_eq!(w.declared(s, d), Some(l.latency), "{name}: {s} -> {d}");
+            }
+        }
+    }
+
+    /// Runs `workload` on `config` on this thread by conservative windows (as the engine
+    /// does); returns the wiring and every `(source, destination)` a packet went between.
+    fn pairs_of_run(
+        config: &str,
+        workload: &str,
+        params: &[(&str, &str)],
+    ) -> (Wiring, std::collections::BTreeSet<(u32, u32)>) {
+        use tessera_interconnect::{Outbox, Partition};
+        let cfg = load(config);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.tst");
+        let p: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        tessera_frontend::workloads::generate(workload, &p, 80, &path)
+            .unwrap_or_else(|e| panic!("{workload}: {e}"));
+        let trace = tessera_traces::TraceFile::open(&path).unwrap();
+        let sys = crate::gpu::build(&cfg, &trace).unwrap_or_else(|e| panic!("{e}"));
+        let owner: std::collections::HashMap<u32, usize> =
+            sys.ports.iter().map(|&(p, i)| (p.0, i)).collect();
+        let lookahead = sys
+            .links
+            .iter()
+            .filter(|l| owner[&l.src.0] != owner[&l.dst.0])
+            .map(|l| l.latency)
+            .min()
+            .unwrap_or(u64::MAX / 4);
+        let mut parts = sys.partitions;
+        let mut out = Outbox::new();
+        while let Some(t) = parts.iter().filter_map(|p| p.next_event_time()).min() {
+            let end = t.saturating_add(lookahead);
+            let mut msgs = Vec::new();
+            for p in &mut parts {
+                p.run_until(end, &mut out).unwrap_or_else(|e| panic!("{e}"));
+                msgs.extend(out.drain());
+            }
+            for m in msgs {
+                let dst = owner[&m.dst_port.0];
+                parts[dst]
+                    .deliver(std::slice::from_ref(&m))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+        let pairs = parts.iter().flat_map(|p| p.sent_pairs().iter().copied());
+        (Wiring::from_config(&cfg), pairs.collect())
+    }
+
+    /// Every pair of units that exchange a packet in real runs (chiplets behind a switch,
+    /// private L2s and their flushes, several GPUs with host copies and peer accesses) is
+    /// declared, and the lookahead's links hold each such connection with the least
+    /// latency a packet on it takes.
+    #[test]
+    fn every_packet_of_real_runs_travels_on_a_declared_connection() {
+        for (config, workload, params) in [
+            ("a100-4chiplet.yaml", "vectoradd", &[("n", "20000")][..]),
+            ("radeon7-2chiplet.yaml", "reduce", &[("n", "16384")][..]),
+            (
+                "dgx-8gpu.yaml",
+                "halo",
+                &[("gpus", "8"), ("rows", "16")][..],
+            ),
+        ] {
+            let (w, pairs) = pairs_of_run(config, workload, params);
+            assert!(pairs.len() > 10, "{config}: {} pairs", pairs.len());
+            let links: std::collections::HashMap<(u32, u32), Picos> =
+                w.links().iter().fold(Default::default(), |mut m, l| {
+                    let e = m.entry((l.src.0, l.dst.0)).or_insert(Picos::MAX);
+                    *e = (*e).min(l.latency);
+                    m
+                });
+            let ids = w.ids;
+            let channel = |u: u32| matches!(ids.unit(u), Some(crate::mem::Unit::Channel(_)));
+            let link = |u: u32| matches!(ids.unit(u), Some(crate::mem::Unit::Link(_)));
+            for (src, dst) in pairs {
+                if src == dst {
+                    // A link interface's switch ports down to it, or a private L2 slice
+                    // to the LLC slice of its own channel unit.
+                    assert!(
+                        link(src) || w.declared(src, dst).is_some(),
+                        "{config}: unit {src} to itself"
+                    );
+                    continue;
+                }
+                let host_copy = src == UnitIds::CP && channel(dst);
+                let least = match w.declared(src, dst) {
+                    Some(l) if host_copy => l.min(w.port_latency(Port::HostCopy)),
+                    Some(l) => l,
+                    None if host_copy => w.port_latency(Port::HostCopy),
+                    None => panic!("{config}: a packet from {src} to {dst}, not declared"),
+                };
+                assert_eq!(
+                    links.get(&(src, dst)),
+                    Some(&least),
+                    "{config}: {src} -> {dst}"
+                );
+            }
+        }
+    }
+}
