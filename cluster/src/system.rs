@@ -268,45 +268,16 @@ fn step_all<P: Partition + Send, T: Transport + Send>(
     if others.is_empty() {
         return go(first, (target, exact), abort);
     }
-    let (results, panics) = thread::scope(|s| {
-        let mut handles = Vec::with_capacity(others.len());
-        let mut spawn_error = None;
-        for (i, e) in others.iter_mut().enumerate() {
-            let spawned = thread::Builder::new()
-                .name(format!("tessera-worker-{}", i + 1))
-                .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || go(e, (target, exact), abort));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(err) => {
-                    if let Some(a) = abort {
-                        a.abort();
-                    }
-                    spawn_error = Some(err);
-                    break;
-                }
+    let results = on_workers(
+        || go(first, (target, exact), abort),
+        others.iter_mut(),
+        |e| go(e, (target, exact), abort),
+        || {
+            if let Some(a) = abort {
+                a.abort();
             }
-        }
-        let mut results = Vec::with_capacity(handles.len() + 1);
-        let mut panics = Vec::new();
-        if let Some(err) = spawn_error {
-            results.push(Err(EngineError::Transport {
-                source: format!("cannot start a worker thread: {err}").into(),
-            }));
-        } else {
-            results.push(go(first, (target, exact), abort));
-        }
-        for h in handles {
-            match h.join() {
-                Ok(r) => results.push(r),
-                Err(p) => panics.push(p),
-            }
-        }
-        (results, panics)
-    });
-    if let Some(p) = panics.into_iter().next() {
-        std::panic::resume_unwind(p);
-    }
+        },
+    );
     let mut progress = None;
     let mut errors = Vec::new();
     for r in results {
@@ -406,32 +377,55 @@ where
         let stats = *e.stats();
         Ok((e.into_partitions(), stats, finished))
     }
+    on_workers(
+        move || work(first, stop),
+        others,
+        |e| work(e, stop),
+        || abort.abort(),
+    )
+}
+
+/// Runs `first` on the calling thread and `work` on each of `others` on a worker thread
+/// of its own (named `tessera-worker-<i>`, a main thread's stack); returns their results,
+/// the calling thread's first. A worker thread that cannot start calls `abort` (the
+/// others would wait for it forever) and is reported as a transport error in `first`'s
+/// place; a worker's panic is resumed here once all have stopped.
+fn on_workers<T: Send, R: Send>(
+    first: impl FnOnce() -> Result<R, EngineError>,
+    others: impl IntoIterator<Item = T>,
+    work: impl Fn(T) -> Result<R, EngineError> + Sync,
+    abort: impl Fn(),
+) -> Vec<Result<R, EngineError>> {
     let (results, panics) = thread::scope(|s| {
-        let mut handles = Vec::with_capacity(others.len());
+        let work = &work;
+        let mut handles = Vec::new();
         let mut spawn_error = None;
         for (i, e) in others.into_iter().enumerate() {
             let spawned = thread::Builder::new()
                 .name(format!("tessera-worker-{}", i + 1))
                 .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || work(e, stop));
+                .spawn_scoped(s, move || work(e));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(err) => {
-                    abort.abort();
+                    abort();
                     spawn_error = Some(err);
                     break;
                 }
             }
         }
-        let mut results: Vec<Done<P>> = Vec::with_capacity(handles.len() + 1);
+        let mut results = Vec::with_capacity(handles.len() + 1);
         let mut panics = Vec::new();
-        if let Some(err) = spawn_error {
-            drop(first);
-            results.push(Err(EngineError::Transport {
-                source: format!("cannot start a worker thread: {err}").into(),
-            }));
-        } else {
-            results.push(work(first, stop));
+        match spawn_error {
+            Some(err) => {
+                // Its engine goes before the others are joined (as their transports'
+                // peers do when a worker fails).
+                drop(first);
+                results.push(Err(EngineError::Transport {
+                    source: format!("cannot start a worker thread: {err}").into(),
+                }));
+            }
+            None => results.push(first()),
         }
         for h in handles {
             match h.join() {

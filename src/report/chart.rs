@@ -79,6 +79,19 @@ fn label_area(labels: &[String]) -> u32 {
 /// A named series of (x, y) points, `None` where there is no value.
 pub type Series = (String, Vec<(f64, Option<f64>)>);
 
+/// The legend entries of the series named `names`, coloured in order (`line`: drawn as
+/// lines rather than boxes).
+fn keys_of<'n>(names: impl Iterator<Item = &'n str>, line: bool) -> Vec<Key> {
+    names
+        .enumerate()
+        .map(|(j, n)| Key {
+            name: clip(n, 60),
+            color: color(j),
+            line,
+        })
+        .collect()
+}
+
 /// One legend entry: a name and its color, drawn as a line (else a box).
 pub struct Key {
     pub name: String,
@@ -215,17 +228,7 @@ impl Stacked<'_> {
             .collect();
         let max = totals.iter().copied().fold(0.0, f64::max);
         let labels: Vec<String> = self.categories.iter().map(|c| clip(c, 40)).collect();
-        let keys: Vec<Key> = self
-            .series
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .enumerate()
-            .map(|(j, n)| Key {
-                name: clip(n, 60),
-                color: color(j),
-                line: false,
-            })
-            .collect();
+        let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), false);
         svg(height, &keys, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(self.title, (FONT, 20))
@@ -310,18 +313,7 @@ impl Gantt<'_> {
             0.0
         };
         let labels: Vec<String> = self.lanes.iter().map(|c| clip(c, 40)).collect();
-        let keys: Vec<Key> = self
-            .groups
-            .iter()
-            .take(12)
-            .map(|n| n.as_str())
-            .enumerate()
-            .map(|(j, n)| Key {
-                name: clip(n, 60),
-                color: color(j),
-                line: false,
-            })
-            .collect();
+        let keys = keys_of(self.groups.iter().take(12).map(String::as_str), false);
         svg(height, &keys, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(self.title, (FONT, 20))
@@ -406,17 +398,7 @@ impl Lines<'_> {
         };
         let x1 = if x1.is_finite() { fin(x1) } else { 1.0 };
         let xr = if x1 > x0 { x0..x1 } else { x0..x0 + 1.0 };
-        let keys: Vec<Key> = self
-            .series
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .enumerate()
-            .map(|(j, n)| Key {
-                name: clip(n, 60),
-                color: color(j),
-                line: true,
-            })
-            .collect();
+        let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), true);
         svg(420, &keys, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(self.title, (FONT, 20))
@@ -512,17 +494,7 @@ impl Categorical<'_> {
             0.0..1.0
         };
         let labels: Vec<String> = self.categories.iter().map(|c| clip(c, 24)).collect();
-        let keys: Vec<Key> = self
-            .series
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .enumerate()
-            .map(|(j, n)| Key {
-                name: clip(n, 60),
-                color: color(j),
-                line: true,
-            })
-            .collect();
+        let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), true);
         svg(400, &keys, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(self.title, (FONT, 20))
@@ -614,17 +586,7 @@ impl Grouped<'_> {
         let labels: Vec<String> = self.categories.iter().map(|c| clip(c, 40)).collect();
         // Segment of category i's bar j, counted from the bottom.
         let seg = move |i: usize, j: usize| (rows - 1 - (i * per + j)) as i32;
-        let keys: Vec<Key> = self
-            .series
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .enumerate()
-            .map(|(j, n)| Key {
-                name: clip(n, 60),
-                color: color(j),
-                line: false,
-            })
-            .collect();
+        let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), false);
         svg(height, &keys, |root| {
             let mut chart = ChartBuilder::on(root)
                 .caption(self.title, (FONT, 20))
