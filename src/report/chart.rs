@@ -4,6 +4,8 @@
 //! every range made non-empty before it reaches plotters.
 
 use anyhow::Result;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -202,6 +204,47 @@ pub fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The chart of horizontal bars drawn on `root`, with its caption and axes: `x` across,
+/// `rows` rows down (a row `r` counted from the bottom is `SegmentValue::Exact(r)`), each
+/// row labelled `row_label(row counted from the top)` in a label area `label_px` wide.
+fn hbar_axes<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    (title, x_desc, y_desc): (&str, &str, &str),
+    x: std::ops::Range<f64>,
+    rows: usize,
+    label_px: u32,
+    row_label: impl Fn(usize) -> String,
+) -> Result<HBarChart<'a, 'b>> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(label_px)
+        .build_cartesian_2d(x, segs(rows).into_segmented())
+        .map_err(err)?;
+    let fmt = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) if (*i as usize) < rows => row_label(rows - 1 - *i as usize),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(&tick)
+        .y_desc(y_desc)
+        .y_labels(rows)
+        .y_label_formatter(&fmt)
+        .axis_desc_style((FONT, 14))
+        .label_style((FONT, 12))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// What [`hbar_axes`] draws on: values across, segmented rows down.
+type HBarChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordi32>>>;
+
 /// Horizontal stacked bars: one bar per category (top to bottom), one segment per series
 /// (`series[j].1[i]` is series j's part of category i), with a legend.
 pub struct Stacked<'a> {
@@ -230,32 +273,11 @@ impl Stacked<'_> {
         let labels: Vec<String> = self.categories.iter().map(|c| clip(c, 40)).collect();
         let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), false);
         svg(height, &keys, |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(self.title, (FONT, 20))
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(label_area(&labels))
-                .build_cartesian_2d(span(0.0, max), segs(n).into_segmented())
-                .map_err(err)?;
-            let labels = &labels;
-            let fmt = move |v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(i) if (*i as usize) < n => {
-                    labels.get(n - 1 - *i as usize).cloned().unwrap_or_default()
-                }
-                _ => String::new(),
-            };
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc(self.x_desc)
-                .x_label_formatter(&tick)
-                .y_desc(self.y_desc)
-                .y_labels(n)
-                .y_label_formatter(&fmt)
-                .axis_desc_style((FONT, 14))
-                .label_style((FONT, 12))
-                .draw()
-                .map_err(err)?;
+            let axes = (self.title, self.x_desc, self.y_desc);
+            let area = label_area(&labels);
+            let mut chart = hbar_axes(root, axes, span(0.0, max), n, area, |top| {
+                labels.get(top).cloned().unwrap_or_default()
+            })?;
             let mut base = vec![0.0; n];
             for (j, (_, values)) in self.series.iter().enumerate() {
                 let c = color(j);
@@ -315,32 +337,11 @@ impl Gantt<'_> {
         let labels: Vec<String> = self.lanes.iter().map(|c| clip(c, 40)).collect();
         let keys = keys_of(self.groups.iter().take(12).map(String::as_str), false);
         svg(height, &keys, |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(self.title, (FONT, 20))
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(label_area(&labels))
-                .build_cartesian_2d(span(lo, hi), segs(n).into_segmented())
-                .map_err(err)?;
-            let labels = &labels;
-            let fmt = move |v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(i) if (*i as usize) < n => {
-                    labels.get(n - 1 - *i as usize).cloned().unwrap_or_default()
-                }
-                _ => String::new(),
-            };
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc(self.x_desc)
-                .x_label_formatter(&tick)
-                .y_desc(self.y_desc)
-                .y_labels(n)
-                .y_label_formatter(&fmt)
-                .axis_desc_style((FONT, 14))
-                .label_style((FONT, 12))
-                .draw()
-                .map_err(err)?;
+            let axes = (self.title, self.x_desc, self.y_desc);
+            let area = label_area(&labels);
+            let mut chart = hbar_axes(root, axes, span(lo, hi), n, area, |top| {
+                labels.get(top).cloned().unwrap_or_default()
+            })?;
             for g in 0..self.groups.len() {
                 let c = color(g);
                 let mut bars = Vec::new();
@@ -588,37 +589,14 @@ impl Grouped<'_> {
         let seg = move |i: usize, j: usize| (rows - 1 - (i * per + j)) as i32;
         let keys = keys_of(self.series.iter().map(|(n, _)| n.as_str()), false);
         svg(height, &keys, |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(self.title, (FONT, 20))
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(label_area(&labels))
-                .build_cartesian_2d(span(0.0, max), segs(rows).into_segmented())
-                .map_err(err)?;
-            let labels = &labels;
-            let fmt = move |v: &SegmentValue<i32>| match v {
-                SegmentValue::CenterOf(s) if (*s as usize) < rows => {
-                    let from_top = rows - 1 - *s as usize;
-                    if from_top.is_multiple_of(per) {
-                        labels.get(from_top / per).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
+            let axes = (self.title, self.x_desc, self.y_desc);
+            let area = label_area(&labels);
+            let mut chart = hbar_axes(root, axes, span(0.0, max), rows, area, |top| {
+                match top.is_multiple_of(per) {
+                    true => labels.get(top / per).cloned().unwrap_or_default(),
+                    false => String::new(),
                 }
-                _ => String::new(),
-            };
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .x_desc(self.x_desc)
-                .x_label_formatter(&tick)
-                .y_desc(self.y_desc)
-                .y_labels(rows)
-                .y_label_formatter(&fmt)
-                .axis_desc_style((FONT, 14))
-                .label_style((FONT, 12))
-                .draw()
-                .map_err(err)?;
+            })?;
             for (j, (_, values)) in self.series.iter().enumerate() {
                 let c = color(j);
                 let bars: Vec<_> = (0..self.categories.len())
