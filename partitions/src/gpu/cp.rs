@@ -33,9 +33,10 @@
 //!   the last acknowledgement is in. With a memory-side L2 there is no flush.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::config::GridSplit;
-use crate::mem::UnitIds;
+use crate::mem::{Ctx, UnitIds};
 use crate::packet::Net;
 use crate::stats::KernelStats;
 use crate::Picos;
@@ -94,6 +95,7 @@ impl CommandProcessor {
         wiring: &Wiring,
         commands: &[Command],
         kernels: &[KernelMeta],
+        ctxs: &Arc<[Ctx]>,
     ) -> Result<Vec<CommandProcessor>, GpuError> {
         let per_sm = kernels
             .iter()
@@ -110,18 +112,6 @@ impl CommandProcessor {
             .collect::<Result<Vec<_>, _>>()?;
         let l = params;
         let ids = params.ids;
-        // Each kernel's stream rank, in order of first use (as its memory context's).
-        let mut seen: Vec<u64> = Vec::new();
-        let streams: std::sync::Arc<[u32]> = kernels
-            .iter()
-            .map(|m| match seen.iter().position(|&s| s == m.stream) {
-                Some(i) => i as u32,
-                None => {
-                    seen.push(m.stream);
-                    seen.len() as u32 - 1
-                }
-            })
-            .collect();
         let gpus = ids.gpus();
         if gpus > 1 {
             for (i, c) in commands.iter().enumerate() {
@@ -153,7 +143,7 @@ impl CommandProcessor {
                     per_sm: per_sm.clone(),
                     host: (k == 0)
                         .then(|| Host::new(commands, gpus, l.copy_bytes_per_s, l.copy_latency_ps)),
-                    global: (k == gpu_base).then(|| GlobalCp::new(streams.clone())),
+                    global: (k == gpu_base).then(|| GlobalCp::new(ctxs.clone())),
                     pending: VecDeque::new(),
                     slice: None,
                     flush_l2: l.flush_l2,

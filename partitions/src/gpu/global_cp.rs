@@ -53,19 +53,19 @@ pub(super) struct GlobalCp {
     pub(super) prev_end_ps: Picos,
     /// The kernels' stats by launch rank.
     pub(super) kernels: Vec<(u32, u32, KernelStats)>,
-    /// Each kernel's stream rank (by kernel index).
-    pub(super) streams: std::sync::Arc<[u32]>,
+    /// Each kernel's context (by kernel index), whose stream its stats name.
+    pub(super) ctxs: std::sync::Arc<[crate::mem::Ctx]>,
 }
 
 impl GlobalCp {
     /// A global CP with no kernel yet.
-    pub(super) fn new(streams: std::sync::Arc<[u32]>) -> GlobalCp {
+    pub(super) fn new(ctxs: std::sync::Arc<[crate::mem::Ctx]>) -> GlobalCp {
         GlobalCp {
             queue: VecDeque::new(),
             running: None,
             prev_end_ps: 0,
             kernels: Vec::new(),
-            streams,
+            ctxs,
         }
     }
 
@@ -96,7 +96,7 @@ impl GlobalCp {
                 warp_insts: 0,
                 thread_insts: 0,
                 memory: Default::default(),
-                stream: self.streams.get(r.kernel as usize).copied().unwrap_or(0),
+                stream: self.ctxs.get(r.kernel as usize).map_or(0, |c| c.stream()),
                 // Filled in from the local CPs' slices when the stats are merged.
                 chiplets: Vec::new(),
             },

@@ -258,6 +258,7 @@ pub fn build_hosted<'t>(
         &params.wiring,
         trace.commands(),
         trace.kernels(),
+        &ctxs,
     )?
     .into_iter()
     .map(Some)
