@@ -399,6 +399,17 @@ pub(super) struct SmUnit {
 }
 
 impl SmUnit {
+    /// The memory instructions in `done` (`(token, time)`) had their last reply or write
+    /// acknowledgement: their results are written at the SM's cycle of each (`period`, the
+    /// core clock's), not before its current one.
+    #[inline(always)]
+    fn results_in(&mut self, done: &[(u32, Picos)], period: Picos) {
+        for &(token, ps) in done {
+            let c = cycle_at(ps, period).max(self.sm.now());
+            self.sm.mem_reply(MemToken(token), c);
+        }
+    }
+
     /// Where its run ahead from a visit with `horizon` stops: there, or earlier at the
     /// answer to a completion report it has sent.
     fn stop(&self, horizon: Picos) -> Picos {
@@ -943,20 +954,14 @@ impl<'t> GpuPartition<'t> {
                     unit.ldst
                         .on_reply(at, sectors, tag, wires, done)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
-                    for &(token, ps) in done.iter() {
-                        let c = cycle_at(ps, period).max(unit.sm.now());
-                        unit.sm.mem_reply(MemToken(token), c);
-                    }
+                    unit.results_in(done, period);
                 }
                 Packet::Response(Response::WriteAck { tag, .. }) => {
                     done.clear();
                     unit.ldst
                         .on_ack(at, tag, done)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
-                    for &(token, ps) in done.iter() {
-                        let c = cycle_at(ps, period).max(unit.sm.now());
-                        unit.sm.mem_reply(MemToken(token), c);
-                    }
+                    unit.results_in(done, period);
                 }
                 Packet::Control(Control::Dispatch { kernel, cta }) => {
                     let meta = kernels.get(kernel as usize).ok_or_else(|| {
