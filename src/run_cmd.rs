@@ -515,6 +515,21 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
                 pct(busiest.busy_ps, t.sim_time_ps),
                 busiest.max_queued_ps
             );
+            // The "no credit" stall: packets that waited for room at the far end.
+            let waits: u64 = links.iter().map(|l| l.credit_waits).sum();
+            if waits > 0 {
+                let most = links
+                    .iter()
+                    .max_by_key(|l| (l.credit_wait_ps, l.credit_waits))
+                    .map_or(("", ""), |l| (l.from.as_str(), l.to.as_str()));
+                outln!(
+                    "{what}: no credit: {waits} packets waited for room at the far end, {} ps \
+                     in all; most on {} -> {}",
+                    links.iter().map(|l| l.credit_wait_ps).sum::<u64>(),
+                    most.0,
+                    most.1
+                );
+            }
         }
     }
     if multi {

@@ -135,6 +135,40 @@ fn ranks_never_change_results() {
     }
 }
 
+/// Credits on the package links cross ranks as timed messages: a ring of 4 chiplets with
+/// buffers of one packet (every buffer fills, packets cross up to two links) on 2 and 3
+/// ranks, and with the linked exchange, gives the bytes of `--threads 1`.
+#[test]
+fn ranks_never_change_results_with_link_credits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let set = [
+        "--set",
+        "package.topology=ring",
+        "--set",
+        "package.link.buffer_bytes=144",
+    ];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "1"][..], &set].concat(),
+    )
+    .0;
+    let waits: u64 = json(&seq)["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["credit_waits"].as_u64().unwrap())
+        .sum();
+    assert!(waits > 0, "no packet waited for credit");
+    for np in [2, 3] {
+        let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &set);
+        assert!(got == seq, "-np {np} differs from --threads 1");
+    }
+    let linked = [&set[..], &["--mpi-exchange", "linked"]].concat();
+    assert!(mpi_stats(3, "a100-4chiplet.yaml", &tst, &linked) == seq);
+}
+
 /// `--max-cycles` under MPI: every rank's engine stops at the same simulated time, so
 /// the partial stats of 2 ranks (of 1 and of 2 threads each) are the bytes of
 /// `--threads 1`; so are those of `--max-warp-insts` (one thread per rank; refused with a

@@ -331,6 +331,11 @@ section! {
         /// Bytes added to every packet on the port (framing, CRC). Presets: cited per
         /// preset.
         packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("16"), range (0, 4096);
+        /// The input buffer at the switch for a chiplet's port up to it, bytes per virtual
+        /// channel, with credits as `package.link.buffer_bytes` (the ports down from the
+        /// switch deliver into the chiplet, which forwards everything at once: they have
+        /// none). 0: bandwidth x round trip, as there. Presets: 0 (not in the references).
+        buffer_bytes: u64 = Kind::U64, unit "bytes", Some("0"), range (0, 1_099_511_627_776);
     }
 }
 

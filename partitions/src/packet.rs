@@ -84,7 +84,7 @@ pub trait Net {
 #[error("not a GPU packet: {0:?}")]
 pub struct PacketError(pub Payload);
 
-// The kind byte of the inline form. Free values (17..=255) are for the kinds to come.
+// The kind byte of the inline form. Free values (18..=255) are for the kinds to come.
 const READ: u64 = 0;
 const WRITE: u64 = 1;
 const ATOMIC: u64 = 2;
@@ -102,6 +102,7 @@ const FLUSH_DONE: u64 = 13;
 const LAUNCH: u64 = 14;
 const KERNEL_DONE: u64 = 15;
 const WRITE_ACK: u64 = 16;
+const CREDIT: u64 = 17;
 
 /// The inline form: `[a, b, kind | tag << 8 | ops << 40 | unit << 48]` (`ops` at most 255,
 /// `unit` at most [`MAX_UNIT`]).
@@ -204,6 +205,14 @@ impl Packet {
                     Control::FlushDone { kernel } => w(kernel, 0, FLUSH_DONE),
                     Control::Launch { kernel, launch } => w(kernel, launch, LAUNCH),
                     Control::KernelDone { gpu } => w(gpu, 0, KERNEL_DONE),
+                    Control::Credit { link, vc, bytes } => words(
+                        link as u64 | (vc as u64) << 32,
+                        bytes as u64,
+                        CREDIT,
+                        0,
+                        0,
+                        0,
+                    ),
                 }
             }
         }
@@ -282,6 +291,11 @@ impl Packet {
                 launch: y,
             }),
             KERNEL_DONE => Packet::Control(Control::KernelDone { gpu: x }),
+            CREDIT => Packet::Control(Control::Credit {
+                link: x,
+                vc: (a >> 32) as u32,
+                bytes: y,
+            }),
             _ => return Err(PacketError(p.clone())),
         })
     }
@@ -410,6 +424,16 @@ mod tests {
                 launch: u32::MAX,
             },
             Control::KernelDone { gpu: 63 },
+            Control::Credit {
+                link: u32::MAX,
+                vc: u32::MAX - 1,
+                bytes: u32::MAX,
+            },
+            Control::Credit {
+                link: 3,
+                vc: 0,
+                bytes: 144,
+            },
         ];
         let all = requests
             .iter()

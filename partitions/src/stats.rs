@@ -106,6 +106,19 @@ pub struct LinkEntry {
     pub queued_ps: u64,
     /// Longest time one packet waited behind earlier packets.
     pub max_queued_ps: u64,
+    /// The receiving end's buffer per virtual channel, in bytes (`package.link.buffer_bytes`
+    /// or `system.gpu_link.buffer_bytes`, resolved); 0 for a switch's port down to a
+    /// chiplet, which has no credits.
+    pub buffer_bytes: u64,
+    /// Packets that waited in the sender for credit (a stall cause: "no credit").
+    pub credit_waits: u64,
+    /// Picoseconds those packets waited for credit, summed.
+    pub credit_wait_ps: u64,
+    /// The longest wait of one packet for credit.
+    pub max_credit_wait_ps: u64,
+    /// The most bytes of one virtual channel's receive buffer in use at once (at most
+    /// `buffer_bytes`).
+    pub peak_buffer_bytes: u64,
 }
 
 /// Whole-GPU totals (familiar Accel-Sim names where there is one).

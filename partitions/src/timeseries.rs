@@ -703,6 +703,11 @@ mod tests {
             busy_ps: 0,
             queued_ps: 0,
             max_queued_ps: 0,
+            buffer_bytes: 0,
+            credit_waits: 0,
+            credit_wait_ps: 0,
+            max_credit_wait_ps: 0,
+            peak_buffer_bytes: 0,
         };
         let links = vec![(unit, vec![entry("a"), entry("b")])];
         let ts = assemble(&ids, s.take(), 2_500, &links).unwrap();

@@ -222,6 +222,28 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
          chiplets, and a zero lookahead cannot make progress"
             .into()
     })?;
+    // A buffer smaller than the largest packet could never take it: the sender would wait
+    // for credit forever.
+    let largest = |overhead: u32| 8 + c.l2.line_bytes as u64 + overhead as u64;
+    let fits = |key: &str, buffer: u64, overhead: u32| {
+        v.ensure(buffer == 0 || buffer >= largest(overhead), key, || {
+            format!(
+                "{buffer} bytes cannot hold the largest packet on the link ({} bytes: an \
+                 8-byte header, an l2.line_bytes line of {} and {overhead} bytes of \
+                 overhead), which could then never be sent; use at least that, or 0 for \
+                 bandwidth x round trip",
+                largest(overhead),
+                c.l2.line_bytes
+            )
+        })
+    };
+    if c.chiplets > 1 {
+        fits(
+            "package.link.buffer_bytes",
+            pk.link.buffer_bytes,
+            pk.link.packet_overhead_bytes,
+        )?;
+    }
     if pk.topology == LinkTopology::Mesh2d {
         v.nonzero("package.mesh_cols", pk.mesh_cols as u64)?;
         v.ensure(
@@ -257,6 +279,11 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
                     gl.bandwidth_bytes_per_cycle, c.chiplets
                 )
             },
+        )?;
+        fits(
+            "system.gpu_link.buffer_bytes",
+            gl.buffer_bytes,
+            gl.packet_overhead_bytes,
         )?;
         v.ensure(gl.latency_ps > 0, "system.gpu_link.latency_ps", || {
             "must be at least 1 ps when system.gpus > 1: the GPU link latency bounds the \

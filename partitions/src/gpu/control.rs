@@ -30,4 +30,8 @@ pub enum Control {
     Launch { kernel: u32, launch: u32 },
     /// A GPU's global CP -> host: a kernel of GPU `gpu` has completed (`system.gpus` > 1).
     KernelDone { gpu: u32 },
+    /// Link interface -> the link interface that sent it a packet: `bytes` of the receive
+    /// buffer of virtual channel `vc` of the sender's link `link` are free again
+    /// (`mem/credits.rs`; `link` names the sender's link as `mem/link.rs` numbers them).
+    Credit { link: u32, vc: u32, bytes: u32 },
 }

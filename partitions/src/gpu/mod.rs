@@ -372,6 +372,11 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                     busy_ps: r.busy_ps,
                     queued_ps: r.stats.queued_ps,
                     max_queued_ps: r.stats.max_queued_ps,
+                    buffer_bytes: r.buffer_bytes,
+                    credit_waits: r.credits.credit_waits,
+                    credit_wait_ps: r.credits.credit_wait_ps,
+                    max_credit_wait_ps: r.credits.max_credit_wait_ps,
+                    peak_buffer_bytes: r.credits.peak_buffer_bytes,
                 })
                 .collect();
             units.register(l.unit(), UnitStats::Link(entries, l.per_kernel().clone()));

@@ -23,8 +23,8 @@
 //! | host (CP unit 0) | another GPU's global CP (a launch) | `launch.host_to_gcp_ps` |
 //! | host, port [`Port::HostCopy`] | every channel of the copy's GPU | `launch.host_to_gcp_ps` |
 //! | global CP of another GPU | the host | `system.host_link.completion_ps` |
-//! | link interface | the next chiplet's interface along the topology | `package.link.latency_ps` |
-//! | link interface | an interface of another GPU (through the GPU switch) | `system.gpu_link.latency_ps` |
+//! | link interface | the next chiplet's interface along the topology, and back (its credits) | `package.link.latency_ps` |
+//! | link interface | an interface of another GPU (through the GPU switch), and back (its credits) | `system.gpu_link.latency_ps` |
 //! | link interface, port [`Port::SwitchDown`] | itself (the package switch's port down to it) | `package.link.latency_ps` |
 //! | link interface, port [`Port::GpuSwitchDown`] | itself (the GPU switch's port down to it) | `system.gpu_link.latency_ps` |
 //!

@@ -24,6 +24,16 @@
 //! its chiplet are its named ports [`crate::gpu::Port::SwitchDown`] and
 //! [`crate::gpu::Port::GpuSwitchDown`].
 //!
+//! Credits (`mem/credits.rs`): each link the interface sends on toward another chiplet or
+//! a switch, and its port up to the GPU switch, holds credits for the input buffer at the
+//! far end (`package.link.buffer_bytes`, `system.gpu_link.buffer_bytes`, per virtual
+//! channel: the packet's class and the package links it still has to cross). A packet
+//! without credit waits in the interface, behind the packets of its channel; the far end
+//! returns the credit as a timed message over the reverse connection when the packet leaves
+//! its buffer (on to the NoC at once, or when its last byte has left on the next link or
+//! down the switch's port). The waits are the links' "no credit" stall
+//! (`links[].credit_waits` in the stats).
+//!
 //! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
 //! a link's traffic can be attributed to the kernel it serves.
 //!
@@ -48,10 +58,13 @@ use tessera_interconnect::{ChipletLink, LinkSpec, LinkStats, Topology};
 
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
+use super::credits::{CreditStats, Credits};
 use super::{Ctx, Net, Packet, Request, Response, Unit};
 use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOCK_RANGE, MAX_PS};
+use crate::gpu::control::Control;
 use crate::gpu::Port;
 use crate::observe::{LinkPacket, Observer, Probe};
+use crate::packet::HEADER_BYTES;
 use crate::per_kernel::KernelTally;
 use crate::Picos;
 
@@ -90,6 +103,17 @@ section! {
         /// Bytes added to every packet on the link (framing, CRC). Presets: 8, one flit
         /// header (assumed).
         packet_overhead_bytes: u32 = Kind::U32, unit "bytes", Some("8"), range (0, 4096);
+        /// The receiving end's input buffer, bytes per virtual channel (requests and
+        /// responses, and each distance still to go, have their own, so none can block
+        /// another and multi-hop routes cannot deadlock). The sender holds as many bytes of
+        /// credit per channel, spends a packet's wire bytes when it sends it and waits
+        /// without them; the receiver returns them as a timed message over the link when the
+        /// packet leaves its buffer. 0: bandwidth x round trip (twice `latency_ps` plus the
+        /// serialization of the largest packet), rounded up, plus one largest packet, so
+        /// credits never throttle a link that nothing downstream holds up. Else at least
+        /// the largest packet (an 8 B header, an L2 line and the overhead). Presets: 0 (no
+        /// study in the references gives the buffers).
+        buffer_bytes: u64 = Kind::U64, unit "bytes", Some("0"), range (0, 1_099_511_627_776);
     }
 }
 
@@ -108,6 +132,10 @@ pub struct LinkReport {
     pub stats: LinkStats,
     /// Picoseconds spent transmitting.
     pub busy_ps: Picos,
+    /// Its credits (all zero for a switch's port down to a chiplet, which has none).
+    pub credits: CreditStats,
+    /// The receive buffer per virtual channel (0: no credits).
+    pub buffer_bytes: u64,
 }
 
 /// A packet the interface cannot route.
@@ -132,13 +160,33 @@ pub struct LinkParams {
     pub(crate) gpu_switch: &'static str,
     /// `l2.sector_bytes`, the data unit of a packet's size on the wire.
     pub(crate) sector_bytes: u64,
+    /// `package.link.buffer_bytes` and `system.gpu_link.buffer_bytes`, a default of 0
+    /// resolved ([`buffer_bytes`]).
+    pub(crate) link_buffer: u64,
+    pub(crate) gpu_link_buffer: u64,
+}
+
+/// The receive buffer per virtual channel of a link of `spec` carrying lines of
+/// `line_bytes`: `configured`, or for 0 the bandwidth x round trip (twice the latency plus
+/// the largest packet's serialization), rounded up, plus one largest packet.
+pub(crate) fn buffer_bytes(configured: u64, spec: &LinkSpec, line_bytes: u64) -> u64 {
+    if configured > 0 {
+        return configured;
+    }
+    const PS_PER_S: u128 = 1_000_000_000_000;
+    let largest = (HEADER_BYTES + line_bytes + spec.packet_overhead_bytes) as u128;
+    let per_s = spec.bandwidth_bytes_per_cycle.max(1) as u128 * spec.clock_hz.max(1) as u128;
+    let ser_ps = (largest * PS_PER_S).div_ceil(per_s);
+    let round_trip_ps = 2 * spec.latency_ps as u128 + ser_ps;
+    let bytes = (round_trip_ps * per_s).div_ceil(PS_PER_S) + largest;
+    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 impl LinkParams {
     pub fn from_config(cfg: &GpuConfig) -> LinkParams {
         let l = &cfg.package.link;
         let g = &cfg.system.gpu_link;
-        LinkParams {
+        let mut p = LinkParams {
             topology: match cfg.package.topology {
                 LinkTopology::FullyConnected => Topology::FullyConnected,
                 LinkTopology::Ring => Topology::Ring,
@@ -165,13 +213,64 @@ impl LinkParams {
                 GpuLinkTopology::PcieHost => "pcie_host",
             },
             sector_bytes: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes).sector_bytes,
-        }
+            link_buffer: 0,
+            gpu_link_buffer: 0,
+        };
+        let line = cfg.l2.line_bytes as u64;
+        p.link_buffer = buffer_bytes(l.buffer_bytes, &p.link, line);
+        p.gpu_link_buffer = buffer_bytes(g.buffer_bytes, &p.gpu_link, line);
+        p
     }
+}
+
+/// How a credit message names the sender's link: an egress link by the chiplet it leads
+/// to (its index inside the GPU), or one of these.
+const TO_SWITCH: u32 = u32::MAX - 1;
+const GPU_UP: u32 = u32::MAX;
+
+/// A sender's link that has credits: its package link `i` (of `egress`), or its port up to
+/// the GPU switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Out {
+    Egress(usize),
+    GpuUp,
+}
+
+/// The credit a packet owes the link it arrived on, returned when it leaves this interface
+/// (its last byte sent on, or handed to the NoC).
+#[derive(Clone, Copy, Debug)]
+struct Owed {
+    unit: u32,
+    link: u32,
+    vc: u32,
+    bytes: u32,
+}
+
+/// A packet bound for one of the interface's links with credits.
+#[derive(Debug)]
+struct Held {
+    pkt: Packet,
+    /// Its payload bytes.
+    bytes: u64,
+    /// The next unit: the interface at the other end (or the destination's, through a
+    /// switch).
+    hop: u32,
+    owed: Option<Owed>,
 }
 
 /// The link interface of one chiplet: the sending side of each of its links (and, behind a
 /// switch, the switch's port down to it), and with several GPUs its port to the GPU switch
 /// and the switch's port down to it.
+///
+/// Credits (`mem/credits.rs`): the links it sends on toward another chiplet or a switch, and
+/// its port up to the GPU switch, hold credits for the buffer at their other end, one per
+/// virtual channel: the packet's class (request or response) and how many package links it
+/// still has to cross after this one, which only falls along a route, so the buffers'
+/// waits cannot form a cycle (distance classes, Dally and Towles, "Principles and
+/// Practices of Interconnection Networks", section 14.2). A packet leaves a buffer when its
+/// last byte has left on the next link, or at once when it goes on over the NoC (which has
+/// no credits). The switches' ports down to a chiplet deliver into its interface, which
+/// forwards everything at once: they carry none.
 pub struct LinkInterface {
     params: Arc<LinkParams>,
     map: Arc<AddressMap>,
@@ -179,13 +278,15 @@ pub struct LinkInterface {
     unit: u32,
     topology: Topology,
     /// Egress links by the next hop they lead to, chiplets numbered inside the GPU
-    /// (`None`: the switch).
+    /// (`None`: the switch), each with its credits.
     egress: Vec<(Option<u32>, ChipletLink)>,
+    egress_credits: Vec<Credits<Held>>,
     /// The switch's port down to this chiplet (`topology: switch` only).
     from_switch: Option<ChipletLink>,
-    /// The port up to the GPU switch and the switch's port down to this chiplet
-    /// (`system.gpus` > 1 only).
+    /// The port up to the GPU switch, with its credits, and the switch's port down to this
+    /// chiplet (`system.gpus` > 1 only).
     gpu_up: Option<ChipletLink>,
+    gpu_up_credits: Option<Credits<Held>>,
     gpu_down: Option<ChipletLink>,
     /// The GPU switch's name in the stats.
     gpu_switch: &'static str,
@@ -193,6 +294,8 @@ pub struct LinkInterface {
     probe: Option<Probe>,
     /// Packets and bytes it sent on its links, by the kernel they serve.
     tally: KernelTally,
+    /// Packets a credit lets go (scratch).
+    go: Vec<Held>,
 }
 
 impl LinkInterface {
@@ -206,7 +309,7 @@ impl LinkInterface {
             latency_ps: 0,
             ..params.link
         };
-        let egress = if n > 1 {
+        let egress: Vec<_> = if n > 1 {
             topology
                 .links(n)
                 .into_iter()
@@ -224,16 +327,22 @@ impl LinkInterface {
         LinkInterface {
             unit: map.ids.link(chiplet),
             gpu_switch: params.gpu_switch,
-            params,
-            map,
-            chiplet,
+            egress_credits: egress
+                .iter()
+                .map(|_| Credits::new(params.link_buffer))
+                .collect(),
             egress,
             from_switch: (n > 1 && topology == Topology::Switch).then(|| ChipletLink::new(ls)),
             topology,
             gpu_up: gpus.then(|| ChipletLink::new(gs)),
+            gpu_up_credits: gpus.then(|| Credits::new(params.gpu_link_buffer)),
             gpu_down: gpus.then(|| ChipletLink::new(gs)),
             probe: None,
             tally: KernelTally::default(),
+            go: Vec::new(),
+            params,
+            map,
+            chiplet,
         }
     }
 
@@ -322,7 +431,67 @@ impl LinkInterface {
         }
     }
 
-    /// A packet from unit `src` arrives at `now`: routes it on.
+    /// The virtual channel of `pkt` on a link whose far end is chiplet `at` (`None`: a
+    /// switch) of this GPU, going to chiplet `dst` of it: its class, and the package links
+    /// it still has to cross from there.
+    fn vc(&self, pkt: &Packet, at: Option<u32>, dst: u32) -> u32 {
+        let class = u32::from(matches!(pkt, Packet::Response(_)));
+        let n = self.map.ids.gpu_chiplets;
+        let base = self.map.ids.gpu_of_chiplet(dst) * n;
+        let left = at.map_or(0, |a| self.topology.hops(n, a, dst - base));
+        class + 2 * left
+    }
+
+    /// The credit a packet from unit `src` going to chiplet `dst` owes the link it came on
+    /// (`None`: it came over the NoC, or down a switch's port, which have no credits).
+    fn owed(&self, src: u32, pkt: &Packet, dst: u32) -> Option<Owed> {
+        let ids = &self.map.ids;
+        let Some(Unit::Link(k)) = ids.unit(src) else {
+            return None;
+        };
+        if k == self.chiplet {
+            return None;
+        }
+        let bytes = pkt.wire_bytes(self.params.sector_bytes);
+        let (link, overhead, vc) = if ids.gpu_of_chiplet(k) != ids.gpu_of_chiplet(self.chiplet) {
+            (
+                GPU_UP,
+                self.params.gpu_link.packet_overhead_bytes,
+                self.vc(pkt, None, dst),
+            )
+        } else if self.topology == Topology::Switch {
+            (
+                TO_SWITCH,
+                self.params.link.packet_overhead_bytes,
+                self.vc(pkt, None, dst),
+            )
+        } else {
+            let here = self.chiplet % ids.gpu_chiplets;
+            let vc = self.vc(pkt, Some(here), dst);
+            (here, self.params.link.packet_overhead_bytes, vc)
+        };
+        Some(Owed {
+            unit: src,
+            link,
+            vc,
+            bytes: u32::try_from(bytes + overhead).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// Returns `owed`, if any, when its packet leaves at `at`.
+    fn pay(&self, owed: Option<Owed>, at: Picos, net: &mut dyn Net) {
+        if let Some(o) = owed {
+            let c = Control::Credit {
+                link: o.link,
+                vc: o.vc,
+                bytes: o.bytes,
+            };
+            net.send(self.unit, o.unit, at, c.into());
+        }
+    }
+
+    /// A packet from unit `src` arrives at `now`: routes it on (or, a credit, lets the
+    /// packets waiting for it go).
     pub fn on_packet(
         &mut self,
         now: Picos,
@@ -330,14 +499,32 @@ impl LinkInterface {
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), RouteError> {
-        let err = || RouteError {
-            chiplet: self.chiplet,
-            pkt,
-        };
+        let chiplet = self.chiplet;
+        let err = || RouteError { chiplet, pkt };
+        if let Packet::Control(Control::Credit { link, vc, bytes }) = pkt {
+            let out = match link {
+                GPU_UP => Out::GpuUp,
+                _ => {
+                    let to = (link != TO_SWITCH).then_some(link);
+                    let i = self.egress.iter().position(|(t, _)| *t == to);
+                    Out::Egress(i.ok_or_else(err)?)
+                }
+            };
+            let mut go = std::mem::take(&mut self.go);
+            self.credits_mut(out)
+                .ok_or_else(err)?
+                .credit(now, vc, bytes as u64, &mut go);
+            for h in go.drain(..) {
+                self.transmit(now, out, h, net);
+            }
+            self.go = go;
+            return Ok(());
+        }
         let (dst, to) = self.destination(&pkt).ok_or_else(err)?;
         let ids = self.map.ids;
         let bytes = pkt.wire_bytes(self.params.sector_bytes);
         let gpu = ids.gpu_of_chiplet(self.chiplet);
+        let owed = self.owed(src, &pkt, dst);
         match ids.unit(src) {
             Some(Unit::Link(k)) if ids.gpu_of_chiplet(k) != gpu => {
                 // From another GPU: through the GPU switch's port down to this chiplet first;
@@ -356,6 +543,7 @@ impl LinkInterface {
                 );
                 self.count(pkt.ctx(), bytes);
                 net.send_on(port, self.unit, self.unit, sent.2, pkt);
+                self.pay(owed, sent.2, net);
                 return Ok(());
             }
             Some(Unit::Link(k)) if k != self.chiplet => {
@@ -369,6 +557,7 @@ impl LinkInterface {
                     self.observed(now, sent, latency, bytes, self.unit, link);
                     self.count(pkt.ctx(), bytes);
                     net.send_on(port, self.unit, self.unit, sent.2, pkt);
+                    self.pay(owed, sent.2, net);
                     return Ok(());
                 }
             }
@@ -376,19 +565,24 @@ impl LinkInterface {
         }
         if dst == self.chiplet {
             net.send(self.unit, to, now, pkt);
+            self.pay(owed, now, net);
             return Ok(());
         }
+        let held = |hop| Held {
+            pkt,
+            bytes,
+            hop,
+            owed,
+        };
         if ids.gpu_of_chiplet(dst) != gpu {
             // A peer access (or its reply): up to the GPU switch, which forwards it to the
             // destination chiplet's interface (modelling the switch's port down to it).
-            let up = self.gpu_up.as_mut().ok_or_else(err)?;
-            let sent = up.send_whole_span(now, bytes);
-            let link = self.egress.len() + usize::from(self.from_switch.is_some());
-            let next = ids.link(dst);
-            let latency = net.wiring().latency(self.unit, next);
-            self.observed(now, sent, latency, bytes, next, link);
-            self.count(pkt.ctx(), bytes);
-            net.send(self.unit, next, sent.2, pkt);
+            let vc = self.vc(&pkt, None, dst);
+            let wire = bytes + self.params.gpu_link.packet_overhead_bytes;
+            let credits = self.gpu_up_credits.as_mut().ok_or_else(err)?;
+            if let Some(h) = credits.offer(now, vc, wire, held(ids.link(dst))) {
+                self.transmit(now, Out::GpuUp, h, net);
+            }
             return Ok(());
         }
         let n = ids.gpu_chiplets;
@@ -397,22 +591,58 @@ impl LinkInterface {
             .topology
             .next_hop(n, Some(self.chiplet - base), dst - base)
             .ok_or_else(err)?;
-        let (index, link) = self
+        let index = self
             .egress
-            .iter_mut()
-            .enumerate()
-            .find(|(_, (to, _))| *to == next)
-            .map(|(i, (_, l))| (i, l))
+            .iter()
+            .position(|(to, _)| *to == next)
             .ok_or_else(err)?;
-        let sent = link.send_whole_span(now, bytes);
         // Through a switch, the packet goes to the destination's interface (which models
         // the switch's port down to it).
         let hop = ids.link(next.map_or(dst, |h| base + h));
-        let latency = net.wiring().latency(self.unit, hop);
-        self.observed(now, sent, latency, bytes, hop, index);
-        self.count(pkt.ctx(), bytes);
-        net.send(self.unit, hop, sent.2, pkt);
+        let vc = self.vc(&pkt, next, dst);
+        let wire = bytes + self.params.link.packet_overhead_bytes;
+        if let Some(h) = self.egress_credits[index].offer(now, vc, wire, held(hop)) {
+            self.transmit(now, Out::Egress(index), h, net);
+        }
         Ok(())
+    }
+
+    /// The credits of link `out`.
+    fn credits_mut(&mut self, out: Out) -> Option<&mut Credits<Held>> {
+        match out {
+            Out::Egress(i) => self.egress_credits.get_mut(i),
+            Out::GpuUp => self.gpu_up_credits.as_mut(),
+        }
+    }
+
+    /// Sends `h`, its credit spent, on link `out` at `now`, and returns the credit it owes
+    /// when its last byte has left.
+    fn transmit(&mut self, now: Picos, out: Out, h: Held, net: &mut dyn Net) {
+        let (link, index) = match out {
+            Out::Egress(i) => (self.egress.get_mut(i).map(|(_, l)| l), i),
+            Out::GpuUp => (
+                self.gpu_up.as_mut(),
+                self.egress.len() + usize::from(self.from_switch.is_some()),
+            ),
+        };
+        let Some(link) = link else {
+            return;
+        };
+        let sent = link.send_whole_span(now, h.bytes);
+        let latency = net.wiring().latency(self.unit, h.hop);
+        self.observed(now, sent, latency, h.bytes, h.hop, index);
+        self.count(h.pkt.ctx(), h.bytes);
+        net.send(self.unit, h.hop, sent.2, h.pkt);
+        self.pay(h.owed, sent.2, net);
+    }
+
+    /// Packets waiting for credit on its links.
+    pub fn waiting(&self) -> usize {
+        self.egress_credits
+            .iter()
+            .map(Credits::waiting)
+            .sum::<usize>()
+            + self.gpu_up_credits.as_ref().map_or(0, Credits::waiting)
     }
 
     /// Counters of each link this interface sends on, by destination, then the switch's
@@ -428,21 +658,27 @@ impl LinkInterface {
             None if gpus => format!("gpu{gpu}.switch"),
             None => "switch".to_string(),
         };
-        let report = |from: Option<u32>, to: Option<u32>, l: &ChipletLink| LinkReport {
+        let report = |from: Option<u32>,
+                      to: Option<u32>,
+                      l: &ChipletLink,
+                      c: Option<&Credits<Held>>| LinkReport {
             from,
             to,
             gpu_link: false,
             names: (name(from), name(to)),
             stats: *l.stats(),
             busy_ps: l.busy_ps(),
+            credits: c.map(|c| *c.stats()).unwrap_or_default(),
+            buffer_bytes: c.map_or(0, |_| self.params.link_buffer),
         };
         let mut v: Vec<LinkReport> = self
             .egress
             .iter()
-            .map(|(to, l)| report(Some(self.chiplet), to.map(|h| base + h), l))
+            .zip(&self.egress_credits)
+            .map(|((to, l), c)| report(Some(self.chiplet), to.map(|h| base + h), l, Some(c)))
             .collect();
         if let Some(l) = &self.from_switch {
-            v.push(report(None, Some(self.chiplet), l));
+            v.push(report(None, Some(self.chiplet), l, None));
         }
         let port = if ids.gpu_chiplets > 1 {
             format!("gpu{gpu}.chiplet{}", self.chiplet)
@@ -464,6 +700,11 @@ impl LinkInterface {
                     names: if up { (a, b) } else { (b, a) },
                     stats: *l.stats(),
                     busy_ps: l.busy_ps(),
+                    credits: match (up, &self.gpu_up_credits) {
+                        (true, Some(c)) => *c.stats(),
+                        _ => CreditStats::default(),
+                    },
+                    buffer_bytes: if up { self.params.gpu_link_buffer } else { 0 },
                 });
             }
         }
