@@ -169,6 +169,34 @@ fn ranks_never_change_results_with_link_credits() {
     assert!(mpi_stats(3, "a100-4chiplet.yaml", &tst, &linked) == seq);
 }
 
+/// The NoC crossbar (`noc.model: crossbar`) with each chiplet cut in 2 by SM cluster: SMs
+/// and slices of the second half reach their chiplet's crossbar across ranks. 2 and 3 ranks
+/// give the bytes of `--threads 1`.
+#[test]
+fn ranks_never_change_results_with_the_crossbar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let set = [
+        "--set",
+        "noc.model=crossbar",
+        "--set",
+        "partitioning.mode=sm_cluster",
+        "--set",
+        "partitioning.sm_clusters=2",
+    ];
+    let seq = run_stats(
+        "a100-4chiplet.yaml",
+        &[&["--trace", t, "--threads", "1"][..], &set].concat(),
+    )
+    .0;
+    assert!(json(&seq)["chiplets"][0]["crossbar"].is_object());
+    for np in [2, 3] {
+        let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &set);
+        assert!(got == seq, "-np {np} differs from --threads 1");
+    }
+}
+
 /// `--max-cycles` under MPI: every rank's engine stops at the same simulated time, so
 /// the partial stats of 2 ranks (of 1 and of 2 threads each) are the bytes of
 /// `--threads 1`; so are those of `--max-warp-insts` (one thread per rank; refused with a

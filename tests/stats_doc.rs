@@ -87,11 +87,14 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
         run_stats_full(
             "a100-4chiplet.yaml",
             // Sampled: `timeseries`, with link series.
+            // With the NoC crossbar: `chiplets[].crossbar`.
             &[
                 "--trace",
                 t,
                 "--set",
                 "core.sm_count=4",
+                "--set",
+                "noc.model=crossbar",
                 "--sample-every",
                 "500",
             ],

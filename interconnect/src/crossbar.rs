@@ -1,14 +1,15 @@
 //! An input-queued crossbar: the on-chip network between a chiplet's SMs and its L2 slices
 //! as a unit of its own (DESIGN.md section 5, "a NoC is an egress queue, a latency, and an
-//! arbiter at the receiver"; issue 22 item 2). Not yet wired into the GPU model, whose NoC
-//! is still a bandwidth calendar per port (`partitions/src/mem/noc.rs`).
+//! arbiter at the receiver"; issue 22 item 2). The GPU model's `noc.model: crossbar` runs
+//! two of them per chiplet (`partitions/src/mem/crossbar.rs`).
 //!
 //! Each input port has a FIFO of at most `input_depth` packets; a sender holds one credit
 //! per free slot and offers a packet only with a credit ([`Crossbar::offer`] refuses
 //! otherwise, and counts the refusal). Every cycle each free output grants one of the inputs
 //! whose *head* packet is for it, and each input is granted at most once (it has one head):
 //! a packet behind a blocked head waits even if its own output is free (head-of-line
-//! blocking). A granted packet of `flits` flits holds its output for that many cycles.
+//! blocking). A granted packet of `flits` flits holds its output and its input for that
+//! many cycles.
 //!
 //! Arbitration is round robin from a start that is a function of the output and the cycle
 //! only (`(output + cycle) % inputs`), never of the partition, thread or order of calls, so
@@ -44,6 +45,9 @@ pub struct CrossbarStats {
     pub head_blocked: u64,
     /// The most packets any input FIFO held.
     pub max_occupancy: u32,
+    /// Cycles the granted packets waited at their inputs, from the cycle they were offered
+    /// to the cycle they were granted, summed.
+    pub wait_cycles: u64,
 }
 
 /// A packet offered to a full input: the sender keeps it.
@@ -54,6 +58,8 @@ pub struct NoCredit<P>(pub P);
 struct Queued<P> {
     output: u32,
     flits: u32,
+    /// The cycle it was offered in.
+    since: u64,
     pkt: P,
 }
 
@@ -64,8 +70,10 @@ pub struct Crossbar<P> {
     inputs: Vec<VecDeque<Queued<P>>>,
     /// Per output, the first cycle at which it is free.
     free_at: Vec<u64>,
-    /// Per cycle: the input granted by each output (scratch).
-    granted: Vec<bool>,
+    /// Per input, the first cycle at which it is free (it sends one packet at a time).
+    in_free_at: Vec<u64>,
+    /// Per cycle: each output's winning input so far and its rank (scratch).
+    winner: Vec<Option<(u64, u32)>>,
     stats: CrossbarStats,
 }
 
@@ -79,10 +87,11 @@ impl<P> Crossbar<P> {
         };
         Crossbar {
             inputs: (0..spec.inputs)
-                .map(|_| VecDeque::with_capacity(spec.input_depth as usize))
+                .map(|_| VecDeque::with_capacity(spec.input_depth.min(64) as usize))
                 .collect(),
             free_at: vec![0; spec.outputs as usize],
-            granted: vec![false; spec.inputs as usize],
+            in_free_at: vec![0; spec.inputs as usize],
+            winner: vec![None; spec.outputs as usize],
             spec,
             stats: CrossbarStats::default(),
         }
@@ -118,6 +127,18 @@ impl<P> Crossbar<P> {
         flits: u32,
         pkt: P,
     ) -> Result<(), NoCredit<P>> {
+        self.offer_at(0, input, output, flits, pkt)
+    }
+
+    /// [`Crossbar::offer`] in cycle `cycle` (for the waits in the stats).
+    pub fn offer_at(
+        &mut self,
+        cycle: u64,
+        input: u32,
+        output: u32,
+        flits: u32,
+        pkt: P,
+    ) -> Result<(), NoCredit<P>> {
         let i = (input % self.spec.inputs) as usize;
         let q = &mut self.inputs[i];
         if q.len() >= self.spec.input_depth as usize {
@@ -127,44 +148,81 @@ impl<P> Crossbar<P> {
         q.push_back(Queued {
             output: output % self.spec.outputs,
             flits: flits.max(1),
+            since: cycle,
             pkt,
         });
         self.stats.max_occupancy = self.stats.max_occupancy.max(q.len() as u32);
         Ok(())
     }
 
+    /// Packets waiting at any input.
+    pub fn queued(&self) -> usize {
+        self.inputs.iter().map(VecDeque::len).sum()
+    }
+
+    /// The first cycle after `cycle` in which [`Crossbar::step`] can grant something: some
+    /// input's head packet finds its output free (`None`: every input is empty). Cycles
+    /// before it change nothing but `head_blocked`, which counts only the cycles stepped.
+    pub fn next_cycle(&self, cycle: u64) -> Option<u64> {
+        self.first_cycle_from(cycle + 1)
+    }
+
+    /// The first cycle at or after `cycle` in which some input's head packet finds its
+    /// output free (`None`: every input is empty).
+    pub fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
+        self.inputs
+            .iter()
+            .zip(&self.in_free_at)
+            .filter_map(|(q, &f)| q.front().map(|h| (h, f)))
+            .map(|(h, f)| self.free_at[h.output as usize].max(f).max(cycle))
+            .min()
+    }
+
     /// Runs cycle `cycle` (calls in increasing cycles): pushes the packets granted, as
     /// `(input, output, packet)` in output order, to `out`.
     pub fn step(&mut self, cycle: u64, out: &mut Vec<(u32, u32, P)>) {
         let n = self.spec.inputs as u64;
-        self.granted.fill(false);
-        for o in 0..self.spec.outputs {
-            if self.free_at[o as usize] > cycle {
+        // Each free output's winner among the free inputs whose head is for it: the first
+        // at or after `(output + cycle) % n` going round (the same grants as scanning the
+        // inputs from there, in time linear in the ports).
+        self.winner.fill(None);
+        for (i, q) in self.inputs.iter().enumerate() {
+            if self.in_free_at[i] > cycle {
+                continue;
+            }
+            let Some(h) = q.front() else {
+                continue;
+            };
+            let o = h.output as usize;
+            if self.free_at[o] > cycle {
+                self.stats.head_blocked += 1;
                 continue;
             }
             let start = (o as u64 + cycle) % n;
-            for k in 0..n {
-                let i = ((start + k) % n) as usize;
-                if self.granted[i] {
-                    continue;
+            let rank = (i as u64 + n - start) % n;
+            match self.winner[o] {
+                Some((r, _)) if r <= rank => self.stats.head_blocked += 1,
+                Some(_) => {
+                    self.stats.head_blocked += 1;
+                    self.winner[o] = Some((rank, i as u32));
                 }
-                if self.inputs[i].front().is_some_and(|h| h.output == o) {
-                    let Some(h) = self.inputs[i].pop_front() else {
-                        continue;
-                    };
-                    self.granted[i] = true;
-                    self.free_at[o as usize] = cycle + h.flits as u64;
-                    self.stats.packets += 1;
-                    self.stats.flits += h.flits as u64;
-                    out.push((i as u32, o, h.pkt));
-                    break;
-                }
+                None => self.winner[o] = Some((rank, i as u32)),
             }
         }
-        for (i, q) in self.inputs.iter().enumerate() {
-            if !self.granted[i] && !q.is_empty() {
-                self.stats.head_blocked += 1;
-            }
+        for o in 0..self.spec.outputs {
+            let Some((_, i)) = self.winner[o as usize] else {
+                continue;
+            };
+            let i = i as usize;
+            let Some(h) = self.inputs[i].pop_front() else {
+                continue;
+            };
+            self.free_at[o as usize] = cycle + h.flits as u64;
+            self.in_free_at[i] = cycle + h.flits as u64;
+            self.stats.packets += 1;
+            self.stats.flits += h.flits as u64;
+            self.stats.wait_cycles += cycle.saturating_sub(h.since);
+            out.push((i as u32, o, h.pkt));
         }
     }
 }

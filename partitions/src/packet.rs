@@ -67,8 +67,9 @@ pub trait Net {
     /// sender's current time): it arrives [`Wiring::latency`] later.
     #[inline(always)]
     fn send(&mut self, src: u32, dst: u32, depart: Picos, pkt: Packet) {
-        let at = depart + self.wiring().latency(src, dst);
-        self.deliver(src, dst, at, pkt);
+        // Through the chiplet's crossbar, when the NoC has one (`Wiring::hop`).
+        let (to, latency) = self.wiring().hop(src, dst);
+        self.deliver(src, to, depart + latency, pkt);
     }
 
     /// [`Net::send`] on a named port of the sender ([`Port`]).

@@ -319,6 +319,31 @@ pub struct ChipletStats {
     /// Counters of its memory system: its SMs' L1D, shared memory and NoC ports, its
     /// channels' L2 (or private L2 and LLC) slices and DRAM.
     pub memory: MemStats,
+    /// Its NoC crossbar (`noc.model: crossbar` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crossbar: Option<CrossbarEntry>,
+}
+
+/// A chiplet's NoC crossbar: its request network and its reply network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossbarEntry {
+    /// The request network: reads, writes, atomics, and LLC reads and writes.
+    pub requests: CrossbarNet,
+    /// The reply network: replies, write acknowledgements and LLC replies.
+    pub replies: CrossbarNet,
+}
+
+/// One network of a crossbar.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossbarNet {
+    /// Packets granted.
+    pub packets: u64,
+    /// Their flits (`noc.bandwidth_bytes_per_cycle` bytes each).
+    pub flits: u64,
+    /// NoC cycles the packets waited at their inputs before their grant, summed.
+    pub wait_cycles: u64,
+    /// The most packets one input FIFO held.
+    pub max_input_packets: u64,
 }
 
 /// What some of the partitions of a finished run contribute to its stats
@@ -363,6 +388,8 @@ pub enum UnitStats {
     /// A link interface: one entry per link direction it sends on, in its report order,
     /// and what it sent per kernel.
     Link(Vec<LinkEntry>, KernelTally),
+    /// A chiplet's NoC crossbar.
+    Crossbar(CrossbarEntry),
 }
 
 /// The counters of a set of units by unit id (`mem::UnitIds` numbering).

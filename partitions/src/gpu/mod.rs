@@ -177,7 +177,7 @@ fn partition_of_unit(ids: &UnitIds, per: u32, unit: u32) -> usize {
         Some(Unit::Channel(c)) => {
             base(c / ids.channels) + (c % ids.channels) as u64 * p / ids.channels as u64
         }
-        Some(Unit::Cp(k)) | Some(Unit::Link(k)) => base(k),
+        Some(Unit::Cp(k)) | Some(Unit::Link(k)) | Some(Unit::Xbar(k)) => base(k),
         None => 0,
     }) as usize
 }
@@ -292,6 +292,7 @@ struct ChipletSums {
     ctas: u64,
     stalls: StallStats,
     memory: MemStats,
+    crossbar: Option<crate::stats::CrossbarEntry>,
 }
 
 /// The stats of a finished run (the partitions back from the engine), summed over units
@@ -381,6 +382,20 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                 .collect();
             units.register(l.unit(), UnitStats::Link(entries, l.per_kernel().clone()));
         }
+        for x in p.xbars {
+            let net = |n: &tessera_interconnect::CrossbarStats| crate::stats::CrossbarNet {
+                packets: n.packets,
+                flits: n.flits,
+                wait_cycles: n.wait_cycles,
+                max_input_packets: n.max_occupancy as u64,
+            };
+            let st = x.stats();
+            let entry = crate::stats::CrossbarEntry {
+                requests: net(&st.requests),
+                replies: net(&st.replies),
+            };
+            units.register(x.unit(), UnitStats::Crossbar(entry));
+        }
     }
     StatsPart {
         end_ps,
@@ -454,6 +469,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 links.extend(entries);
                 tally.add(&per);
             }
+            UnitStats::Crossbar(x) => c.crossbar = Some(x),
         }
     }
     // Trace order (the GPUs' global CPs each hold their own kernels).
@@ -518,6 +534,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
             class_warp_insts: ClassCounts(c.core.class_warp_insts),
             stalls: c.stalls,
             memory: c.memory,
+            crossbar: c.crossbar,
         })
         .collect();
     let ctas: u64 = kernels.iter().map(|k| k.ctas).sum();

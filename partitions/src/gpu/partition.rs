@@ -36,8 +36,8 @@ use super::wiring::Wiring;
 use super::{classify, cycle_at, GpuError, UnitParams};
 use crate::mem::coalesce::LaneAddrs;
 use crate::mem::{
-    Access, Ctx, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Response, Space, Unit,
-    UnitIds,
+    Access, CrossbarUnit, Ctx, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Response,
+    Space, Unit, UnitIds,
 };
 use crate::observe::{Observer, Probe};
 use crate::packet::{Net, Packet};
@@ -341,8 +341,8 @@ impl Net for Wires {
 
     // As the provided method, one call with the delivery inside (it runs for every packet).
     fn send(&mut self, src: u32, dst: u32, depart: Picos, pkt: Packet) {
-        let at = depart + self.wiring.latency(src, dst);
-        self.deliver(src, dst, at, pkt);
+        let (to, latency) = self.wiring.hop(src, dst);
+        self.deliver(src, to, depart + latency, pkt);
     }
 
     #[inline(always)]
@@ -439,6 +439,7 @@ enum Slot {
     Sm(usize),
     Channel(usize),
     Link(usize),
+    Xbar(usize),
 }
 
 /// One partition of a GPU.
@@ -473,6 +474,11 @@ pub struct GpuPartition<'t> {
     pub(super) sms: Vec<SmUnit>,
     pub(super) channels: Vec<MemChannel>,
     pub(super) links: Vec<LinkInterface>,
+    pub(super) xbars: Vec<CrossbarUnit>,
+    /// By chiplet: its crossbar, when this partition hosts it (an index of `xbars`).
+    xbar_of: Vec<Option<usize>>,
+    /// The crossbar to a unit (`noc.model: crossbar`).
+    from_xbar_ps: Picos,
     lanes: Vec<(u32, u64)>,
     done: Vec<(u32, Picos)>,
     completed: Vec<(u64, u64)>,
@@ -596,6 +602,7 @@ impl<'t> GpuPartition<'t> {
         let mut sms = Vec::new();
         let mut channels = Vec::new();
         let mut links = Vec::new();
+        let mut xbars = Vec::new();
         let mut cps = Vec::new();
         for u in 0..ids.count() {
             if !hosted(u) {
@@ -636,6 +643,17 @@ impl<'t> GpuPartition<'t> {
                     channels.push(MemChannel::new(&params.channel, params.map.clone(), c));
                     Slot::Channel(channels.len() - 1)
                 }
+                Some(Unit::Xbar(k)) => {
+                    let noc = &params.ldst.noc;
+                    xbars.push(CrossbarUnit::new(
+                        params.map.clone(),
+                        k,
+                        noc.period_ps,
+                        noc.bytes_per_cycle,
+                        params.channel.l2.geom.sector_bytes,
+                    ));
+                    Slot::Xbar(xbars.len() - 1)
+                }
                 None => Slot::Remote,
             };
         }
@@ -648,7 +666,7 @@ impl<'t> GpuPartition<'t> {
         }
         let mut dec = trace.decoder();
         dec.set_release_pages(true);
-        let noc_ps = params.wiring.noc_ps();
+        let noc_ps = params.wiring.noc_path_ps();
         let mut p = GpuPartition {
             index,
             trace,
@@ -679,6 +697,15 @@ impl<'t> GpuPartition<'t> {
             sms,
             channels,
             links,
+            xbar_of: {
+                let mut v = vec![None; ids.chiplets as usize];
+                for (i, x) in xbars.iter().enumerate() {
+                    v[x.chiplet() as usize] = Some(i);
+                }
+                v
+            },
+            xbars,
+            from_xbar_ps: params.wiring.from_xbar_ps(),
             lanes: Vec::with_capacity(32),
             done: Vec::new(),
             completed: Vec::new(),
@@ -719,8 +746,37 @@ impl<'t> GpuPartition<'t> {
             }
             Slot::Sm(i) => self.run_sm(i, u, t)?,
             Slot::Channel(i) => self.run_channel(i, u, t)?,
+            Slot::Xbar(i) => {
+                while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
+                    self.xbars[i]
+                        .on_packet(at, src, pkt)
+                        .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                }
+                self.xbars[i].run(t, &mut self.wires);
+                match (self.xbars[i].next_event(t), self.wires.inbox_head(u)) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             Slot::Remote => None,
         })
+    }
+
+    /// With `noc.model: crossbar`, the earliest time chiplet `chiplet`'s crossbar, if this
+    /// partition hosts it, can deliver a packet it holds or has coming (anything sent at `t`
+    /// or later takes the whole NoC path, which the lookaheads cover); `Picos::MAX`
+    /// otherwise (a remote crossbar's packets come after the window's end).
+    #[inline]
+    fn xbar_floor(&self, chiplet: u32, t: Picos) -> Picos {
+        let Some(&Some(x)) = self.xbar_of.get(chiplet as usize) else {
+            return Picos::MAX;
+        };
+        let xb = &self.xbars[x];
+        let next = match (xb.next_event(t), self.wires.inbox_head(xb.unit())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        next.map_or(Picos::MAX, |n| n.saturating_add(self.from_xbar_ps))
     }
 
     /// Runs DRAM channel unit `i` (unit id `u`) from `t` on, ahead of the other units, as
@@ -734,6 +790,7 @@ impl<'t> GpuPartition<'t> {
         for cp in &self.cps {
             horizon = horizon.min(cp.channel_floor(t));
         }
+        horizon = horizon.min(self.xbar_floor(self.wires.ids.chiplet_of(u), t));
         // The L2 state the arrivals will touch was last used long ago (host time): start
         // loading it for every arrival this visit will take (those before the horizon;
         // triad n=524,288 on titanv: 7.2 per visit, 1.25 per run-ahead step), so that the
@@ -832,6 +889,7 @@ impl<'t> GpuPartition<'t> {
     /// (`Wires::ahead` checks the premise on every packet).
     fn run_sm(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         let mut horizon = t.saturating_add(self.sm_lookahead).min(self.end);
+        horizon = horizon.min(self.xbar_floor(self.wires.ids.chiplet_of(u), t));
         let unit = &mut self.sms[i];
         if let Some(k) = unit.cp {
             horizon = horizon.min(self.cps[k].dispatch_floor(t));

@@ -28,6 +28,11 @@
 //! | link interface, port [`Port::SwitchDown`] | itself (the package switch's port down to it) | `package.link.latency_ps` |
 //! | link interface, port [`Port::GpuSwitchDown`] | itself (the GPU switch's port down to it) | `system.gpu_link.latency_ps` |
 //!
+//! With `noc.model: crossbar` the NoC's connections (the first three rows, and a private
+//! L2 slice to an LLC slice) go through the chiplet's crossbar unit instead: a sender to it
+//! after `noc.latency_cycles - 1` NoC cycles (at least 1), the crossbar to the destination
+//! after 1; the net sends a packet there ([`Wiring::hop`]) and the crossbar sends it on.
+//!
 //! A port is named only where a unit id alone does not say which connection a packet
 //! takes: unit 0 is the host and chiplet 0's local CP at once, and a link interface
 //! models both switches' ports down to its chiplet.
@@ -58,6 +63,9 @@ const CP: usize = 0;
 const SM: usize = 1;
 const CHANNEL: usize = 2;
 const LINK: usize = 3;
+const XBAR: usize = 4;
+/// Unit kinds.
+const KINDS: usize = 5;
 
 /// No such connection.
 const NONE: Picos = Picos::MAX;
@@ -75,10 +83,17 @@ pub struct Wiring {
     per_chiplet: u32,
     /// By unit id: its kind (an index of the table), looked up for every packet.
     kinds: Box<[u8]>,
-    /// By `(kind of source) * 4 + kind of destination`: the latency between units of those
-    /// kinds on one chiplet, `NONE` for kinds never connected, `SAME_KIND` between two CPs
-    /// or two link interfaces (it depends on which; the only connections across chiplets).
-    table: [Picos; 16],
+    /// By `(kind of source) * KINDS + kind of destination`: the latency between units of
+    /// those kinds on one chiplet, `NONE` for kinds never connected, `SAME_KIND` between two
+    /// CPs or two link interfaces (it depends on which; the only connections across
+    /// chiplets).
+    table: [Picos; KINDS * KINDS],
+    /// By the same index: a packet between units of those kinds on one chiplet goes
+    /// through the chiplet's crossbar (`noc.model: crossbar`: the NoC's connections).
+    via: [bool; KINDS * KINDS],
+    /// A unit to the crossbar and the crossbar to a unit (`noc.model: crossbar`).
+    to_xbar_ps: Picos,
+    from_xbar_ps: Picos,
     noc_ps: Picos,
     cta_dispatch_ps: Picos,
     gcp_to_lcp_ps: Picos,
@@ -114,26 +129,39 @@ impl Wiring {
     ) -> Wiring {
         let noc_ps = noc.latency_ps;
         let d = cp.cta_dispatch_ps;
-        let mut table = [NONE; 16];
-        let mut set = |a: usize, b: usize, l: Picos| table[a * 4 + b] = l;
-        // Inside a chiplet.
-        set(SM, CHANNEL, noc_ps);
-        set(CHANNEL, SM, noc_ps);
-        if ids.chiplets > 1 {
-            set(SM, LINK, noc_ps);
-            set(LINK, SM, noc_ps);
-            set(CHANNEL, LINK, noc_ps);
-            set(LINK, CHANNEL, noc_ps);
+        let mut table = [NONE; KINDS * KINDS];
+        let mut via = [false; KINDS * KINDS];
+        let crossbar = ids.xbar;
+        let (to_xbar, from_xbar) = noc.crossbar_ps();
+        {
+            let mut set = |a: usize, b: usize, l: Picos| table[a * KINDS + b] = l;
+            // The NoC's connections inside a chiplet: direct, or through the crossbar.
+            let mut noc_pairs = vec![(SM, CHANNEL), (CHANNEL, SM)];
+            if ids.chiplets > 1 {
+                noc_pairs.extend([(SM, LINK), (LINK, SM), (CHANNEL, LINK), (LINK, CHANNEL)]);
+            }
+            if private {
+                // A private L2 slice to an LLC slice (of its own unit too).
+                noc_pairs.push((CHANNEL, CHANNEL));
+            }
+            for &(a, b) in &noc_pairs {
+                if crossbar {
+                    via[a * KINDS + b] = true;
+                    set(a, XBAR, to_xbar);
+                    set(XBAR, b, from_xbar);
+                } else {
+                    set(a, b, noc_ps);
+                }
+            }
+            set(CP, SM, d);
+            set(SM, CP, d);
+            if private {
+                // The local CP's flushes and their acknowledgements.
+                set(CP, CHANNEL, d);
+                set(CHANNEL, CP, d);
+            }
         }
-        set(CP, SM, d);
-        set(SM, CP, d);
-        if private {
-            // A private L2 slice to an LLC slice (of its own unit too), and the local CP's
-            // flushes and their acknowledgements.
-            set(CHANNEL, CHANNEL, noc_ps);
-            set(CP, CHANNEL, d);
-            set(CHANNEL, CP, d);
-        }
+        let mut set = |a: usize, b: usize, l: Picos| table[a * KINDS + b] = l;
         // Across chiplets (`Wiring::declared`).
         set(CP, CP, SAME_KIND);
         set(LINK, LINK, SAME_KIND);
@@ -155,11 +183,13 @@ impl Wiring {
         }
         let sm_end = 1 + ids.sms;
         let channel_end = sm_end + ids.channels;
+        let per = ids.per_chiplet();
         let kinds = (0..ids.count())
-            .map(|u| match u % ids.per_chiplet() {
+            .map(|u| match u % per {
                 0 => CP as u8,
                 r if r < sm_end => SM as u8,
                 r if r < channel_end => CHANNEL as u8,
+                r if crossbar && r == per - 1 => XBAR as u8,
                 _ => LINK as u8,
             })
             .collect();
@@ -170,6 +200,9 @@ impl Wiring {
             channel_end: 1 + ids.sms + ids.channels,
             per_chiplet: ids.per_chiplet(),
             table,
+            via,
+            to_xbar_ps: to_xbar,
+            from_xbar_ps: from_xbar,
             noc_ps,
             cta_dispatch_ps: d,
             gcp_to_lcp_ps: cp.gcp_to_lcp_ps,
@@ -199,7 +232,7 @@ impl Wiring {
     /// connected is a model bug (checked in debug builds; see [`Wiring::declared`]).
     #[inline(always)]
     pub fn latency(&self, src: u32, dst: u32) -> Picos {
-        let l = self.table[self.kind(src) * 4 + self.kind(dst)];
+        let l = self.table[self.kind(src) * KINDS + self.kind(dst)];
         let l = if l >= SAME_KIND {
             self.same_kind(src, dst)
         } else {
@@ -211,6 +244,21 @@ impl Wiring {
             "a packet from unit {src} to unit {dst}, which are not connected"
         );
         l
+    }
+
+    /// Where a packet from unit `src` for unit `dst` goes next, and the latency to there:
+    /// `dst` itself, or with `noc.model: crossbar` the crossbar of their chiplet when the
+    /// NoC connects them (the crossbar then sends it on to `dst`).
+    #[inline(always)]
+    pub fn hop(&self, src: u32, dst: u32) -> (u32, Picos) {
+        if self.ids.xbar && self.via[self.kind(src) * KINDS + self.kind(dst)] {
+            let k = self.ids.chiplet_of(src);
+            if k == self.ids.chiplet_of(dst) {
+                let x = self.ids.xbar(k);
+                return (x, self.latency(src, x));
+            }
+        }
+        (dst, self.latency(src, dst))
     }
 
     /// The latency of `port` (from a unit to itself, or the host's copies).
@@ -236,6 +284,21 @@ impl Wiring {
     /// least time a packet between an SM and a channel takes.
     pub fn noc_ps(&self) -> Picos {
         self.noc_ps
+    }
+
+    /// The least time a NoC packet takes from its sender to an SM, channel or link
+    /// interface: the NoC's latency, or with a crossbar the latencies to it and from it.
+    pub fn noc_path_ps(&self) -> Picos {
+        if self.ids.xbar {
+            self.to_xbar_ps + self.from_xbar_ps
+        } else {
+            self.noc_ps
+        }
+    }
+
+    /// The crossbar to a unit (`noc.model: crossbar`).
+    pub fn from_xbar_ps(&self) -> Picos {
+        self.from_xbar_ps
     }
 
     /// The latency of a CTA's dispatch and of its completion report (local CP <-> SM).
@@ -276,7 +339,7 @@ impl Wiring {
         let (cs, cd) = (ids.chiplet_of(src), ids.chiplet_of(dst));
         let same_chiplet = cs == cd;
         let same_gpu = ids.gpu_of_chiplet(cs) == ids.gpu_of_chiplet(cd);
-        match self.table[ks * 4 + kd] {
+        match self.table[ks * KINDS + kd] {
             NONE => return None,
             SAME_KIND => {}
             l => return same_chiplet.then_some(l),
@@ -326,11 +389,12 @@ impl Wiring {
         let mut v = Vec::new();
         let per = self.per_chiplet;
         // Inside each chiplet, by the table (the units of a kind are a range of its ids).
-        let bounds = [0, 1, self.sm_end, self.channel_end, per];
+        let link_end = self.channel_end + u32::from(ids.chiplets > 1);
+        let bounds = [0, 1, self.sm_end, self.channel_end, link_end, per];
         for k in 0..ids.chiplets {
             let of = |kind: usize| k * per + bounds[kind]..k * per + bounds[kind + 1];
-            for (ks, kd) in (0..4).flat_map(|a| (0..4).map(move |b| (a, b))) {
-                let l = self.table[ks * 4 + kd];
+            for (ks, kd) in (0..KINDS).flat_map(|a| (0..KINDS).map(move |b| (a, b))) {
+                let l = self.table[ks * KINDS + kd];
                 if l >= SAME_KIND {
                     continue;
                 }
@@ -367,11 +431,16 @@ impl Wiring {
 mod tests {
     use super::*;
 
+    /// `configs/<name>`, with the NoC crossbar when the name ends in `+xbar`.
     fn load(name: &str) -> GpuConfig {
+        let (file, sets) = match name.strip_suffix("+xbar") {
+            Some(f) => (f, vec![("noc.model".to_string(), "crossbar".to_string())]),
+            None => (name, Vec::new()),
+        };
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../configs")
-            .join(name);
-        GpuConfig::load(p, &[]).expect("config loads")
+            .join(file);
+        GpuConfig::load(p, &sets).expect("config loads")
     }
 
     /// The fast latency agrees with the declarations on every connected pair, and the
@@ -383,6 +452,9 @@ mod tests {
             "a100-4chiplet.yaml",
             "radeon7-2chiplet.yaml",
             "dgx-8gpu.yaml",
+            "titanv.yaml+xbar",
+            "radeon7-2chiplet.yaml+xbar",
+            "dgx-8gpu.yaml+xbar",
         ] {
             let cfg = load(name);
             let w = Wiring::from_config(&cfg);
@@ -463,6 +535,16 @@ mod tests {
         for (config, workload, params) in [
             ("a100-4chiplet.yaml", "vectoradd", &[("n", "20000")][..]),
             ("radeon7-2chiplet.yaml", "reduce", &[("n", "16384")][..]),
+            (
+                "a100-4chiplet.yaml+xbar",
+                "vectoradd",
+                &[("n", "20000")][..],
+            ),
+            (
+                "radeon7-2chiplet.yaml+xbar",
+                "reduce",
+                &[("n", "16384")][..],
+            ),
             (
                 "dgx-8gpu.yaml",
                 "halo",

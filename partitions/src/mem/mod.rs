@@ -102,8 +102,10 @@
 //!   itself), and the receiver's ingress port serializes arrivals in packet order (the
 //!   arbiter at the receiver). Packets carry an 8-byte header (GPGPU-Sim's control size)
 //!   plus the data sectors: read request 8 B, read reply 8 B + data, write 8 B + data,
-//!   write acknowledgement 8 B, atomic 8 B + data each way. The NoC's buffers are unbounded (no credits on it
-//!   yet): the L1 MSHRs bound the reads in flight, the write acknowledgements the
+//!   write acknowledgement 8 B, atomic 8 B + data each way. With `noc.model: crossbar` every such packet also
+//!   crosses the chiplet's crossbar (`crossbar.rs`): `latency_cycles - 1` NoC cycles to it,
+//!   arbitration per output each NoC cycle with head-of-line blocking, 1 cycle from it.
+//!   The NoC's buffers are unbounded (no credits on it yet): the L1 MSHRs bound the reads in flight, the write acknowledgements the
 //!   stores. The package links and the GPU fabric have credits (`link.rs`, `credits.rs`).
 //! - **L2** (memory-side, `l2.slices` slices, `l2.slices / dram.channels` per channel): the
 //!   slice of an address is `channel * per_channel + (local / l2.line_bytes) %
@@ -179,6 +181,7 @@ pub mod message;
 mod address_map;
 mod cache;
 pub(crate) mod credits;
+pub(crate) mod crossbar;
 pub(crate) mod dram;
 pub(crate) mod dram_channel;
 mod dram_map;
@@ -204,6 +207,7 @@ mod unit_ids;
 
 pub use address_map::AddressMap;
 pub use credits::CreditStats;
+pub use crossbar::{CrossbarUnit, CrossbarUnitStats, XbarError};
 pub use dram::DramParams;
 pub use dram_channel::{ChannelParams, ChannelStats, DramStats, MemChannel};
 pub use l1d::{L1dParams, L1dStats};

@@ -4,14 +4,34 @@
 //! [`crate::mem`]).
 
 use super::port::BwPort;
-use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
+use crate::config::{
+    config_enum, section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES,
+};
 use crate::counters::unit_counters;
 use crate::Picos;
+
+config_enum! {
+    /// How the NoC of a chiplet is modelled.
+    pub enum NocModel {
+        /// A bandwidth calendar per port (an egress port at each SM and slice, the
+        /// latency, an ingress port at the receiver that serializes arrivals in order).
+        Ports = "ports",
+        /// Those ports plus, between them, an input-queued crossbar per chiplet and class
+        /// (requests, and replies with acknowledgements) that arbitrates each output every
+        /// NoC cycle among the inputs whose head packet is for it (`mem/crossbar.rs`): a
+        /// packet behind a blocked head waits (head-of-line blocking). A packet takes
+        /// `latency_cycles - 1` cycles (at least 1) to the crossbar and 1 from it.
+        Crossbar = "crossbar",
+    }
+}
 
 section! {
     /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
     /// and an arbiter at the receiver (DESIGN.md section 5).
     pub struct NocConfig {
+        /// `ports` or `crossbar` (see the type). Presets: `ports` (the calibrated model;
+        /// `crossbar` is being calibrated, issue 22).
+        model: NocModel = Kind::Enum(NocModel::NAMES), unit "-", Some("ports");
         /// NoC clock. Presets: the simulator config's interconnect clock domain.
         clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
@@ -51,6 +71,10 @@ pub struct NocParams {
     /// connections, which the net adds to a packet's departure (declared in
     /// `gpu/wiring.rs`, the one reader; the ports themselves model serialization only).
     pub latency_ps: Picos,
+    /// `noc.model`.
+    pub model: NocModel,
+    /// One NoC cycle.
+    pub period_ps: Picos,
 }
 
 impl NocParams {
@@ -59,7 +83,19 @@ impl NocParams {
             clock_hz: cfg.noc.clock_hz,
             bytes_per_cycle: cfg.noc.bandwidth_bytes_per_cycle as u64,
             latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
+            model: cfg.noc.model,
+            period_ps: cfg.noc_period_ps(),
         }
+    }
+
+    /// With the crossbar: the latency to it (`latency_cycles - 1` cycles, at least 1) and
+    /// from it (1 cycle).
+    pub fn crossbar_ps(&self) -> (Picos, Picos) {
+        let to = self
+            .latency_ps
+            .saturating_sub(self.period_ps)
+            .max(self.period_ps);
+        (to, self.period_ps)
     }
 
     /// One port's bandwidth calendar.

@@ -21,6 +21,8 @@ pub struct UnitIds {
     pub chiplets: u32,
     /// Chiplets per GPU (`chiplets`).
     pub gpu_chiplets: u32,
+    /// Each chiplet has a crossbar unit, the last of its block (`noc.model: crossbar`).
+    pub xbar: bool,
 }
 
 /// What a unit id names.
@@ -35,6 +37,8 @@ pub enum Unit {
     Channel(u32),
     /// The link interface of a chiplet.
     Link(u32),
+    /// The NoC crossbar of a chiplet (`noc.model: crossbar`).
+    Xbar(u32),
 }
 
 impl UnitIds {
@@ -45,13 +49,18 @@ impl UnitIds {
             channels: cfg.dram.channels.max(1),
             chiplets: gpu_chiplets * cfg.system.gpus.max(1),
             gpu_chiplets,
+            xbar: cfg.noc.model == crate::mem::noc::NocModel::Crossbar,
         }
     }
     /// The command processor of chiplet 0 (host, GPU 0's global CP, chiplet 0's local CP).
     pub const CP: u32 = 0;
     /// Ids per chiplet.
     pub fn per_chiplet(&self) -> u32 {
-        1 + self.sms + self.channels + u32::from(self.chiplets > 1)
+        1 + self.sms + self.channels + u32::from(self.chiplets > 1) + u32::from(self.xbar)
+    }
+    /// The crossbar of chiplet `k` (only with `noc.model: crossbar`).
+    pub fn xbar(&self, k: u32) -> u32 {
+        (k + 1) * self.per_chiplet() - 1
     }
     /// The command processor of chiplet `k`.
     pub fn cp(&self, k: u32) -> u32 {
@@ -124,6 +133,8 @@ impl UnitIds {
             Unit::Sm(k * self.sms + r - 1)
         } else if r <= self.sms + self.channels {
             Unit::Channel(k * self.channels + r - 1 - self.sms)
+        } else if self.xbar && r == per - 1 {
+            Unit::Xbar(k)
         } else {
             Unit::Link(k)
         })
@@ -146,13 +157,29 @@ mod tests {
     /// one-chiplet shortcuts (no divisions) and without them (4 chiplets, 2 GPUs).
     #[test]
     fn unit_ids_round_trip_with_one_chiplet_or_several() {
-        for (chiplets, gpus) in [(1, 1), (4, 1), (2, 2)] {
+        for (chiplets, gpus, xbar) in [
+            (1, 1, false),
+            (4, 1, false),
+            (2, 2, false),
+            (1, 1, true),
+            (2, 2, true),
+        ] {
             let ids = UnitIds {
                 sms: 7,
                 channels: 3,
                 chiplets: chiplets * gpus,
                 gpu_chiplets: chiplets,
+                xbar,
             };
+            for k in 0..ids.chiplets {
+                if xbar {
+                    assert_eq!(ids.unit(ids.xbar(k)), Some(Unit::Xbar(k)));
+                    assert_eq!(ids.chiplet_of(ids.xbar(k)), k);
+                }
+                if ids.chiplets > 1 {
+                    assert_eq!(ids.unit(ids.link(k)), Some(Unit::Link(k)));
+                }
+            }
             for s in 0..ids.total_sms() {
                 assert_eq!(ids.unit(ids.sm(s)), Some(Unit::Sm(s)));
                 assert_eq!(ids.chiplet_of(ids.sm(s)), s / ids.sms);

@@ -1,0 +1,226 @@
+//! The NoC crossbar of a chiplet (`noc.model: crossbar`; DESIGN.md section 5, issue 22
+//! item 2): between the chiplet's SMs, DRAM channels (their L2 and LLC slices) and link
+//! interface, two input-queued crossbars, one for requests and one for replies and write
+//! acknowledgements (GPGPU-Sim's two subnetworks, so neither class can block the other),
+//! each [`tessera_interconnect::Crossbar`]: every NoC cycle each free output grants one of
+//! the inputs whose head packet is for it, round robin from a start that depends only on
+//! the output and the cycle; a packet of `f` flits (`noc.bandwidth_bytes_per_cycle` bytes
+//! each) holds its output `f` cycles; a packet behind a blocked head waits.
+//!
+//! Every unit on the NoC sends through it: the net delivers a packet for another NoC unit
+//! of the chiplet here (`gpu/wiring.rs`, [`crate::gpu::Wiring::hop`]), `noc.latency_cycles -
+//! 1` cycles after it left (at least 1), and the crossbar sends it on when granted, 1
+//! cycle to its destination; the units' own ports (an egress at the sender, an ingress at
+//! the receiver) still serialize it. It routes a packet as its sender did, by the packet's
+//! address and destination fields (the sender's port alone does not say where it goes).
+//!
+//! The input FIFOs are unbounded: the senders hold no credits for them yet (the L1 MSHRs
+//! bound the reads in flight, the write acknowledgements the stores), and the receivers
+//! none for the outputs.
+
+use std::sync::Arc;
+
+use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats};
+
+use super::address_map::AddressMap;
+use super::{Packet, Request, Response, Unit};
+use crate::packet::Net;
+use crate::Picos;
+
+/// What the crossbar unit of a chiplet counted: its request and its reply network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CrossbarUnitStats {
+    pub requests: CrossbarStats,
+    pub replies: CrossbarStats,
+}
+
+/// A packet the crossbar cannot route.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("crossbar of chiplet {chiplet}: cannot route {pkt:?} from unit {src}")]
+pub struct XbarError {
+    pub chiplet: u32,
+    pub src: u32,
+    pub pkt: Packet,
+}
+
+/// The crossbar of one chiplet.
+pub struct CrossbarUnit {
+    map: Arc<AddressMap>,
+    chiplet: u32,
+    unit: u32,
+    /// The chiplet's CP, whose id is one below the first port's.
+    base: u32,
+    period_ps: Picos,
+    flit_bytes: u64,
+    sector_bytes: u64,
+    requests: Crossbar<(u32, Packet)>,
+    replies: Crossbar<(u32, Packet)>,
+    /// The last cycle stepped.
+    done: Option<u64>,
+    granted: Vec<(u32, u32, (u32, Packet))>,
+}
+
+impl CrossbarUnit {
+    /// The crossbar of chiplet `chiplet`: NoC cycles of `period_ps`, flits of `flit_bytes`,
+    /// data sectors of `sector_bytes`.
+    pub fn new(
+        map: Arc<AddressMap>,
+        chiplet: u32,
+        period_ps: Picos,
+        flit_bytes: u64,
+        sector_bytes: u64,
+    ) -> CrossbarUnit {
+        let ids = map.ids;
+        // Every unit of the chiplet but its CP and the crossbar itself.
+        let ports = ids.per_chiplet() - 2;
+        let spec = CrossbarSpec {
+            inputs: ports,
+            outputs: ports,
+            input_depth: u32::MAX,
+        };
+        CrossbarUnit {
+            unit: ids.xbar(chiplet),
+            base: ids.cp(chiplet),
+            chiplet,
+            period_ps: period_ps.max(1),
+            flit_bytes: flit_bytes.max(1),
+            sector_bytes,
+            requests: Crossbar::new(spec),
+            replies: Crossbar::new(spec),
+            done: None,
+            granted: Vec::new(),
+            map,
+        }
+    }
+
+    pub fn unit(&self) -> u32 {
+        self.unit
+    }
+
+    pub fn chiplet(&self) -> u32 {
+        self.chiplet
+    }
+
+    pub fn stats(&self) -> CrossbarUnitStats {
+        CrossbarUnitStats {
+            requests: *self.requests.stats(),
+            replies: *self.replies.stats(),
+        }
+    }
+
+    /// Packets waiting at its inputs.
+    pub fn queued(&self) -> usize {
+        self.requests.queued() + self.replies.queued()
+    }
+
+    /// Where `pkt` from unit `src` goes on this chiplet: the unit its sender meant, or the
+    /// link interface for a unit of another chiplet (as the senders route, `ldst.rs`,
+    /// `dram_channel.rs`, `link.rs`).
+    fn destination(&self, src: u32, pkt: &Packet) -> Option<u32> {
+        let ids = &self.map.ids;
+        let here = self.chiplet;
+        let toward = |u: u32| {
+            if ids.chiplet_of(u) == here {
+                u
+            } else {
+                ids.link(here)
+            }
+        };
+        let home = |line: u64| toward(ids.channel(self.map.l2_home(line).0));
+        Some(match *pkt {
+            Packet::Request(r) => match r {
+                Request::Read { line, .. } | Request::Write { line, .. } => {
+                    if self.map.private && matches!(ids.unit(src), Some(Unit::Sm(_))) {
+                        ids.channel(self.map.private_slot(here, line).0)
+                    } else {
+                        home(line)
+                    }
+                }
+                Request::Atomic { line, .. } => home(line),
+                Request::LlcRead { line, .. } | Request::LlcWrite { line, .. } => {
+                    toward(ids.channel(self.map.llc_home(line).0))
+                }
+            },
+            Packet::Response(r) => match r {
+                Response::Reply { sm, .. } | Response::WriteAck { sm, .. } => toward(sm),
+                Response::LlcReply { unit, .. } => toward(unit),
+            },
+            Packet::Control(_) => return None,
+        })
+    }
+
+    /// The crossbar port of unit `u` of this chiplet.
+    fn port(&self, u: u32) -> u32 {
+        u.saturating_sub(self.base + 1)
+    }
+
+    /// A packet from unit `src` arrives at `now`: it joins the FIFO of its sender's input.
+    pub fn on_packet(&mut self, now: Picos, src: u32, pkt: Packet) -> Result<(), XbarError> {
+        let err = || XbarError {
+            chiplet: self.chiplet,
+            src,
+            pkt,
+        };
+        let dst = self.destination(src, &pkt).ok_or_else(err)?;
+        if self.map.ids.chiplet_of(src) != self.chiplet
+            || self.map.ids.chiplet_of(dst) != self.chiplet
+        {
+            return Err(err());
+        }
+        let flits = pkt.wire_bytes(self.sector_bytes).div_ceil(self.flit_bytes);
+        let (i, o) = (self.port(src), self.port(dst));
+        let cycle = now.div_ceil(self.period_ps);
+        let net = match pkt {
+            Packet::Request(_) => &mut self.requests,
+            _ => &mut self.replies,
+        };
+        // The FIFOs are unbounded: an offer is never refused.
+        let _ = net.offer_at(
+            cycle,
+            i,
+            o,
+            u32::try_from(flits).unwrap_or(u32::MAX),
+            (dst, pkt),
+        );
+        Ok(())
+    }
+
+    /// Runs the crossbar at `now`: at a NoC cycle's start not stepped yet, grants and sends
+    /// what it can.
+    pub fn run(&mut self, now: Picos, net: &mut dyn Net) {
+        if !now.is_multiple_of(self.period_ps) {
+            return;
+        }
+        let cycle = now / self.period_ps;
+        if self.done.is_some_and(|d| cycle <= d) {
+            return;
+        }
+        self.done = Some(cycle);
+        let mut g = std::mem::take(&mut self.granted);
+        for x in [&mut self.requests, &mut self.replies] {
+            g.clear();
+            x.step(cycle, &mut g);
+            for &(_, _, (dst, pkt)) in &g {
+                net.send(self.unit, dst, now, pkt);
+            }
+        }
+        self.granted = g;
+    }
+
+    /// When it next has something to do at or after `now`: the start of the first NoC cycle
+    /// not stepped yet in which a head packet finds its output free.
+    pub fn next_event(&self, now: Picos) -> Option<Picos> {
+        let mut from = now.div_ceil(self.period_ps);
+        if let Some(d) = self.done {
+            from = from.max(d + 1);
+        }
+        let c = match (
+            self.requests.first_cycle_from(from),
+            self.replies.first_cycle_from(from),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }?;
+        Some(c * self.period_ps)
+    }
+}
