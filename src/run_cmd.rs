@@ -550,4 +550,17 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         pct(st.barrier, st.slots),
         pct(st.no_warp, st.slots)
     );
+    // The "no credit" stalls: SMs whose miss queue waited for NoC credit, and the packets.
+    let waits: u64 = s.chiplets.iter().map(|c| c.memory.noc_credit_waits).sum();
+    if st.no_credit > 0 || waits > 0 {
+        outln!(
+            "no credit: {:.1}% of issue slots with the LD/ST unit full; {waits} request \
+             packets waited for NoC credit, {} ps in all",
+            pct(st.no_credit, st.slots),
+            s.chiplets
+                .iter()
+                .map(|c| c.memory.noc_credit_wait_ps)
+                .sum::<u64>()
+        );
+    }
 }

@@ -151,3 +151,97 @@ fn one_load_pays_at_most_alignment_and_a_saturated_stream_pays_blocking() {
     let waits = u(&x["chiplets"][0]["crossbar"]["replies"], "wait_cycles");
     assert!(waits > 0);
 }
+
+#[test]
+fn credits_bound_each_input_and_stall_the_issue_when_the_miss_queue_fills() {
+    // Each SM's request input holds 8 flits (two write packets of 4 flits, or eight
+    // reads), and its miss queue 4 packets: on titanv.yaml only SMs send requests, so no
+    // request input ever held more than 8 packets; packets waited for credit, and the SMs
+    // stopped issuing memory instructions while their miss queues were full, every
+    // scheduler-cycle still counted once. Threads, cuts and run-ahead change nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let set = [
+        "--set",
+        "noc.input_buffer_flits=8",
+        "--set",
+        "l1d.miss_queue_packets=4",
+    ];
+    let run = |extra: &[&str]| {
+        run_stats(
+            "titanv.yaml",
+            &[&["--trace", t][..], &XBAR, &set, extra].concat(),
+        )
+        .0
+    };
+    let seq = run(&["--threads", "1"]);
+    let s = json(&seq);
+    let c = &s["chiplets"][0];
+    assert!(
+        u(&c["crossbar"]["requests"], "max_input_packets") <= 8,
+        "{c}"
+    );
+    assert!(u(&c["memory"], "noc_credit_waits") > 0);
+    assert!(u(&c["memory"], "noc_credit_wait_ps") > 0);
+    let st = &s["totals"]["stalls"];
+    assert!(u(st, "no_credit") > 0, "{st}");
+    let parts: u64 = [
+        "issued",
+        "unit_busy",
+        "scoreboard",
+        "barrier",
+        "no_warp",
+        "no_credit",
+    ]
+    .iter()
+    .map(|k| u(st, k))
+    .sum();
+    assert_eq!(parts, u(st, "slots"));
+    // The default input (512 flits) never runs out on this stream: no stall, no wait.
+    let free = run_json("titanv.yaml", &[&["--trace", t][..], &XBAR].concat());
+    assert_eq!(u(&free["totals"]["stalls"], "no_credit"), 0);
+    for extra in [
+        &["--threads", "2"][..],
+        &[
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=3",
+            "--threads",
+            "2",
+        ][..],
+        &["--set", "partitioning.run_ahead=false"][..],
+    ] {
+        assert!(run(extra) == seq, "{extra:?} differs from --threads 1");
+    }
+}
+
+#[test]
+fn credits_that_could_never_send_a_packet_are_refused() {
+    // titanv.yaml: 40-byte flits, 128-byte lines: the largest request, a write of a whole
+    // line, is 4 flits.
+    let o = tessera(&run_args(
+        "titanv.yaml",
+        &[
+            &["--workload", "vectoradd"][..],
+            &XBAR,
+            &["--set", "noc.input_buffer_flits=3"],
+        ]
+        .concat(),
+    ));
+    assert_clean_failure(
+        &o,
+        &["noc.input_buffer_flits", "4 flits", "largest request"],
+    );
+    let o = tessera(&run_args(
+        "titanv.yaml",
+        &[
+            &["--workload", "vectoradd"][..],
+            &XBAR,
+            &["--set", "l2.write_acks=false"],
+        ]
+        .concat(),
+    ));
+    assert_clean_failure(&o, &["noc.input_buffer_flits", "l2.write_acks"]);
+}

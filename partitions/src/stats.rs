@@ -207,6 +207,10 @@ pub struct StallStats {
     pub barrier: u64,
     /// Otherwise, scheduler-cycles in which the scheduler had no unfinished warp.
     pub no_warp: u64,
+    /// Scheduler-cycles that would count as `unit_busy` while the SM's LD/ST unit took no
+    /// memory instruction, its L1 miss queue full of packets waiting for credit at the NoC
+    /// crossbar (`noc.model: crossbar`): the "no credit" stall.
+    pub no_credit: u64,
 }
 
 impl StallStats {
@@ -218,6 +222,7 @@ impl StallStats {
         self.scoreboard += s.sched.stall_scoreboard;
         self.barrier += s.sched.stall_barrier;
         self.no_warp += s.sched.stall_no_warp;
+        self.no_credit += s.sched.stall_no_credit;
     }
 
     /// Adds another breakdown.
@@ -228,6 +233,7 @@ impl StallStats {
         self.scoreboard += o.scoreboard;
         self.barrier += o.barrier;
         self.no_warp += o.no_warp;
+        self.no_credit += o.no_credit;
     }
 }
 

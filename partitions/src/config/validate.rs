@@ -222,6 +222,29 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
          chiplets, and a zero lookahead cannot make progress"
             .into()
     })?;
+    // A crossbar input smaller than the largest packet could never take it.
+    if c.noc.model == crate::mem::noc::NocModel::Crossbar && c.noc.input_buffer_flits > 0 {
+        let flit = c.noc.bandwidth_bytes_per_cycle.max(1) as u64;
+        let need = (8 + c.l2.line_bytes as u64).div_ceil(flit);
+        v.ensure(
+            c.noc.input_buffer_flits as u64 >= need,
+            "noc.input_buffer_flits",
+            || {
+                format!(
+                    "{} flits cannot hold the largest request ({need} flits of {flit} bytes: \
+                     an 8-byte header and an l2.line_bytes line of {}), which could then \
+                     never be sent; use at least {need}, or 0 for no credits",
+                    c.noc.input_buffer_flits, c.l2.line_bytes
+                )
+            },
+        )?;
+        v.ensure(c.l2.write_acks, "noc.input_buffer_flits", || {
+            "credits at the crossbar need l2.write_acks: true (a store waiting for credit \
+             learns that it is done only from its acknowledgement); set \
+             noc.input_buffer_flits: 0 or turn the acknowledgements on"
+                .into()
+        })?;
+    }
     // A buffer smaller than the largest packet could never take it: the sender would wait
     // for credit forever.
     let largest = |overhead: u32| 8 + c.l2.line_bytes as u64 + overhead as u64;

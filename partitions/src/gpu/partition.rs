@@ -555,6 +555,11 @@ impl MemPort for SmPort<'_> {
             Issued::Pending => MemIssue::Pending,
         }
     }
+
+    #[inline(always)]
+    fn accepting(&self) -> bool {
+        !self.ldst.full()
+    }
 }
 
 impl SmPort<'_> {
@@ -651,6 +656,7 @@ impl<'t> GpuPartition<'t> {
                         noc.period_ps,
                         noc.bytes_per_cycle,
                         params.channel.l2.geom.sector_bytes,
+                        noc.input_buffer_flits > 0,
                     ));
                     Slot::Xbar(xbars.len() - 1)
                 }
@@ -680,7 +686,12 @@ impl<'t> GpuPartition<'t> {
             unit_lookahead: if params.run_ahead { noc_ps } else { 0 },
             sm_lookahead: match params.run_ahead {
                 false => 0,
-                true if ids.count() == ids.per_chiplet() && !params.map.private => {
+                // Credits from the crossbar answer an SM's own requests without an L2
+                // access.
+                true if ids.count() == ids.per_chiplet()
+                    && !params.map.private
+                    && params.ldst.noc.input_buffer_flits == 0 =>
+                {
                     noc_ps + params.channel.l2.hit_ps
                 }
                 true => noc_ps,
@@ -1020,6 +1031,16 @@ impl<'t> GpuPartition<'t> {
                         .on_ack(at, tag, done)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
                     unit.results_in(done, period);
+                }
+                Packet::Control(Control::Credit { bytes: flits, .. }) => {
+                    // Credit at the crossbar: the miss queue drains, and the LD/ST unit
+                    // takes memory instructions again once it has room.
+                    unit.ldst.on_credit(at, flits as u64, wires);
+                    if unit.sm.memory_blocked() && !unit.ldst.full() {
+                        let c = cycle_at(at, period);
+                        unit.sm.advance_to(c);
+                        unit.sm.unblock_memory(c);
+                    }
                 }
                 Packet::Control(Control::Dispatch { kernel, cta }) => {
                     let meta = kernels.get(kernel as usize).ok_or_else(|| {

@@ -14,9 +14,13 @@
 //! the receiver) still serialize it. It routes a packet as its sender did, by the packet's
 //! address and destination fields (the sender's port alone does not say where it goes).
 //!
-//! The input FIFOs are unbounded: the senders hold no credits for them yet (the L1 MSHRs
-//! bound the reads in flight, the write acknowledgements the stores), and the receivers
-//! none for the outputs.
+//! Credits (`noc.input_buffer_flits` > 0): each SM holds credits for its input FIFO of
+//! the request network, flits it spends when it sends a packet; the crossbar returns them,
+//! a timed message back to the SM, when it grants the packet. A packet without credit
+//! waits in the SM's L1 miss queue, and a full miss queue stops the SM issuing memory
+//! instructions (`ldst.rs`, `sm/issue.rs`). The inputs of slices and link interfaces are
+//! unbounded (what they send answers requests that the SMs' credits bound), and the
+//! receivers hold no credits for the outputs.
 
 use std::sync::Arc;
 
@@ -24,6 +28,7 @@ use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats};
 
 use super::address_map::AddressMap;
 use super::{Packet, Request, Response, Unit};
+use crate::gpu::control::Control;
 use crate::packet::Net;
 use crate::Picos;
 
@@ -53,11 +58,22 @@ pub struct CrossbarUnit {
     period_ps: Picos,
     flit_bytes: u64,
     sector_bytes: u64,
-    requests: Crossbar<(u32, Packet)>,
-    replies: Crossbar<(u32, Packet)>,
+    requests: Crossbar<Queued>,
+    replies: Crossbar<Queued>,
     /// The last cycle stepped.
     done: Option<u64>,
-    granted: Vec<(u32, u32, (u32, Packet))>,
+    granted: Vec<(u32, u32, Queued)>,
+    /// SMs hold credits for their request inputs (`noc.input_buffer_flits` > 0).
+    credits: bool,
+}
+
+/// A packet at an input: from and to which unit, in how many flits.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    src: u32,
+    dst: u32,
+    flits: u32,
+    pkt: Packet,
 }
 
 impl CrossbarUnit {
@@ -69,6 +85,7 @@ impl CrossbarUnit {
         period_ps: Picos,
         flit_bytes: u64,
         sector_bytes: u64,
+        credits: bool,
     ) -> CrossbarUnit {
         let ids = map.ids;
         // Every unit of the chiplet but its CP and the crossbar itself.
@@ -89,6 +106,7 @@ impl CrossbarUnit {
             replies: Crossbar::new(spec),
             done: None,
             granted: Vec::new(),
+            credits,
             map,
         }
     }
@@ -168,20 +186,22 @@ impl CrossbarUnit {
             return Err(err());
         }
         let flits = pkt.wire_bytes(self.sector_bytes).div_ceil(self.flit_bytes);
+        let flits = u32::try_from(flits).unwrap_or(u32::MAX);
         let (i, o) = (self.port(src), self.port(dst));
         let cycle = now.div_ceil(self.period_ps);
         let net = match pkt {
             Packet::Request(_) => &mut self.requests,
             _ => &mut self.replies,
         };
-        // The FIFOs are unbounded: an offer is never refused.
-        let _ = net.offer_at(
-            cycle,
-            i,
-            o,
-            u32::try_from(flits).unwrap_or(u32::MAX),
-            (dst, pkt),
-        );
+        let q = Queued {
+            src,
+            dst,
+            flits,
+            pkt,
+        };
+        // The FIFOs hold what their senders' credits allow (an SM's), or are unbounded:
+        // an offer is never refused.
+        let _ = net.offer_at(cycle, i, o, flits, q);
         Ok(())
     }
 
@@ -197,11 +217,24 @@ impl CrossbarUnit {
         }
         self.done = Some(cycle);
         let mut g = std::mem::take(&mut self.granted);
-        for x in [&mut self.requests, &mut self.replies] {
+        let ids = self.map.ids;
+        for (k, x) in [&mut self.requests, &mut self.replies]
+            .into_iter()
+            .enumerate()
+        {
             g.clear();
             x.step(cycle, &mut g);
-            for &(_, _, (dst, pkt)) in &g {
-                net.send(self.unit, dst, now, pkt);
+            for &(_, _, q) in &g {
+                net.send(self.unit, q.dst, now, q.pkt);
+                // The packet has left its input: an SM's credits come back.
+                if k == 0 && self.credits && matches!(ids.unit(q.src), Some(Unit::Sm(_))) {
+                    let c = Control::Credit {
+                        link: 0,
+                        vc: 0,
+                        bytes: q.flits,
+                    };
+                    net.send(self.unit, q.src, now, c.into());
+                }
             }
         }
         self.granted = g;

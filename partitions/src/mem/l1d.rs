@@ -77,6 +77,13 @@ section! {
         mshrs: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
         /// Requests that may merge into one MSHR entry. Presets: as `mshrs`.
         mshr_max_merge: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
+        /// The miss queue: request packets (reads, writes, atomics, write-backs) waiting to
+        /// enter the NoC. With `noc.model: crossbar` and `noc.input_buffer_flits` above 0,
+        /// a packet waits here for credit at its crossbar input, and while the queue holds
+        /// this many the SM issues no memory instruction (the stall `stall_no_credit`).
+        /// Presets: the simulator config's `<mq>` field (`A:<n>:<merge>,<mq>:...`); 16
+        /// when absent.
+        miss_queue_packets: u32 = Kind::U32, unit "packets", Some("16"), range (1, 1_000_000);
         /// What a store does on a hit. Presets: the simulator config's `<wr>` field.
         write_policy: WritePolicy = Kind::Enum(WritePolicy::NAMES), unit "-", None;
         /// What a store does on a miss. Presets: the simulator config's `<wr_alloc>` field.
@@ -109,6 +116,8 @@ pub struct L1dParams {
     pub(crate) sets: u64,
     pub(crate) assoc: u32,
     pub(crate) mshrs: u32,
+    /// `l1d.miss_queue_packets`.
+    pub(crate) miss_queue: usize,
     pub(crate) enabled: bool,
     pub(crate) write_policy: WritePolicy,
     pub(crate) write_allocate: WriteAllocate,
@@ -126,6 +135,7 @@ impl L1dParams {
             geom,
             assoc: l.assoc,
             mshrs: l.mshrs.max(1),
+            miss_queue: l.miss_queue_packets.max(1) as usize,
             enabled: l.enabled,
             write_policy: l.write_policy,
             write_allocate: l.write_allocate,

@@ -4,6 +4,7 @@
 //! NoC ports, the replies in and the instructions they complete (the model is in the
 //! module documentation of [`crate::mem`]).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::address_map::AddressMap;
@@ -15,8 +16,8 @@ use super::noc::NocParams;
 use super::port::BwPort;
 use super::shared_mem::SharedMemParams;
 use super::{
-    popcount, Access, Ctx, L1dStats, MemRequest, Net, NocStats, Request, SharedMemStats, Space,
-    HEADER_BYTES,
+    popcount, Access, Ctx, L1dStats, MemRequest, Net, NocStats, Packet, Request, SharedMemStats,
+    Space, HEADER_BYTES,
 };
 use crate::config::GpuConfig;
 use crate::observe::{Observer, Probe};
@@ -77,6 +78,10 @@ pub struct LdStStats {
     /// Request packets (reads, writes, atomics) sent to a line homed on another GPU
     /// (peer memory, through the GPU switch).
     pub peer_requests: u64,
+    /// Request packets that waited in the miss queue for credit at the crossbar input
+    /// (`noc.model: crossbar`), and the picoseconds they waited, summed.
+    pub credit_waits: u64,
+    pub credit_wait_ps: u64,
 }
 
 impl LdStStats {
@@ -88,7 +93,21 @@ impl LdStStats {
         self.global_requests += o.global_requests;
         self.remote_requests += o.remote_requests;
         self.peer_requests += o.peer_requests;
+        self.credit_waits += o.credit_waits;
+        self.credit_wait_ps += o.credit_wait_ps;
     }
+}
+
+/// A request packet waiting in the miss queue for credit at the crossbar.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Parked {
+    /// When it was ready to leave, and when it started to wait.
+    ready: Picos,
+    since: Picos,
+    bytes: u64,
+    flits: u64,
+    dst: u32,
+    pkt: Packet,
 }
 
 /// The LD/ST unit, L1D and shared memory of one SM.
@@ -120,6 +139,10 @@ pub struct LdStUnit {
     pub(super) ctx: Ctx,
     /// Its counters split by the kernel of its work.
     pub(super) per_kernel: PerKernel,
+    /// Flits of credit at its crossbar input (`noc.input_buffer_flits`; `None`: no
+    /// credits), and the miss queue of packets waiting for it.
+    pub(super) credits: Option<u64>,
+    pub(super) parked: VecDeque<Parked>,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -150,6 +173,8 @@ impl LdStUnit {
             chiplet: sm / map.ids.sms,
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
+            credits: (params.noc.input_buffer_flits > 0).then_some(params.noc.input_buffer_flits),
+            parked: VecDeque::new(),
             params: params.clone(),
             map,
         }
@@ -543,13 +568,71 @@ impl LdStUnit {
                 },
             ),
         };
-        let dep = self.noc_out.reserve(now, t, bytes);
-        self.stats.noc.request_bytes += bytes;
         let dst = match op {
             Op::Read => self.route(line),
             Op::Atomic(_) => self.route_home(line),
         };
-        net.send(self.unit, dst, dep, req.into());
+        self.inject(now, t, bytes, dst, req.into(), net);
+    }
+
+    /// Sends request packet `pkt` of `bytes` to unit `dst`, ready at `t`, through the SM's
+    /// NoC egress; returns when it leaves (or `t` when it waits for credit, the
+    /// departure then being learnt from its answer).
+    #[inline(always)]
+    fn inject(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        bytes: u64,
+        dst: u32,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) -> Picos {
+        self.stats.noc.request_bytes += bytes;
+        if let Some(c) = &mut self.credits {
+            let flits = bytes.div_ceil(self.params.noc.bytes_per_cycle.max(1));
+            if !self.parked.is_empty() || *c < flits {
+                self.parked.push_back(Parked {
+                    ready: t,
+                    since: now,
+                    bytes,
+                    flits,
+                    dst,
+                    pkt,
+                });
+                self.stats.credit_waits += 1;
+                return t;
+            }
+            *c -= flits;
+        }
+        let dep = self.noc_out.reserve(now, t, bytes);
+        net.send(self.unit, dst, dep, pkt);
+        dep
+    }
+
+    /// Whether its miss queue is full (the SM may issue no memory instruction).
+    #[inline]
+    pub fn full(&self) -> bool {
+        self.parked.len() >= self.params.l1d.miss_queue
+    }
+
+    /// `flits` of credit come back from the crossbar at `now`: the packets waiting for it
+    /// leave, in order.
+    pub fn on_credit(&mut self, now: Picos, flits: u64, net: &mut dyn Net) {
+        let Some(c) = &mut self.credits else {
+            return;
+        };
+        *c = (*c + flits).min(self.params.noc.input_buffer_flits);
+        while let Some(p) = self.parked.front().copied() {
+            let Some(c) = self.credits.as_mut().filter(|c| **c >= p.flits) else {
+                break;
+            };
+            *c -= p.flits;
+            self.parked.pop_front();
+            self.stats.credit_wait_ps += now.saturating_sub(p.since.max(p.ready));
+            let dep = self.noc_out.reserve(now, p.ready.max(now), p.bytes);
+            net.send(self.unit, p.dst, dep, p.pkt);
+        }
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.
@@ -616,8 +699,6 @@ impl LdStUnit {
         net: &mut dyn Net,
     ) -> Picos {
         let bytes = HEADER_BYTES + popcount(sectors) * self.params.l2_geom.sector_bytes;
-        let dep = self.noc_out.reserve(now, t, bytes);
-        self.stats.noc.request_bytes += bytes;
         let dst = self.route(line);
         let pkt = Request::Write {
             line,
@@ -626,7 +707,6 @@ impl LdStUnit {
             sm: self.unit,
             ctx,
         };
-        net.send(self.unit, dst, dep, pkt.into());
-        dep
+        self.inject(now, t, bytes, dst, pkt.into(), net)
     }
 }

@@ -41,6 +41,15 @@ section! {
         /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
         /// Presets: the simulator config's flit size.
         bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per NoC cycle", None, range (1, 65_536);
+        /// With `model: crossbar`, the FIFO of each SM's input to the request crossbar, in
+        /// flits (`bandwidth_bytes_per_cycle` bytes): the SM's LD/ST unit holds as many
+        /// credits, spends a packet's flits when it sends it, and without them the packet
+        /// waits in the L1 miss queue (`l1d.miss_queue_packets`); the crossbar returns them
+        /// when it grants the packet, a timed message back to the SM. 0: unbounded, no
+        /// credits. The inputs of slices and link interfaces are unbounded. Else at least
+        /// the flits of the largest packet (an 8 B header and an L2 line). Presets: the
+        /// simulator config's `-icnt_in_buffer_limit` (512 in every Accel-Sim config).
+        input_buffer_flits: u32 = Kind::U32, unit "flits", Some("512"), range (0, 1_000_000);
     }
 }
 
@@ -75,6 +84,8 @@ pub struct NocParams {
     pub model: NocModel,
     /// One NoC cycle.
     pub period_ps: Picos,
+    /// `noc.input_buffer_flits` when the crossbar has credits (`model: crossbar`), else 0.
+    pub input_buffer_flits: u64,
 }
 
 impl NocParams {
@@ -85,6 +96,10 @@ impl NocParams {
             latency_ps: cfg.noc.latency_cycles as Picos * cfg.noc_period_ps(),
             model: cfg.noc.model,
             period_ps: cfg.noc_period_ps(),
+            input_buffer_flits: match cfg.noc.model {
+                NocModel::Crossbar => cfg.noc.input_buffer_flits as u64,
+                NocModel::Ports => 0,
+            },
         }
     }
 

@@ -74,6 +74,12 @@ mem_stats! {
         noc_request_bytes,
         /// NoC bytes from L2 slices to SMs (headers included).
         noc_reply_bytes,
+        /// Request packets that waited in an SM's L1 miss queue for credit at its NoC
+        /// crossbar input (`noc.model: crossbar`): the "no credit" stall of the SMs' NoC
+        /// ports.
+        noc_credit_waits,
+        /// Picoseconds those packets waited, summed.
+        noc_credit_wait_ps,
         /// DRAM bytes read.
         dram_read_bytes,
         /// DRAM bytes written.
@@ -131,6 +137,8 @@ impl MemStats {
         self.peer_requests += s.peer_requests;
         self.noc_request_bytes += s.noc.request_bytes;
         self.noc_reply_bytes += s.noc.reply_bytes;
+        self.noc_credit_waits += s.credit_waits;
+        self.noc_credit_wait_ps += s.credit_wait_ps;
     }
 
     /// Adds the counters of a channel unit (L2 slices, LLC slice, DRAM).

@@ -108,6 +108,8 @@ pub struct Sm {
     /// A warp's access outside its kernel's allocations, met while decoding it: the run
     /// stops with it ([`Sm::take_fault`]).
     pub(super) fault: Option<SmError>,
+    /// The LD/ST unit takes no memory instruction ([`Sm::block_memory`]).
+    pub(super) mem_blocked: bool,
 }
 
 /// Warp slots whose per-slot tables [`Sm::new`] reserves up front (more are grown on use).
@@ -167,6 +169,7 @@ impl Sm {
             pending: 0,
             icache,
             fault: None,
+            mem_blocked: false,
         }
     }
 
@@ -573,6 +576,9 @@ impl Sm {
             if sc.issue_at.max(sc.coll_at) <= now {
                 if let Some(pos) = self.pick(s, now) {
                     self.issue(s, pos, now, mem);
+                    if !self.mem_blocked && !mem.accepting() {
+                        self.block_memory();
+                    }
                     continue;
                 }
             }

@@ -7,7 +7,8 @@
 //! system: the LD/ST unit, shared memory, L1D and everything beyond are in [`crate::mem`].
 
 use super::issue::Sm;
-use tessera_traces::{LaneAddrSource, WarpInst};
+use super::scoreboard::NEVER;
+use tessera_traces::{LaneAddrSource, OpClass, WarpInst};
 
 /// What a [`MemPort`] says about a memory instruction it accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,12 @@ pub trait MemPort {
         token: MemToken,
         placeholder_latency: u32,
     ) -> MemIssue;
+
+    /// Whether it takes memory instructions now; after an [`MemPort::access`] that makes it
+    /// refuse, the SM issues none until [`Sm::unblock_memory`].
+    fn accepting(&self) -> bool {
+        true
+    }
 }
 
 /// One entry of the table of in-flight memory instructions (index = [`MemToken`]).
@@ -54,6 +61,39 @@ pub(super) struct InFlight {
 }
 
 impl Sm {
+    /// The LD/ST unit takes no memory instruction from now on: every scheduler's memory
+    /// classes wait, until [`Sm::unblock_memory`].
+    pub(super) fn block_memory(&mut self) {
+        self.mem_blocked = true;
+        for sc in &mut self.scheds {
+            for c in OpClass::ALL.iter().filter(|c| c.is_memory()) {
+                sc.unit_free[*c as usize] = NEVER;
+            }
+            sc.rescan();
+        }
+    }
+
+    /// The LD/ST unit takes memory instructions again from `cycle` on (at least
+    /// [`Sm::now`]; the caller advances the SM there first).
+    pub fn unblock_memory(&mut self, cycle: u64) {
+        if !self.mem_blocked {
+            return;
+        }
+        self.mem_blocked = false;
+        let cycle = cycle.max(self.now);
+        for sc in &mut self.scheds {
+            for c in OpClass::ALL.iter().filter(|c| c.is_memory()) {
+                sc.unit_free[*c as usize] = cycle;
+            }
+            sc.rescan();
+        }
+    }
+
+    /// Whether the LD/ST unit takes no memory instruction now.
+    pub fn memory_blocked(&self) -> bool {
+        self.mem_blocked
+    }
+
     /// Memory instructions issued with [`MemIssue::Pending`] and not yet replied.
     pub fn pending_replies(&self) -> u32 {
         self.pending

@@ -64,13 +64,21 @@ unit_counters! {
         stall_scoreboard,
         stall_barrier,
         stall_no_warp,
+        /// Counted before `stall_unit_busy`: cycles that would count there while the SM's
+        /// LD/ST unit takes no memory instruction, its L1 miss queue full of packets
+        /// waiting for credit at the NoC crossbar (`noc.model: crossbar`).
+        stall_no_credit,
     }
 }
 
 impl SchedulerStats {
-    /// Sum of the four stall counters.
+    /// Sum of the five stall counters.
     pub fn stalls(&self) -> u64 {
-        self.stall_unit_busy + self.stall_scoreboard + self.stall_barrier + self.stall_no_warp
+        self.stall_unit_busy
+            + self.stall_scoreboard
+            + self.stall_barrier
+            + self.stall_no_warp
+            + self.stall_no_credit
     }
 }
 
@@ -539,6 +547,9 @@ impl Sm {
         };
         let slot = self.scheds[s].entries[pos].slot;
         self.issue(s, pos, now, mem);
+        if !self.mem_blocked && !mem.accepting() {
+            self.block_memory();
+        }
         let sc = &mut self.scheds[s];
         if let Some(i) = sc.active.iter().position(|&w| w == slot) {
             // Round robin from the last issued: it goes to the back.

@@ -12,13 +12,15 @@ use tessera_traces::OpClass;
 /// What one SM counted between two [`Sm::take_stats`].
 ///
 /// Every scheduler-cycle of the run is counted exactly once, in `sched.issue_slots_used` or
-/// in one of the four stall counters of [`SchedulerStats`], so
-/// `issue_slots_used + stall_scoreboard + stall_unit_busy + stall_barrier + stall_no_warp
-/// == cycles * schedulers` (checked by the tests). The reason of a cycle in which a
-/// scheduler did not issue is the first that applies, in this order:
+/// in one of the five stall counters of [`SchedulerStats`], so `issue_slots_used` plus
+/// the five (`stall_scoreboard`, `stall_unit_busy`, `stall_barrier`, `stall_no_warp`,
+/// `stall_no_credit`) is `cycles * schedulers` (checked by the tests). The reason of a
+/// cycle in which a scheduler did not issue is the first that applies, in this order:
 /// 1. `stall_unit_busy`: some warp of the scheduler had its registers ready but the
 ///    functional unit of its next instruction's class was inside its initiation interval,
-///    or every operand collector of the scheduler was busy;
+///    or every operand collector of the scheduler was busy; counted as `stall_no_credit`
+///    instead while the LD/ST unit takes no memory instruction (its miss queue full of
+///    packets waiting for NoC credit, [`Sm::block_memory`]);
 /// 2. `stall_scoreboard`: otherwise, some warp's next instruction read or wrote a register
 ///    with a pending write, or was not fetched yet (I-cache);
 /// 3. `stall_barrier`: otherwise, some warp was waiting at a CTA barrier (or in the one
@@ -124,7 +126,11 @@ impl Sm {
         }
         let u = sc.min_e2.clamp(a, b);
         let sb = sc.min_e1.clamp(a, b).min(u);
-        st.stall_unit_busy += b - u;
+        if self.mem_blocked {
+            st.stall_no_credit += b - u;
+        } else {
+            st.stall_unit_busy += b - u;
+        }
         st.stall_scoreboard += u - sb;
         st.stall_barrier += sb - a;
     }
@@ -138,7 +144,11 @@ impl Sm {
         if sc.unfinished == 0 {
             st.stall_no_warp += 1;
         } else if sc.min_e2 <= now {
-            st.stall_unit_busy += 1;
+            if self.mem_blocked {
+                st.stall_no_credit += 1;
+            } else {
+                st.stall_unit_busy += 1;
+            }
         } else if sc.min_e1 <= now {
             st.stall_scoreboard += 1;
         } else {
