@@ -129,8 +129,8 @@ fn one_load_pays_at_most_alignment_and_a_saturated_stream_pays_blocking() {
     // vectorAdd replicated 8 times on rtx3070.yaml, L2-resident: requests from 46 SMs
     // contend for 32 slices and replies for the SMs, and a packet behind a blocked head
     // waits; the kernel takes at least 10% longer than with the port model (measured:
-    // 53%; Accel-Sim, whose crossbar blocks the same way, took about 1.6 times as long as
-    // tessera's port model on this trace, issue 22).
+    // 20%; Accel-Sim, whose crossbar blocks too, took about 1.6 times as long as tessera's
+    // port model on this trace, issue 22).
     let va = |extra: &[&str]| {
         run_json(
             "rtx3070.yaml",

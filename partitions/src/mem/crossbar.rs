@@ -7,6 +7,10 @@
 //! the output and the cycle; a packet of `f` flits (`noc.bandwidth_bytes_per_cycle` bytes
 //! each) holds its output `f` cycles; a packet behind a blocked head waits.
 //!
+//! Its ports: one per SM, per L2 slice (a channel unit has several), per LLC slice (a
+//! private L2) and for the link interface; a packet from or to a channel unit uses the
+//! port of the slice that sends or serves it (found from its line, as the unit finds it).
+//!
 //! Every unit on the NoC sends through it: the net delivers a packet for another NoC unit
 //! of the chiplet here (`gpu/wiring.rs`, [`crate::gpu::Wiring::hop`]), `noc.latency_cycles -
 //! 1` cycles after it left (at least 1), and the crossbar sends it on when granted, 1
@@ -53,8 +57,14 @@ pub struct CrossbarUnit {
     map: Arc<AddressMap>,
     chiplet: u32,
     unit: u32,
-    /// The chiplet's CP, whose id is one below the first port's.
+    /// The chiplet's CP, whose id is one below its first SM's.
     base: u32,
+    /// L2 slices per channel unit, and where the ports of slices, LLC slices and the link
+    /// interface start.
+    spc: u32,
+    slice_ports: u32,
+    llc_ports: u32,
+    link_port: u32,
     period_ps: Picos,
     flit_bytes: u64,
     sector_bytes: u64,
@@ -88,8 +98,13 @@ impl CrossbarUnit {
         credits: bool,
     ) -> CrossbarUnit {
         let ids = map.ids;
-        // Every unit of the chiplet but its CP and the crossbar itself.
-        let ports = ids.per_chiplet() - 2;
+        // A port per SM, per L2 slice, per LLC slice (private L2) and for the link
+        // interface (several chiplets).
+        let spc = map.slices_per_channel.d.max(1) as u32;
+        let slice_ports = ids.sms;
+        let llc_ports = slice_ports + ids.channels * spc;
+        let link_port = llc_ports + if map.private { ids.channels } else { 0 };
+        let ports = link_port + u32::from(ids.chiplets > 1);
         let spec = CrossbarSpec {
             inputs: ports,
             outputs: ports,
@@ -98,6 +113,10 @@ impl CrossbarUnit {
         CrossbarUnit {
             unit: ids.xbar(chiplet),
             base: ids.cp(chiplet),
+            spc,
+            slice_ports,
+            llc_ports,
+            link_port,
             chiplet,
             period_ps: period_ps.max(1),
             flit_bytes: flit_bytes.max(1),
@@ -167,9 +186,84 @@ impl CrossbarUnit {
         })
     }
 
-    /// The crossbar port of unit `u` of this chiplet.
-    fn port(&self, u: u32) -> u32 {
-        u.saturating_sub(self.base + 1)
+    /// The port of L2 slice `slice` of channel unit `unit` of this chiplet.
+    fn slice_port(&self, unit: u32, slice: usize) -> u32 {
+        let c = unit.saturating_sub(self.base + 1 + self.map.ids.sms);
+        self.slice_ports + c * self.spc + (slice as u32).min(self.spc - 1)
+    }
+
+    /// The port of the LLC slice of channel unit `unit` of this chiplet.
+    fn llc_port(&self, unit: u32) -> u32 {
+        let c = unit.saturating_sub(self.base + 1 + self.map.ids.sms);
+        self.llc_ports + c
+    }
+
+    /// The slice of channel unit `unit` that caches `line`: its home slice with a
+    /// memory-side L2, with a private L2 this chiplet's slice for it when that is in
+    /// `unit` (else `None`: the unit's LLC slice).
+    fn slice_of(&self, unit: u32, line: u64) -> Option<usize> {
+        let ids = &self.map.ids;
+        if self.map.private {
+            let (ch, slice, _) = self.map.private_slot(self.chiplet, line);
+            (ids.channel(ch) == unit).then_some(slice)
+        } else {
+            Some(self.map.l2_home(line).1)
+        }
+    }
+
+    /// The port `pkt` enters by from unit `src`: an SM's, the link interface's, or the
+    /// slice's of a channel unit that sent it (an LLC reply: the LLC slice's; an answer
+    /// with a private L2: the slice that caches the line, or the LLC slice for an atomic's).
+    fn in_port(&self, src: u32, pkt: &Packet) -> u32 {
+        match self.map.ids.unit(src) {
+            Some(Unit::Sm(_)) => src.saturating_sub(self.base + 1),
+            Some(Unit::Channel(_)) => match *pkt {
+                Packet::Response(Response::LlcReply { .. }) => self.llc_port(src),
+                Packet::Request(r) => match self.slice_of(src, r.line()) {
+                    Some(s) => self.slice_port(src, s),
+                    None => self.llc_port(src),
+                },
+                Packet::Response(r) => match self.slice_of(src, r.line()) {
+                    Some(s) => self.slice_port(src, s),
+                    None => self.llc_port(src),
+                },
+                Packet::Control(_) => self.llc_port(src),
+            },
+            _ => self.link_port,
+        }
+    }
+
+    /// The port `pkt` leaves by to unit `dst`: as [`CrossbarUnit::in_port`], a request
+    /// to a channel unit going to the slice that serves it (atomics and LLC requests with
+    /// a private L2: the LLC slice), an LLC reply to the private slice it fills.
+    fn out_port(&self, src: u32, dst: u32, pkt: &Packet) -> u32 {
+        match self.map.ids.unit(dst) {
+            Some(Unit::Sm(_)) => dst.saturating_sub(self.base + 1),
+            Some(Unit::Channel(_)) => match *pkt {
+                Packet::Request(Request::Atomic { .. }) if self.map.private => self.llc_port(dst),
+                Packet::Request(Request::LlcRead { .. } | Request::LlcWrite { .. }) => {
+                    self.llc_port(dst)
+                }
+                Packet::Request(r) => {
+                    let from_sm = matches!(self.map.ids.unit(src), Some(Unit::Sm(_)));
+                    let slice = if self.map.private && !from_sm {
+                        None
+                    } else {
+                        self.slice_of(dst, r.line())
+                    };
+                    match slice {
+                        Some(s) => self.slice_port(dst, s),
+                        None => self.llc_port(dst),
+                    }
+                }
+                Packet::Response(r) => match self.slice_of(dst, r.line()) {
+                    Some(s) => self.slice_port(dst, s),
+                    None => self.llc_port(dst),
+                },
+                Packet::Control(_) => self.llc_port(dst),
+            },
+            _ => self.link_port,
+        }
     }
 
     /// A packet from unit `src` arrives at `now`: it joins the FIFO of its sender's input.
@@ -187,7 +281,7 @@ impl CrossbarUnit {
         }
         let flits = pkt.wire_bytes(self.sector_bytes).div_ceil(self.flit_bytes);
         let flits = u32::try_from(flits).unwrap_or(u32::MAX);
-        let (i, o) = (self.port(src), self.port(dst));
+        let (i, o) = (self.in_port(src, &pkt), self.out_port(src, dst, &pkt));
         let cycle = now.div_ceil(self.period_ps);
         let net = match pkt {
             Packet::Request(_) => &mut self.requests,

@@ -243,6 +243,16 @@ pub enum Response {
 }
 
 impl Response {
+    /// The line it answers for.
+    #[inline]
+    pub fn line(&self) -> u64 {
+        match *self {
+            Response::Reply { line, .. }
+            | Response::WriteAck { line, .. }
+            | Response::LlcReply { line, .. } => line,
+        }
+    }
+
     /// The sectors of its line it carries.
     #[inline]
     pub fn sectors(&self) -> u64 {
