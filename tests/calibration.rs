@@ -132,13 +132,26 @@ fn titanv_l2_bandwidth_matches_the_tuner() {
     check_figure("titanv_l2_bandwidth");
 }
 
-/// The same TITAN V L2 bandwidth with the NoC as a crossbar (`noc.model: crossbar`):
-/// the figure that keeps `ports` the default (docs/calibration.md).
+/// The same TITAN V L2 bandwidth with the NoC as a crossbar (`noc.model: crossbar`,
+/// iSLIP over virtual output queues as Accel-Sim's `-icnt_arbiter_algo 1`): 1,507 B/clk,
+/// inside the tolerance the port model misses (docs/calibration.md).
 #[test]
-#[ignore = "finding: the crossbar streams 933 B/clk vs the measured 1,365-1,385 (-32%): FIFO inputs of 40-byte flits (4-flit replies from 48 slices) block at their heads, below Karol's 58.6% of 48 x 40 B"]
 fn titanv_l2_bandwidth_with_the_crossbar_matches_the_tuner() {
     let f = figure("titanv_l2_bandwidth");
     let got = (f.measure)(&["noc.model=crossbar".to_string()]).unwrap();
+    assert!(f.ok(got), "{got:.1} {} vs the measured {}", f.unit, f.want);
+}
+
+/// With FIFO inputs (`noc.arbiter: fifo`) the crossbar blocks at its inputs' heads.
+#[test]
+#[ignore = "finding: the FIFO crossbar streams 933 B/clk vs the measured 1,365-1,385 (-32%): 4-flit replies from 48 slices block at their heads, below Karol's 58.6% of 48 x 40 B"]
+fn titanv_l2_bandwidth_with_a_fifo_crossbar_matches_the_tuner() {
+    let f = figure("titanv_l2_bandwidth");
+    let sets = [
+        "noc.model=crossbar".to_string(),
+        "noc.arbiter=fifo".to_string(),
+    ];
+    let got = (f.measure)(&sets).unwrap();
     assert!(f.ok(got), "{got:.1} {} vs the measured {}", f.unit, f.want);
 }
 

@@ -34,12 +34,14 @@
 
 mod chiplet_link;
 mod crossbar;
+mod islip;
 mod message;
 mod partition;
 mod port;
 
 pub use chiplet_link::{ChipletLink, Hop, LinkSpec, LinkStats, Topology};
 pub use crossbar::{Crossbar, CrossbarSpec, CrossbarStats, NoCredit};
+pub use islip::IslipCrossbar;
 pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
 pub use partition::{BoxError, Link, Outbox, Partition};
 pub use port::{Port, PortError, SendError};

@@ -657,6 +657,7 @@ impl<'t> GpuPartition<'t> {
                         noc.bytes_per_cycle,
                         params.channel.l2.geom.sector_bytes,
                         noc.input_buffer_flits > 0,
+                        noc.arbiter,
                     ));
                     Slot::Xbar(xbars.len() - 1)
                 }

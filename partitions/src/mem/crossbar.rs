@@ -28,7 +28,9 @@
 
 use std::sync::Arc;
 
-use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats};
+use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats, IslipCrossbar};
+
+use super::noc::NocArbiter;
 
 use super::address_map::AddressMap;
 use super::{Packet, Request, Response, Unit};
@@ -68,13 +70,65 @@ pub struct CrossbarUnit {
     period_ps: Picos,
     flit_bytes: u64,
     sector_bytes: u64,
-    requests: Crossbar<Queued>,
-    replies: Crossbar<Queued>,
+    requests: Network,
+    replies: Network,
     /// The last cycle stepped.
     done: Option<u64>,
     granted: Vec<(u32, u32, Queued)>,
     /// SMs hold credits for their request inputs (`noc.input_buffer_flits` > 0).
     credits: bool,
+}
+
+/// One network: FIFO inputs or virtual output queues with iSLIP (`noc.arbiter`).
+enum Network {
+    Fifo(Crossbar<Queued>),
+    Islip(IslipCrossbar<Queued>),
+}
+
+impl Network {
+    fn new(spec: CrossbarSpec, arbiter: NocArbiter) -> Network {
+        match arbiter {
+            NocArbiter::Fifo => Network::Fifo(Crossbar::new(spec)),
+            NocArbiter::Islip => Network::Islip(IslipCrossbar::new(spec)),
+        }
+    }
+
+    fn stats(&self) -> &CrossbarStats {
+        match self {
+            Network::Fifo(x) => x.stats(),
+            Network::Islip(x) => x.stats(),
+        }
+    }
+
+    fn queued(&self) -> usize {
+        match self {
+            Network::Fifo(x) => x.queued(),
+            Network::Islip(x) => x.queued(),
+        }
+    }
+
+    fn offer_at(&mut self, cycle: u64, i: u32, o: u32, flits: u32, q: Queued) {
+        // The FIFOs hold what their senders' credits allow (an SM's), or are unbounded:
+        // an offer is never refused.
+        let _ = match self {
+            Network::Fifo(x) => x.offer_at(cycle, i, o, flits, q),
+            Network::Islip(x) => x.offer_at(cycle, i, o, flits, q),
+        };
+    }
+
+    fn step(&mut self, cycle: u64, out: &mut Vec<(u32, u32, Queued)>) {
+        match self {
+            Network::Fifo(x) => x.step(cycle, out),
+            Network::Islip(x) => x.step(cycle, out),
+        }
+    }
+
+    fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
+        match self {
+            Network::Fifo(x) => x.first_cycle_from(cycle),
+            Network::Islip(x) => x.first_cycle_from(cycle),
+        }
+    }
 }
 
 /// A packet at an input: from and to which unit, in how many flits.
@@ -96,6 +150,7 @@ impl CrossbarUnit {
         flit_bytes: u64,
         sector_bytes: u64,
         credits: bool,
+        arbiter: NocArbiter,
     ) -> CrossbarUnit {
         let ids = map.ids;
         // A port per SM, per L2 slice, per LLC slice (private L2) and for the link
@@ -121,8 +176,8 @@ impl CrossbarUnit {
             period_ps: period_ps.max(1),
             flit_bytes: flit_bytes.max(1),
             sector_bytes,
-            requests: Crossbar::new(spec),
-            replies: Crossbar::new(spec),
+            requests: Network::new(spec, arbiter),
+            replies: Network::new(spec, arbiter),
             done: None,
             granted: Vec::new(),
             credits,
@@ -293,9 +348,7 @@ impl CrossbarUnit {
             flits,
             pkt,
         };
-        // The FIFOs hold what their senders' credits allow (an SM's), or are unbounded:
-        // an offer is never refused.
-        let _ = net.offer_at(cycle, i, o, flits, q);
+        net.offer_at(cycle, i, o, flits, q);
         Ok(())
     }
 
