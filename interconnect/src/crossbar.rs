@@ -228,13 +228,13 @@ impl<P> Crossbar<P> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A deterministic pseudo-random stream (64-bit LCG, high bits).
-    struct Lcg(u64);
+    pub(crate) struct Lcg(pub(crate) u64);
     impl Lcg {
-        fn below(&mut self, n: u32) -> u32 {
+        pub(crate) fn below(&mut self, n: u32) -> u32 {
             self.0 = self
                 .0
                 .wrapping_mul(6364136223846793005)

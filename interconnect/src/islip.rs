@@ -204,17 +204,7 @@ impl<P> IslipCrossbar<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Lcg(u64);
-    impl Lcg {
-        fn below(&mut self, n: u32) -> u32 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((self.0 >> 33) % n as u64) as u32
-        }
-    }
+    use crate::crossbar::tests::Lcg;
 
     /// Packets per output per cycle of an `n` x `n` iSLIP crossbar whose inputs are always
     /// full of packets for uniformly random outputs.
