@@ -155,20 +155,9 @@ impl<P> Crossbar<P> {
         Ok(())
     }
 
-    /// Packets waiting at any input.
-    pub fn queued(&self) -> usize {
-        self.inputs.iter().map(VecDeque::len).sum()
-    }
-
-    /// The first cycle after `cycle` in which [`Crossbar::step`] can grant something: some
-    /// input's head packet finds its output free (`None`: every input is empty). Cycles
-    /// before it change nothing but `head_blocked`, which counts only the cycles stepped.
-    pub fn next_cycle(&self, cycle: u64) -> Option<u64> {
-        self.first_cycle_from(cycle + 1)
-    }
-
     /// The first cycle at or after `cycle` in which some input's head packet finds its
-    /// output free (`None`: every input is empty).
+    /// input and output free (`None`: every input is empty). Cycles before it change
+    /// nothing but `head_blocked`, which counts only the cycles stepped.
     pub fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
         self.inputs
             .iter()

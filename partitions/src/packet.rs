@@ -14,6 +14,12 @@ use crate::Picos;
 /// Bytes of a packet header on the NoC (GPGPU-Sim's 8-byte control size).
 pub(crate) const HEADER_BYTES: u64 = 8;
 
+/// Bytes of the largest packet on a wire: a header and a whole L2 line of `line_bytes` (a
+/// write, an atomic or a reply of every sector).
+pub(crate) const fn largest_packet_bytes(line_bytes: u64) -> u64 {
+    HEADER_BYTES + line_bytes
+}
+
 /// Largest unit id a packet can name (16 bits of the third word).
 pub const MAX_UNIT: u32 = u16::MAX as u32;
 

@@ -4,6 +4,7 @@ use serde_norway::Value;
 
 use super::{ConfigError, GpuConfig, KeyInfo, Kind, L2Organization, PartitionMode, CLOCK_RANGE};
 use crate::mem::link::LinkTopology;
+use crate::packet::largest_packet_bytes;
 
 /// Which end of the key table's ranges [`Check::ranges`] checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -225,7 +226,7 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
     // A crossbar input smaller than the largest packet could never take it.
     if c.noc.model == crate::mem::noc::NocModel::Crossbar && c.noc.input_buffer_flits > 0 {
         let flit = c.noc.bandwidth_bytes_per_cycle.max(1) as u64;
-        let need = (8 + c.l2.line_bytes as u64).div_ceil(flit);
+        let need = largest_packet_bytes(c.l2.line_bytes as u64).div_ceil(flit);
         v.ensure(
             c.noc.input_buffer_flits as u64 >= need,
             "noc.input_buffer_flits",
@@ -247,7 +248,7 @@ fn checks(c: &GpuConfig, v: &Check) -> Result<(), ConfigError> {
     }
     // A buffer smaller than the largest packet could never take it: the sender would wait
     // for credit forever.
-    let largest = |overhead: u32| 8 + c.l2.line_bytes as u64 + overhead as u64;
+    let largest = |overhead: u32| largest_packet_bytes(c.l2.line_bytes as u64) + overhead as u64;
     let fits = |key: &str, buffer: u64, overhead: u32| {
         v.ensure(buffer == 0 || buffer >= largest(overhead), key, || {
             format!(

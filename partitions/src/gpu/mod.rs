@@ -350,7 +350,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
             let core = Box::new(u.sm.finish(0, end));
             let stats = UnitStats::Sm {
                 core,
-                mem: *u.ldst.stats(),
+                mem: u.ldst.stats(),
                 ctas: u.ctas,
                 per_kernel: u.per_kernel,
                 mem_per_kernel: u.ldst.per_kernel(),

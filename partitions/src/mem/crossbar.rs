@@ -100,13 +100,6 @@ impl Network {
         }
     }
 
-    fn queued(&self) -> usize {
-        match self {
-            Network::Fifo(x) => x.queued(),
-            Network::Islip(x) => x.queued(),
-        }
-    }
-
     fn offer_at(&mut self, cycle: u64, i: u32, o: u32, flits: u32, q: Queued) {
         // The FIFOs hold what their senders' credits allow (an SM's), or are unbounded:
         // an offer is never refused.
@@ -200,24 +193,13 @@ impl CrossbarUnit {
         }
     }
 
-    /// Packets waiting at its inputs.
-    pub fn queued(&self) -> usize {
-        self.requests.queued() + self.replies.queued()
-    }
-
     /// Where `pkt` from unit `src` goes on this chiplet: the unit its sender meant, or the
     /// link interface for a unit of another chiplet (as the senders route, `ldst.rs`,
     /// `dram_channel.rs`, `link.rs`).
     fn destination(&self, src: u32, pkt: &Packet) -> Option<u32> {
         let ids = &self.map.ids;
         let here = self.chiplet;
-        let toward = |u: u32| {
-            if ids.chiplet_of(u) == here {
-                u
-            } else {
-                ids.link(here)
-            }
-        };
+        let toward = |u: u32| ids.toward(here, u);
         let home = |line: u64| toward(ids.channel(self.map.l2_home(line).0));
         Some(match *pkt {
             Packet::Request(r) => match r {

@@ -487,12 +487,7 @@ impl MemChannel {
     #[inline(always)]
     fn toward(&self, dst: u32) -> u32 {
         let ids = &self.map.ids;
-        let chiplet = ids.chiplet_of_channel(self.channel);
-        if ids.chiplet_of(dst) == chiplet {
-            dst
-        } else {
-            ids.link(chiplet)
-        }
+        ids.toward(ids.chiplet_of_channel(self.channel), dst)
     }
 
     /// The slice `from` names (`None` for the LLC slice without a private L2).

@@ -4,12 +4,12 @@
 //! NoC ports, the replies in and the instructions they complete (the model is in the
 //! module documentation of [`crate::mem`]).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::address_map::AddressMap;
 use super::coalesce::Geometry;
 use super::coalesce::{self, add_range, LaneAddrs, LineAccess};
+use super::credits::Credits;
 use super::l1d::L1dParams;
 use super::l1d::{L1d, Miss, Op, NO_WAY};
 use super::noc::NocParams;
@@ -101,11 +101,9 @@ impl LdStStats {
 /// A request packet waiting in the miss queue for credit at the crossbar.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Parked {
-    /// When it was ready to leave, and when it started to wait.
+    /// When it was ready to leave.
     ready: Picos,
-    since: Picos,
     bytes: u64,
-    flits: u64,
     dst: u32,
     pkt: Packet,
 }
@@ -140,9 +138,10 @@ pub struct LdStUnit {
     /// Its counters split by the kernel of its work.
     pub(super) per_kernel: PerKernel,
     /// Flits of credit at its crossbar input (`noc.input_buffer_flits`; `None`: no
-    /// credits), and the miss queue of packets waiting for it.
-    pub(super) credits: Option<u64>,
-    pub(super) parked: VecDeque<Parked>,
+    /// credits), with the miss queue of packets waiting for it (one channel), and the
+    /// packets a credit lets go (scratch).
+    pub(super) credits: Option<Credits<Parked>>,
+    pub(super) go: Vec<Parked>,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -173,8 +172,9 @@ impl LdStUnit {
             chiplet: sm / map.ids.sms,
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
-            credits: (params.noc.input_buffer_flits > 0).then_some(params.noc.input_buffer_flits),
-            parked: VecDeque::new(),
+            credits: (params.noc.input_buffer_flits > 0)
+                .then(|| Credits::new(params.noc.input_buffer_flits)),
+            go: Vec::new(),
             params: params.clone(),
             map,
         }
@@ -214,8 +214,14 @@ impl LdStUnit {
         }
     }
 
-    pub fn stats(&self) -> &LdStStats {
-        &self.stats
+    /// Its counters, the miss queue's waits for credit (kept by its [`Credits`]) included.
+    pub fn stats(&self) -> LdStStats {
+        let mut s = self.stats;
+        if let Some(c) = &self.credits {
+            s.credit_waits = c.stats().credit_waits;
+            s.credit_wait_ps = c.stats().credit_wait_ps;
+        }
+        s
     }
 
     /// Its memory counters in the per-kernel form.
@@ -591,19 +597,16 @@ impl LdStUnit {
         self.stats.noc.request_bytes += bytes;
         if let Some(c) = &mut self.credits {
             let flits = bytes.div_ceil(self.params.noc.bytes_per_cycle.max(1));
-            if !self.parked.is_empty() || *c < flits {
-                self.parked.push_back(Parked {
-                    ready: t,
-                    since: now,
-                    bytes,
-                    flits,
-                    dst,
-                    pkt,
-                });
-                self.stats.credit_waits += 1;
+            // A wait for credit counts from when the packet is ready to leave.
+            let p = Parked {
+                ready: t,
+                bytes,
+                dst,
+                pkt,
+            };
+            if c.offer(t, 0, flits, p).is_none() {
                 return t;
             }
-            *c -= flits;
         }
         let dep = self.noc_out.reserve(now, t, bytes);
         net.send(self.unit, dst, dep, pkt);
@@ -613,7 +616,9 @@ impl LdStUnit {
     /// Whether its miss queue is full (the SM may issue no memory instruction).
     #[inline]
     pub fn full(&self) -> bool {
-        self.parked.len() >= self.params.l1d.miss_queue
+        self.credits
+            .as_ref()
+            .is_some_and(|c| c.waiting() >= self.params.l1d.miss_queue)
     }
 
     /// `flits` of credit come back from the crossbar at `now`: the packets waiting for it
@@ -622,17 +627,13 @@ impl LdStUnit {
         let Some(c) = &mut self.credits else {
             return;
         };
-        *c = (*c + flits).min(self.params.noc.input_buffer_flits);
-        while let Some(p) = self.parked.front().copied() {
-            let Some(c) = self.credits.as_mut().filter(|c| **c >= p.flits) else {
-                break;
-            };
-            *c -= p.flits;
-            self.parked.pop_front();
-            self.stats.credit_wait_ps += now.saturating_sub(p.since.max(p.ready));
+        let mut go = std::mem::take(&mut self.go);
+        c.credit(now, 0, flits, &mut go);
+        for p in go.drain(..) {
             let dep = self.noc_out.reserve(now, p.ready.max(now), p.bytes);
             net.send(self.unit, p.dst, dep, p.pkt);
         }
+        self.go = go;
     }
 
     /// The L2 lines and sectors holding `sectors` of L1 line `line_addr`.

@@ -64,7 +64,7 @@ use crate::config::{config_enum, section, GpuConfig, GpuLinkTopology, Kind, CLOC
 use crate::gpu::control::Control;
 use crate::gpu::Port;
 use crate::observe::{LinkPacket, Observer, Probe};
-use crate::packet::HEADER_BYTES;
+use crate::packet::largest_packet_bytes;
 use crate::per_kernel::KernelTally;
 use crate::Picos;
 
@@ -174,7 +174,7 @@ pub(crate) fn buffer_bytes(configured: u64, spec: &LinkSpec, line_bytes: u64) ->
         return configured;
     }
     const PS_PER_S: u128 = 1_000_000_000_000;
-    let largest = (HEADER_BYTES + line_bytes + spec.packet_overhead_bytes) as u128;
+    let largest = (largest_packet_bytes(line_bytes) + spec.packet_overhead_bytes) as u128;
     let per_s = spec.bandwidth_bytes_per_cycle.max(1) as u128 * spec.clock_hz.max(1) as u128;
     let ser_ps = (largest * PS_PER_S).div_ceil(per_s);
     let round_trip_ps = 2 * spec.latency_ps as u128 + ser_ps;
@@ -634,15 +634,6 @@ impl LinkInterface {
         self.count(h.pkt.ctx(), h.bytes);
         net.send(self.unit, h.hop, sent.2, h.pkt);
         self.pay(h.owed, sent.2, net);
-    }
-
-    /// Packets waiting for credit on its links.
-    pub fn waiting(&self) -> usize {
-        self.egress_credits
-            .iter()
-            .map(Credits::waiting)
-            .sum::<usize>()
-            + self.gpu_up_credits.as_ref().map_or(0, Credits::waiting)
     }
 
     /// Counters of each link this interface sends on, by destination, then the switch's

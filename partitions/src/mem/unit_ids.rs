@@ -95,6 +95,16 @@ impl UnitIds {
     pub fn link(&self, k: u32) -> u32 {
         k * self.per_chiplet() + 1 + self.sms + self.channels
     }
+    /// Where a packet on chiplet `chiplet` for unit `dst` goes over its NoC: `dst` itself on
+    /// that chiplet, else the chiplet's link interface.
+    #[inline(always)]
+    pub fn toward(&self, chiplet: u32, dst: u32) -> u32 {
+        if self.chiplet_of(dst) == chiplet {
+            dst
+        } else {
+            self.link(chiplet)
+        }
+    }
     /// SMs in the system.
     pub fn total_sms(&self) -> u32 {
         self.sms * self.chiplets

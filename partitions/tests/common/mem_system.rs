@@ -223,7 +223,7 @@ impl MemSystem {
     pub fn stats(&self) -> MemStats {
         let mut m = MemStats::default();
         for s in &self.sms {
-            m.add_ldst(s.stats());
+            m.add_ldst(&s.stats());
         }
         for c in &self.channels {
             m.add_channel(c.stats());
