@@ -74,6 +74,10 @@ pub struct Crossbar<P> {
     in_free_at: Vec<u64>,
     /// Per cycle: each output's winning input so far and its rank (scratch).
     winner: Vec<Option<(u64, u32)>>,
+    /// The first cycle in which some head packet finds its input and output free
+    /// (`u64::MAX`: every input is empty), kept as packets are offered and granted: the
+    /// units ask for it far more often than anything changes.
+    ready: u64,
     stats: CrossbarStats,
 }
 
@@ -92,6 +96,7 @@ impl<P> Crossbar<P> {
             free_at: vec![0; spec.outputs as usize],
             in_free_at: vec![0; spec.inputs as usize],
             winner: vec![None; spec.outputs as usize],
+            ready: u64::MAX,
             spec,
             stats: CrossbarStats::default(),
         }
@@ -145,8 +150,14 @@ impl<P> Crossbar<P> {
             self.stats.no_credit += 1;
             return Err(NoCredit(pkt));
         }
+        let o = output % self.spec.outputs;
+        if q.is_empty() {
+            // A new head: it may be ready before every other.
+            let at = self.free_at[o as usize].max(self.in_free_at[i]);
+            self.ready = self.ready.min(at);
+        }
         q.push_back(Queued {
-            output: output % self.spec.outputs,
+            output: o,
             flits: flits.max(1),
             since: cycle,
             pkt,
@@ -159,12 +170,19 @@ impl<P> Crossbar<P> {
     /// input and output free (`None`: every input is empty). Cycles before it change
     /// nothing but `head_blocked`, which counts only the cycles stepped.
     pub fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
+        (self.ready != u64::MAX).then(|| self.ready.max(cycle))
+    }
+
+    /// The first cycle in which some head packet finds its input and output free, from
+    /// scratch.
+    fn ready_from_scratch(&self) -> u64 {
         self.inputs
             .iter()
             .zip(&self.in_free_at)
             .filter_map(|(q, &f)| q.front().map(|h| (h, f)))
-            .map(|(h, f)| self.free_at[h.output as usize].max(f).max(cycle))
+            .map(|(h, f)| self.free_at[h.output as usize].max(f))
             .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Runs cycle `cycle` (calls in increasing cycles): pushes the packets granted, as
@@ -198,6 +216,7 @@ impl<P> Crossbar<P> {
                 None => self.winner[o] = Some((rank, i as u32)),
             }
         }
+        let mut granted = false;
         for o in 0..self.spec.outputs {
             let Some((_, i)) = self.winner[o as usize] else {
                 continue;
@@ -212,7 +231,12 @@ impl<P> Crossbar<P> {
             self.stats.flits += h.flits as u64;
             self.stats.wait_cycles += cycle.saturating_sub(h.since);
             out.push((i as u32, o, h.pkt));
+            granted = true;
         }
+        if granted {
+            self.ready = self.ready_from_scratch();
+        }
+        debug_assert_eq!(self.ready, self.ready_from_scratch());
     }
 }
 

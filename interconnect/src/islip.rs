@@ -34,6 +34,10 @@ pub struct IslipCrossbar<P> {
     /// non-empty), and how many packets it holds.
     busy_outputs: Vec<Vec<u32>>,
     held: Vec<u32>,
+    /// The inputs holding packets (in no order: the grants do not depend on it).
+    active: Vec<u32>,
+    /// Per cycle (scratch): the outputs some input requested.
+    requested: Vec<u32>,
     grant_ptr: Vec<u32>,
     accept_ptr: Vec<u32>,
     free_at: Vec<u64>,
@@ -42,6 +46,10 @@ pub struct IslipCrossbar<P> {
     /// grant `(rank, output)`.
     best: Vec<(u64, u32)>,
     accept: Vec<(u64, u32)>,
+    /// The first cycle in which some input with a packet is free and one of its packets'
+    /// outputs is free (`u64::MAX`: nothing queued), kept as packets are offered and
+    /// granted: the units ask for it far more often than anything changes.
+    ready: u64,
     stats: CrossbarStats,
 }
 
@@ -59,12 +67,15 @@ impl<P> IslipCrossbar<P> {
                 .collect(),
             busy_outputs: vec![Vec::new(); n],
             held: vec![0; n],
+            active: Vec::new(),
+            requested: Vec::new(),
             grant_ptr: vec![0; m],
             accept_ptr: vec![0; n],
             free_at: vec![0; m],
             in_free_at: vec![0; n],
             best: vec![(u64::MAX, 0); m],
             accept: vec![(u64::MAX, 0); n],
+            ready: u64::MAX,
             spec,
             stats: CrossbarStats::default(),
         }
@@ -98,12 +109,17 @@ impl<P> IslipCrossbar<P> {
         let q = &mut self.voqs[i][o as usize];
         if q.is_empty() {
             self.busy_outputs[i].push(o);
+            let at = self.free_at[o as usize].max(self.in_free_at[i]);
+            self.ready = self.ready.min(at);
         }
         q.push_back(Queued {
             flits: flits.max(1),
             since: cycle,
             pkt,
         });
+        if self.held[i] == 0 {
+            self.active.push(i as u32);
+        }
         self.held[i] += 1;
         self.stats.max_occupancy = self.stats.max_occupancy.max(self.held[i]);
         Ok(())
@@ -112,15 +128,20 @@ impl<P> IslipCrossbar<P> {
     /// The first cycle at or after `cycle` in which some input with a packet is free and
     /// one of its packets' outputs is free (`None`: nothing queued).
     pub fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
-        self.busy_outputs
+        (self.ready != u64::MAX).then(|| self.ready.max(cycle))
+    }
+
+    /// [`IslipCrossbar::first_cycle_from`]'s cycle from scratch.
+    fn ready_from_scratch(&self) -> u64 {
+        self.active
             .iter()
-            .enumerate()
-            .filter(|(_, outs)| !outs.is_empty())
-            .filter_map(|(i, outs)| {
+            .filter_map(|&i| {
+                let outs = &self.busy_outputs[i as usize];
                 let o = outs.iter().map(|&o| self.free_at[o as usize]).min()?;
-                Some(o.max(self.in_free_at[i]).max(cycle))
+                Some(o.max(self.in_free_at[i as usize]))
             })
             .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Runs cycle `cycle` (calls in increasing cycles): one iSLIP iteration; pushes the
@@ -139,56 +160,67 @@ impl<P> IslipCrossbar<P> {
             in_free_at,
             best,
             accept,
+            active,
+            requested,
             stats,
             ..
         } = self;
-        best.fill((u64::MAX, 0));
-        let mut any = false;
-        for (i, outs) in busy_outputs.iter().enumerate() {
+        // `best` and `accept` are all unset between steps; only the requested outputs and
+        // their inputs are set, and reset below.
+        requested.clear();
+        for &i in active.iter() {
+            let i = i as usize;
             if in_free_at[i] > cycle {
                 continue;
             }
-            for &o in outs {
+            for &o in &busy_outputs[i] {
                 if free_at[o as usize] > cycle {
                     continue;
                 }
                 let rank = (i as u64 + n - grant_ptr[o as usize] as u64) % n;
-                if rank < best[o as usize].0 {
-                    best[o as usize] = (rank, i as u32);
-                    any = true;
+                let b = &mut best[o as usize];
+                if b.0 == u64::MAX {
+                    requested.push(o);
+                }
+                if rank < b.0 {
+                    *b = (rank, i as u32);
                 }
             }
         }
-        if !any {
+        if requested.is_empty() {
             return;
         }
+        requested.sort_unstable();
         // Accept: each input accepts the granting output nearest at or after its pointer.
-        accept.fill((u64::MAX, 0));
-        for (o, &(rank, i)) in best.iter().enumerate() {
-            if rank == u64::MAX {
-                continue;
-            }
-            let r = (o as u64 + m - accept_ptr[i as usize] as u64) % m;
-            if r < accept[i as usize].0 {
-                accept[i as usize] = (r, o as u32);
+        for &o in requested.iter() {
+            let i = best[o as usize].1 as usize;
+            let r = (o as u64 + m - accept_ptr[i] as u64) % m;
+            if r < accept[i].0 {
+                accept[i] = (r, o);
             }
         }
         // The accepted grants cross, in output order.
-        for (o, &(rank, i)) in best.iter().enumerate() {
-            if rank == u64::MAX
-                || accept[i as usize].1 != o as u32
-                || accept[i as usize].0 == u64::MAX
-            {
+        let mut granted = false;
+        for &o in requested.iter() {
+            let i = best[o as usize].1;
+            best[o as usize] = (u64::MAX, 0);
+            let a = std::mem::replace(&mut accept[i as usize], (u64::MAX, 0));
+            if a.0 == u64::MAX || a.1 != o {
+                // Restore for the output it accepted, met later in output order.
+                accept[i as usize] = a;
                 continue;
             }
-            let (iu, ou) = (i as usize, o);
+            let (iu, ou) = (i as usize, o as usize);
             let Some(h) = voqs[iu][ou].pop_front() else {
                 continue;
             };
             if voqs[iu][ou].is_empty() {
-                busy_outputs[iu].retain(|&x| x != o as u32);
+                busy_outputs[iu].retain(|&x| x != o);
             }
             held[iu] -= 1;
+            if held[iu] == 0 {
+                active.retain(|&x| x != i);
+            }
             grant_ptr[ou] = ((i as u64 + 1) % n) as u32;
             accept_ptr[iu] = ((o as u64 + 1) % m) as u32;
             free_at[ou] = cycle + h.flits as u64;
@@ -196,8 +228,13 @@ impl<P> IslipCrossbar<P> {
             stats.packets += 1;
             stats.flits += h.flits as u64;
             stats.wait_cycles += cycle.saturating_sub(h.since);
-            out.push((i, o as u32, h.pkt));
+            out.push((i, o, h.pkt));
+            granted = true;
         }
+        if granted {
+            self.ready = self.ready_from_scratch();
+        }
+        debug_assert_eq!(self.ready, self.ready_from_scratch());
     }
 }
 
