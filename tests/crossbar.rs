@@ -260,3 +260,100 @@ fn credits_that_could_never_send_a_packet_are_refused() {
     ));
     assert_clean_failure(&o, &["noc.input_buffer_flits", "l2.write_acks"]);
 }
+
+#[test]
+fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip() {
+    // `l2.request_queue_packets=1`: the crossbar grants a slice one request, then waits for
+    // the slice to take it (no sooner than its arrival, 1 NoC cycle after the grant) and
+    // for the credit to come back (`noc.latency_cycles - 1` cycles): at most one request
+    // per slice every `latency_cycles` NoC cycles, so the run lasts at least requests /
+    // slices x latency (an analytical bound; 48 slices on titanv.yaml). Unbounded queues
+    // beat that bound here, so it is the credits that hold the requests back.
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let noc = [
+        "--set",
+        "noc.clock_hz=1000000000",
+        "--set",
+        "noc.latency_cycles=40",
+    ];
+    let run = |q: &str, extra: &[&str]| {
+        let queue = format!("l2.request_queue_packets={q}");
+        run_stats(
+            "titanv.yaml",
+            &[&["--trace", t][..], &XBAR, &noc, &["--set", &queue], extra].concat(),
+        )
+        .0
+    };
+    let bound = |s: &Value| {
+        u(&s["chiplets"][0]["crossbar"]["requests"], "packets") as f64 * 40_000.0 / 48.0
+    };
+    let free = json(&run("0", &[]));
+    let one = run("1", &["--threads", "1"]);
+    let s = json(&one);
+    let span = |s: &Value| u(&s["totals"], "sim_time_ps") as f64;
+    assert!(span(&free) < bound(&free), "unbounded: {} ps", span(&free));
+    assert!(span(&s) >= bound(&s), "{} ps < {} ps", span(&s), bound(&s));
+    assert!(u(&s["chiplets"][0]["crossbar"]["requests"], "queue_full") > 0);
+    assert_eq!(
+        u(&free["chiplets"][0]["crossbar"]["requests"], "queue_full"),
+        0
+    );
+    // Threads, cuts and run-ahead change nothing, here and where the queues are an LLC's
+    // (a private L2) or take requests from the link interface (4 chiplets).
+    for extra in [
+        &["--threads", "2"][..],
+        &[
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=3",
+            "--threads",
+            "2",
+        ][..],
+        &["--set", "partitioning.run_ahead=false"][..],
+    ] {
+        assert!(run("1", extra) == one, "{extra:?} differs from --threads 1");
+    }
+    for cfg in ["a100-4chiplet.yaml", "radeon7-4chiplet.yaml"] {
+        let run = |extra: &[&str]| {
+            run_stats(
+                cfg,
+                &[
+                    &["--trace", t][..],
+                    &XBAR,
+                    &["--set", "l2.request_queue_packets=2"],
+                    extra,
+                ]
+                .concat(),
+            )
+            .0
+        };
+        let seq = run(&["--threads", "1"]);
+        let full: u64 = json(&seq)["chiplets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["crossbar"]["requests"], "queue_full"))
+            .sum();
+        assert!(full > 0, "{cfg}: no request queue filled");
+        for extra in [
+            &["--threads", "2"][..],
+            &[
+                "--set",
+                "partitioning.mode=sm_cluster",
+                "--set",
+                "partitioning.sm_clusters=3",
+                "--threads",
+                "2",
+            ][..],
+            &["--set", "partitioning.run_ahead=false"][..],
+        ] {
+            assert!(
+                run(extra) == seq,
+                "{cfg} {extra:?} differs from --threads 1"
+            );
+        }
+    }
+}

@@ -48,6 +48,70 @@ pub struct CrossbarStats {
     /// Cycles the granted packets waited at their inputs, from the cycle they were offered
     /// to the cycle they were granted, summed.
     pub wait_cycles: u64,
+    /// Times an output spent its last credit (the buffer behind it filled up), after which
+    /// it granted nothing until a credit came back.
+    pub output_full: u64,
+}
+
+/// The credits outputs hold for the buffers behind them ([`Crossbar::set_output_credits`]):
+/// an output without credit is parked, its free time set to never (so the grants and the
+/// ready cycle need no other test) and its real one kept here.
+#[derive(Debug)]
+pub(crate) struct OutputCredits {
+    /// By output (`u32::MAX`: unbounded).
+    credits: Vec<u32>,
+    parked_free_at: Vec<u64>,
+}
+
+impl OutputCredits {
+    pub(crate) fn new(outputs: usize) -> OutputCredits {
+        OutputCredits {
+            credits: vec![u32::MAX; outputs],
+            parked_free_at: vec![0; outputs],
+        }
+    }
+
+    pub(crate) fn set(&mut self, o: usize, credits: u32, free_at: &mut u64) {
+        if self.credits[o] == 0 {
+            *free_at = self.parked_free_at[o];
+        }
+        self.credits[o] = credits;
+        if credits == 0 {
+            self.parked_free_at[o] = *free_at;
+            *free_at = u64::MAX;
+        }
+    }
+
+    /// Output `o` granted a packet (`free_at`: its new free time): one credit spent, and
+    /// without any left it is parked.
+    #[inline]
+    pub(crate) fn spend(&mut self, o: usize, free_at: &mut u64, stats: &mut CrossbarStats) {
+        let c = &mut self.credits[o];
+        if *c == u32::MAX {
+            return;
+        }
+        *c -= 1;
+        if *c == 0 {
+            self.parked_free_at[o] = *free_at;
+            *free_at = u64::MAX;
+            stats.output_full += 1;
+        }
+    }
+
+    /// `n` credits come back to output `o`; true when that unparks it.
+    pub(crate) fn give(&mut self, o: usize, n: u32, free_at: &mut u64) -> bool {
+        let c = &mut self.credits[o];
+        if *c == u32::MAX || n == 0 {
+            return false;
+        }
+        let was = *c;
+        *c = c.saturating_add(n).min(u32::MAX - 1);
+        if was == 0 {
+            *free_at = self.parked_free_at[o];
+            return true;
+        }
+        false
+    }
 }
 
 /// A packet offered to a full input: the sender keeps it.
@@ -74,6 +138,7 @@ pub struct Crossbar<P> {
     in_free_at: Vec<u64>,
     /// Per cycle: each output's winning input so far and its rank (scratch).
     winner: Vec<Option<(u64, u32)>>,
+    out_credits: OutputCredits,
     /// The first cycle in which some head packet finds its input and output free
     /// (`u64::MAX`: every input is empty), kept as packets are offered and granted: the
     /// units ask for it far more often than anything changes.
@@ -96,6 +161,7 @@ impl<P> Crossbar<P> {
             free_at: vec![0; spec.outputs as usize],
             in_free_at: vec![0; spec.inputs as usize],
             winner: vec![None; spec.outputs as usize],
+            out_credits: OutputCredits::new(spec.outputs as usize),
             ready: u64::MAX,
             spec,
             stats: CrossbarStats::default(),
@@ -108,6 +174,23 @@ impl<P> Crossbar<P> {
 
     pub fn stats(&self) -> &CrossbarStats {
         &self.stats
+    }
+
+    /// Output `output` holds `credits` credits for the buffer behind it (one per packet;
+    /// `u32::MAX`: unbounded, as every output starts): it grants only while it has one,
+    /// and gets them back by [`Crossbar::return_credits`].
+    pub fn set_output_credits(&mut self, output: u32, credits: u32) {
+        let o = (output % self.spec.outputs) as usize;
+        self.out_credits.set(o, credits, &mut self.free_at[o]);
+        self.ready = self.ready_from_scratch();
+    }
+
+    /// `n` credits come back to output `output` (its buffer passed packets on).
+    pub fn return_credits(&mut self, output: u32, n: u32) {
+        let o = (output % self.spec.outputs) as usize;
+        if self.out_credits.give(o, n, &mut self.free_at[o]) {
+            self.ready = self.ready_from_scratch();
+        }
     }
 
     /// Free slots of input `input` (the credits its sender holds).
@@ -227,6 +310,8 @@ impl<P> Crossbar<P> {
             };
             self.free_at[o as usize] = cycle + h.flits as u64;
             self.in_free_at[i] = cycle + h.flits as u64;
+            self.out_credits
+                .spend(o as usize, &mut self.free_at[o as usize], &mut self.stats);
             self.stats.packets += 1;
             self.stats.flits += h.flits as u64;
             self.stats.wait_cycles += cycle.saturating_sub(h.since);
@@ -381,5 +466,33 @@ pub(crate) mod tests {
         }
         assert_eq!(oa, ob);
         assert_eq!(a.stats(), b.stats());
+    }
+
+    /// An output with one credit grants one packet, then nothing (its buffer is full)
+    /// until the credit comes back.
+    #[test]
+    fn an_output_without_credit_grants_nothing() {
+        let spec = CrossbarSpec {
+            inputs: 2,
+            outputs: 1,
+            input_depth: 4,
+        };
+        let mut x: Crossbar<u32> = Crossbar::new(spec);
+        x.set_output_credits(0, 1);
+        assert!(x.offer_at(0, 0, 0, 1, 10).is_ok());
+        assert!(x.offer_at(0, 1, 0, 1, 11).is_ok());
+        let mut out = Vec::new();
+        x.step(0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(x.first_cycle_from(1), None);
+        out.clear();
+        x.step(5, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(x.stats().output_full, 1);
+        x.return_credits(0, 1);
+        assert_eq!(x.first_cycle_from(6), Some(6));
+        x.step(6, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(x.stats().output_full, 2);
     }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::crossbar::{CrossbarSpec, CrossbarStats, NoCredit};
+use crate::crossbar::{CrossbarSpec, CrossbarStats, NoCredit, OutputCredits};
 
 #[derive(Debug)]
 struct Queued<P> {
@@ -42,6 +42,7 @@ pub struct IslipCrossbar<P> {
     accept_ptr: Vec<u32>,
     free_at: Vec<u64>,
     in_free_at: Vec<u64>,
+    out_credits: OutputCredits,
     /// Per cycle (scratch): each output's best request `(rank, input)`, each input's best
     /// grant `(rank, output)`.
     best: Vec<(u64, u32)>,
@@ -73,6 +74,7 @@ impl<P> IslipCrossbar<P> {
             accept_ptr: vec![0; n],
             free_at: vec![0; m],
             in_free_at: vec![0; n],
+            out_credits: OutputCredits::new(m),
             best: vec![(u64::MAX, 0); m],
             accept: vec![(u64::MAX, 0); n],
             ready: u64::MAX,
@@ -83,6 +85,21 @@ impl<P> IslipCrossbar<P> {
 
     pub fn stats(&self) -> &CrossbarStats {
         &self.stats
+    }
+
+    /// As [`crate::Crossbar::set_output_credits`].
+    pub fn set_output_credits(&mut self, output: u32, credits: u32) {
+        let o = (output % self.spec.outputs) as usize;
+        self.out_credits.set(o, credits, &mut self.free_at[o]);
+        self.ready = self.ready_from_scratch();
+    }
+
+    /// As [`crate::Crossbar::return_credits`].
+    pub fn return_credits(&mut self, output: u32, n: u32) {
+        let o = (output % self.spec.outputs) as usize;
+        if self.out_credits.give(o, n, &mut self.free_at[o]) {
+            self.ready = self.ready_from_scratch();
+        }
     }
 
     /// Packets waiting at any input.
@@ -158,6 +175,7 @@ impl<P> IslipCrossbar<P> {
             accept_ptr,
             free_at,
             in_free_at,
+            out_credits,
             best,
             accept,
             active,
@@ -225,6 +243,7 @@ impl<P> IslipCrossbar<P> {
             accept_ptr[iu] = ((o as u64 + 1) % m) as u32;
             free_at[ou] = cycle + h.flits as u64;
             in_free_at[iu] = cycle + h.flits as u64;
+            out_credits.spend(ou, &mut free_at[ou], stats);
             stats.packets += 1;
             stats.flits += h.flits as u64;
             stats.wait_cycles += cycle.saturating_sub(h.since);
@@ -308,5 +327,33 @@ mod tests {
         assert_eq!(out, vec![(0, 0, "a")]);
         assert_eq!(x.queued(), 0);
         assert_eq!(x.stats().wait_cycles, 2);
+    }
+
+    /// An output with one credit grants one packet, then nothing (its buffer is full)
+    /// until the credit comes back.
+    #[test]
+    fn an_output_without_credit_grants_nothing() {
+        let spec = CrossbarSpec {
+            inputs: 2,
+            outputs: 1,
+            input_depth: 4,
+        };
+        let mut x: IslipCrossbar<u32> = IslipCrossbar::new(spec);
+        x.set_output_credits(0, 1);
+        assert!(x.offer_at(0, 0, 0, 1, 10).is_ok());
+        assert!(x.offer_at(0, 1, 0, 1, 11).is_ok());
+        let mut out = Vec::new();
+        x.step(0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(x.first_cycle_from(1), None);
+        out.clear();
+        x.step(5, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(x.stats().output_full, 1);
+        x.return_credits(0, 1);
+        assert_eq!(x.first_cycle_from(6), Some(6));
+        x.step(6, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(x.stats().output_full, 2);
     }
 }

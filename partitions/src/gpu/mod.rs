@@ -388,6 +388,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
                 flits: n.flits,
                 wait_cycles: n.wait_cycles,
                 max_input_packets: n.max_occupancy as u64,
+                queue_full: n.output_full,
             };
             let st = x.stats();
             let entry = crate::stats::CrossbarEntry {

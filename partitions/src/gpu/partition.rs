@@ -703,15 +703,13 @@ impl<'t> GpuPartition<'t> {
                     Slot::Channel(channels.len() - 1)
                 }
                 Some(Unit::Xbar(k)) => {
-                    let noc = &params.ldst.noc;
                     xbars.push(CrossbarUnit::new(
                         params.map.clone(),
                         k,
-                        noc.period_ps,
-                        noc.bytes_per_cycle,
-                        params.channel.l2.geom.sector_bytes,
-                        noc.input_buffer_flits > 0,
-                        noc.arbiter,
+                        &params.ldst.noc,
+                        params.channel.l2.geom,
+                        &params.link,
+                        params.channel.request_queue,
                     ));
                     Slot::Xbar(xbars.len() - 1)
                 }
@@ -870,7 +868,7 @@ impl<'t> GpuPartition<'t> {
     /// Takes the packets that have arrived at channel unit `i` (unit id `u`) by `t`; returns
     /// the next arrival's time.
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
-        while let Some((at, _src, pkt)) = self.wires.pop_arrived(u, t) {
+        while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
             if let Packet::Control(Control::Flush { kernel }) = pkt {
                 // From its local CP: the acknowledgement goes back when the last write-back
                 // has left.
@@ -892,7 +890,7 @@ impl<'t> GpuPartition<'t> {
                 continue;
             }
             self.channels[i]
-                .on_packet(at, pkt, &mut self.wires)
+                .on_packet(at, src, pkt, &mut self.wires)
                 .map_err(|e| GpuError::Protocol(e.to_string()))?;
         }
         Ok(self.wires.inbox_head(u))
@@ -1515,7 +1513,7 @@ mod tests {
                 }
             };
             net.0.clear();
-            ch.on_packet(now, pkt.into(), &mut net)
+            ch.on_packet(now, sm, pkt.into(), &mut net)
                 .expect("a request homed here");
             let replies: Vec<Picos> = net
                 .0

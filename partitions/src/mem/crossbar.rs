@@ -8,8 +8,12 @@
 //! each) holds its output `f` cycles; a packet behind a blocked head waits.
 //!
 //! Its ports: one per SM, per L2 slice (a channel unit has several), per LLC slice (a
-//! private L2) and for the link interface; a packet from or to a channel unit uses the
-//! port of the slice that sends or serves it (found from its line, as the unit finds it).
+//! private L2), and for the link interface as many as carry its links' bandwidth (the sum
+//! over the chiplet's package links and its GPU-switch port, over one port's flit per NoC
+//! cycle; a packet takes the one its line interleaves to): a port as wide as an SM's would
+//! throttle a chiplet link several times wider. A packet from or to a channel unit uses
+//! the port of the slice that sends or serves it (found from its line, as the unit finds
+//! it).
 //!
 //! Every unit on the NoC sends through it: the net delivers a packet for another NoC unit
 //! of the chiplet here (`gpu/wiring.rs`, [`crate::gpu::Wiring::hop`]), `noc.latency_cycles -
@@ -23,14 +27,21 @@
 //! a timed message back to the SM, when it grants the packet. A packet without credit
 //! waits in the SM's L1 miss queue, and a full miss queue stops the SM issuing memory
 //! instructions (`ldst.rs`, `sm/issue.rs`). The inputs of slices and link interfaces are
-//! unbounded (what they send answers requests that the SMs' credits bound), and the
-//! receivers hold no credits for the outputs.
+//! unbounded (what they send answers requests that the SMs' credits bound).
+//!
+//! The request network's outputs to the slices hold credits for the slices' request
+//! queues (`l2.request_queue_packets` > 0), one per request: an output without one grants
+//! nothing, and the slice returns it, a timed `Control::Credit` from its channel unit, when
+//! it takes the request (`dram_channel.rs`). The other outputs (to SMs and the link
+//! interface) hold none.
 
 use std::sync::Arc;
 
 use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats, IslipCrossbar};
 
-use super::noc::NocArbiter;
+use super::coalesce::Geometry;
+use super::noc::{NocArbiter, NocParams};
+use super::LinkParams;
 
 use super::address_map::AddressMap;
 use super::{Packet, Request, Response, Unit};
@@ -67,6 +78,10 @@ pub struct CrossbarUnit {
     slice_ports: u32,
     llc_ports: u32,
     link_port: u32,
+    /// The link interface's ports (from `link_port` on), and the line size that
+    /// interleaves packets over them.
+    link_ports: u32,
+    line_bytes: u64,
     period_ps: Picos,
     flit_bytes: u64,
     sector_bytes: u64,
@@ -116,6 +131,20 @@ impl Network {
         }
     }
 
+    fn set_output_credits(&mut self, o: u32, credits: u32) {
+        match self {
+            Network::Fifo(x) => x.set_output_credits(o, credits),
+            Network::Islip(x) => x.set_output_credits(o, credits),
+        }
+    }
+
+    fn return_credits(&mut self, o: u32, n: u32) {
+        match self {
+            Network::Fifo(x) => x.return_credits(o, n),
+            Network::Islip(x) => x.return_credits(o, n),
+        }
+    }
+
     fn first_cycle_from(&self, cycle: u64) -> Option<u64> {
         match self {
             Network::Fifo(x) => x.first_cycle_from(cycle),
@@ -134,17 +163,19 @@ struct Queued {
 }
 
 impl CrossbarUnit {
-    /// The crossbar of chiplet `chiplet`: NoC cycles of `period_ps`, flits of `flit_bytes`,
-    /// data sectors of `sector_bytes`.
+    /// The crossbar of chiplet `chiplet` on NoC `noc` (its cycle, flit size, arbiter, and
+    /// the SMs' credits for their inputs), L2 lines and sectors of `geom`, the chiplet's
+    /// links `links`, and `request_queue` credits per slice's request queue (0: unbounded).
     pub fn new(
         map: Arc<AddressMap>,
         chiplet: u32,
-        period_ps: Picos,
-        flit_bytes: u64,
-        sector_bytes: u64,
-        credits: bool,
-        arbiter: NocArbiter,
+        noc: &NocParams,
+        geom: Geometry,
+        links: &LinkParams,
+        request_queue: u32,
     ) -> CrossbarUnit {
+        let sector_bytes = geom.sector_bytes;
+        let arbiter = noc.arbiter;
         let ids = map.ids;
         // A port per SM, per L2 slice, per LLC slice (private L2) and for the link
         // interface (several chiplets).
@@ -152,12 +183,23 @@ impl CrossbarUnit {
         let slice_ports = ids.sms;
         let llc_ports = slice_ports + ids.channels * spc;
         let link_port = llc_ports + if map.private { ids.channels } else { 0 };
-        let ports = link_port + u32::from(ids.chiplets > 1);
+        let link_ports = if ids.chiplets > 1 {
+            link_ports(&map, links, noc, chiplet)
+        } else {
+            0
+        };
+        let ports = link_port + link_ports;
         let spec = CrossbarSpec {
             inputs: ports,
             outputs: ports,
             input_depth: u32::MAX,
         };
+        let mut requests = Network::new(spec, arbiter);
+        if request_queue > 0 {
+            for port in slice_ports..link_port {
+                requests.set_output_credits(port, request_queue);
+            }
+        }
         CrossbarUnit {
             unit: ids.xbar(chiplet),
             base: ids.cp(chiplet),
@@ -165,15 +207,17 @@ impl CrossbarUnit {
             slice_ports,
             llc_ports,
             link_port,
+            link_ports,
+            line_bytes: geom.line_bytes.max(1),
             chiplet,
-            period_ps: period_ps.max(1),
-            flit_bytes: flit_bytes.max(1),
+            period_ps: noc.period_ps.max(1),
+            flit_bytes: noc.bytes_per_cycle.max(1),
             sector_bytes,
-            requests: Network::new(spec, arbiter),
+            requests,
             replies: Network::new(spec, arbiter),
             done: None,
             granted: Vec::new(),
-            credits,
+            credits: noc.input_buffer_flits > 0,
             map,
         }
     }
@@ -266,8 +310,19 @@ impl CrossbarUnit {
                 },
                 Packet::Control(_) => self.llc_port(src),
             },
-            _ => self.link_port,
+            _ => self.link_port_of(pkt),
         }
+    }
+
+    /// The link interface's port for `pkt`: by its line, interleaved.
+    fn link_port_of(&self, pkt: &Packet) -> u32 {
+        let line = match pkt {
+            Packet::Request(r) => r.line(),
+            Packet::Response(r) => r.line(),
+            Packet::Control(_) => 0,
+        };
+        let k = (line / self.line_bytes) % self.link_ports.max(1) as u64;
+        self.link_port + k as u32
     }
 
     /// The port `pkt` leaves by to unit `dst`: as [`CrossbarUnit::in_port`], a request
@@ -299,7 +354,7 @@ impl CrossbarUnit {
                 },
                 Packet::Control(_) => self.llc_port(dst),
             },
-            _ => self.link_port,
+            _ => self.link_port_of(pkt),
         }
     }
 
@@ -310,6 +365,20 @@ impl CrossbarUnit {
             src,
             pkt,
         };
+        if let Packet::Control(Control::Credit { link, vc, bytes }) = pkt {
+            // A slice's request queue passed requests on: its output's credits come back.
+            if !matches!(self.map.ids.unit(src), Some(Unit::Channel(_)))
+                || self.map.ids.chiplet_of(src) != self.chiplet
+            {
+                return Err(err());
+            }
+            let port = match link {
+                0 => self.slice_port(src, vc as usize),
+                _ => self.llc_port(src),
+            };
+            self.requests.return_credits(port, bytes);
+            return Ok(());
+        }
         let dst = self.destination(src, &pkt).ok_or_else(err)?;
         if self.map.ids.chiplet_of(src) != self.chiplet
             || self.map.ids.chiplet_of(dst) != self.chiplet
@@ -385,4 +454,27 @@ impl CrossbarUnit {
         }?;
         Some(c * self.period_ps)
     }
+}
+
+/// The ports the link interface of chiplet `chiplet` needs on the crossbar: its links'
+/// bandwidth (each package link it sends on, and its port to the GPU switch in a system
+/// of several GPUs) over one port's, a flit per NoC cycle, rounded up.
+fn link_ports(map: &AddressMap, links: &LinkParams, noc: &NocParams, chiplet: u32) -> u32 {
+    let ids = &map.ids;
+    let n = ids.gpu_chiplets.max(1);
+    let here = chiplet % n;
+    let mut hops: Vec<Option<u32>> = (0..n)
+        .filter(|&d| d != here)
+        .filter_map(|d| links.topology.next_hop(n, Some(here), d))
+        .map(|(_, to)| to)
+        .collect();
+    hops.sort_unstable();
+    hops.dedup();
+    let per_s = |s: &tessera_interconnect::LinkSpec| s.bandwidth_bytes_per_cycle as u128 * s.clock_hz as u128;
+    let mut bytes_per_s = hops.len() as u128 * per_s(&links.link);
+    if ids.chiplets > n {
+        bytes_per_s += per_s(&links.gpu_link);
+    }
+    let port = (noc.bytes_per_cycle.max(1) as u128 * noc.clock_hz.max(1) as u128).max(1);
+    bytes_per_s.div_ceil(port).clamp(1, 1024) as u32
 }

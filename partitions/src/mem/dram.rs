@@ -33,13 +33,17 @@
 //! A saturated channel delivers `(1 - t_rfc / t_refi) * D / (D + turnarounds)` of its peak
 //! (D: data cycles between two drains), the figure the unit test below checks.
 //!
+//! - **The scheduler queue** holds `queue_entries` reads of a channel from their arrival
+//!   until their burst starts; a read that finds it full waits outside (in its slice's
+//!   MSHR) until the earliest queued one starts (GPGPU-Sim's `-gpgpu_frfcfs_dram_sched_queue_size`).
+//!
 //! Requests are served in call order at each resource (earliest gap first); FR-FCFS
-//! reordering and the finite scheduler queue (`dram.queue_entries`) are not modelled: the L2
-//! MSHRs bound the requests in flight. Bank groups (tCCD_L) are not modelled: a 32 B burst
+//! reordering is not modelled. Bank groups (tCCD_L) are not modelled: a 32 B burst
 //! takes one channel cycle, and HBM2's tCCD_L (2 cycles in DRAMsim3's HBM2 tables) only
 //! binds consecutive bursts to one bank group, which the interleave spreads.
 
 use super::l2_slice::L2Config;
+use super::mshrs::Mshrs;
 use super::port::BwPort;
 use super::DramMap;
 use crate::config::{
@@ -92,9 +96,10 @@ section! {
         /// yet: every channel serves requests in arrival order at each bank and at the bus
         /// (earliest gap first), whatever this says; kept so presets state the hardware.
         scheduler: DramScheduler = Kind::Enum(DramScheduler::NAMES), unit "-", None;
-        /// Requests a channel's scheduler can hold. Presets: the simulator config's
-        /// `-gpgpu_frfcfs_dram_sched_queue_size`. Not modelled yet (the L2 MSHRs bound the
-        /// requests in flight).
+        /// Reads a channel's scheduler can hold, from their arrival until their burst
+        /// starts; a read that finds it full waits in its slice's MSHR until the earliest
+        /// queued read starts. Presets: the simulator config's
+        /// `-gpgpu_frfcfs_dram_sched_queue_size`.
         queue_entries: u32 = Kind::U32, unit "requests", None, range (1, 65_536);
         /// Address interleave granularity across channels (power of two, a multiple of
         /// `l2.line_bytes`). Presets: the simulator config's address map (`dramid@8` = 256).
@@ -206,6 +211,7 @@ pub struct DramParams {
     pub(crate) read_to_write_cycles: u64,
     pub(crate) write_to_read_cycles: u64,
     pub(crate) write_drain_requests: usize,
+    pub(crate) queue_entries: u32,
 }
 
 impl DramParams {
@@ -227,6 +233,7 @@ impl DramParams {
             read_to_write_cycles: d.read_to_write_cycles as u64,
             write_to_read_cycles: d.write_to_read_cycles as u64,
             write_drain_requests: d.write_drain_requests.max(1) as usize,
+            queue_entries: d.queue_entries.max(1),
         }
     }
 }
@@ -268,6 +275,8 @@ struct Channel {
     /// Due time of refresh 0 (the channel's stagger).
     refresh_offset: Picos,
     writes: Vec<QueuedWrite>,
+    /// The scheduler queue: the burst starts of the reads in it.
+    queue: Mshrs,
 }
 
 /// Counters of what the channels did (tests and diagnostics).
@@ -344,6 +353,7 @@ impl Dram {
                 next_refresh: 0,
                 refresh_offset: if refresh_on { p.t_refi_ps * c / nch } else { 0 },
                 writes: Vec::new(),
+                queue: Mshrs::new(p.queue_entries),
             })
             .collect();
         let refresh_bytes = if refresh_on {
@@ -466,6 +476,8 @@ impl Dram {
         let row = row_index / nb;
         match op {
             DramOp::Read => {
+                // A full scheduler queue: in when the earliest queued read starts.
+                let (t, _) = self.channels[ch].queue.acquire(t);
                 let epoch = self.refresh_interval(ch, t);
                 let (t_rcd, t_rp) = (self.t_rcd_ps, self.t_rp_ps);
                 let b = &mut self.channels[ch].banks[bank];
@@ -483,7 +495,9 @@ impl Dram {
                     t
                 };
                 self.counters.data_bytes += bytes;
-                self.reserve_bus(ch, floor, ready, bytes) + self.latency_ps
+                let s = self.reserve_bus(ch, floor, ready, bytes);
+                self.channels[ch].queue.release(s);
+                s + self.latency_ps
             }
             DramOp::Write => {
                 self.channels[ch]
@@ -648,6 +662,36 @@ mod tests {
         let r5 = d.access(9_000_000, 9_000_000, a, 32, DramOp::Read);
         assert_eq!(r5 - lat, 9_000_000 + t_rcd);
         assert_eq!(d.counters().refreshes, 2);
+    }
+
+    /// The scheduler queue: with room for one read, a second read to another (closed)
+    /// bank enters only when the first's burst starts, so its activate no longer overlaps
+    /// the first's; with room for two it does.
+    #[test]
+    fn a_full_scheduler_queue_holds_a_read_back() {
+        let mut cfg = a100();
+        cfg.dram.channels = 1;
+        cfg.dram.t_refi_ps = 0;
+        cfg.dram.t_rfc_ps = 0;
+        let per = cfg.dram_period_ps();
+        let lat = cfg.dram.latency_ps;
+        let t_rcd = cfg.dram.t_rcd_cycles as Picos * per;
+        let row = cfg.dram.row_bytes as u64;
+        let second = |entries: u32| {
+            let mut c = cfg.clone();
+            c.dram.queue_entries = entries;
+            let mut d = Dram::new(&DramParams::from_config(&c));
+            let (a, b) = (d.map(0), d.map(row));
+            assert_eq!(a.channel, b.channel);
+            let first = d.access(0, 0, a, 32, DramOp::Read) - lat;
+            assert_eq!(first, t_rcd);
+            d.access(0, 0, b, 32, DramOp::Read) - lat
+        };
+        // Two: both activates at 0, the second burst right after the first's 32 B.
+        let burst = second(2) - t_rcd;
+        assert!(burst > 0 && burst < t_rcd, "{burst} ps");
+        // One: the second read enters at the first's burst start, then activates.
+        assert_eq!(second(1), 2 * t_rcd);
     }
 
     /// Posted writes take no bus time until a drain; the drain is one block of turnaround

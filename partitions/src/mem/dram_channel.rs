@@ -50,6 +50,8 @@ pub struct ChannelParams {
     pub(crate) dram: DramParams,
     /// `memcpy.fills_l2`.
     pub(crate) fills_l2: bool,
+    /// `l2.request_queue_packets` with the crossbar (which holds the credits), else 0.
+    pub(crate) request_queue: u32,
 }
 
 impl ChannelParams {
@@ -60,6 +62,10 @@ impl ChannelParams {
             noc: NocParams::from_config(cfg),
             dram: DramParams::from_config(cfg),
             fills_l2: cfg.memcpy.fills_l2,
+            request_queue: match cfg.noc.model {
+                super::noc::NocModel::Crossbar => cfg.l2.request_queue_packets,
+                super::noc::NocModel::Ports => 0,
+            },
         }
     }
 }
@@ -139,6 +145,9 @@ pub struct MemChannel {
     pub(super) ctx: Ctx,
     /// Its counters split by the kernel of its work.
     pub(super) per_kernel: PerKernel,
+    /// When the request being taken left its slice's request queue (its lookup began, or
+    /// a miss got its MSHR): the credit for its place goes back to the crossbar then.
+    pub(super) taken: Picos,
 }
 
 impl MemChannel {
@@ -172,6 +181,7 @@ impl MemChannel {
             homes: HomeMemo::default(),
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
+            taken: 0,
         }
     }
 
@@ -263,13 +273,56 @@ impl MemChannel {
         self.ctx
     }
 
-    /// A packet arrives at `now` (from an SM, or from this chiplet's link interface).
+    /// A packet arrives at `now` from unit `src` (an SM, this chiplet's link interface, or
+    /// with `noc.model: crossbar` the crossbar). A request from the crossbar held a place
+    /// in its slice's request queue (`l2.request_queue_packets`): when the slice has taken
+    /// it, the credit goes back.
     pub fn on_packet(
         &mut self,
         now: Picos,
+        src: u32,
         pkt: Packet,
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
+        let queued = match pkt {
+            Packet::Request(r) if self.params.request_queue > 0 => {
+                let xbar = self.map.ids.xbar(self.chiplet());
+                (src == xbar).then(|| (xbar, self.request_queue_of(&r)))
+            }
+            _ => None,
+        };
+        self.taken = now;
+        self.take(now, pkt, net)?;
+        if let Some((xbar, (queue, slice))) = queued {
+            let c = crate::gpu::control::Control::Credit {
+                link: queue,
+                vc: slice,
+                bytes: 1,
+            };
+            net.send(self.unit, xbar, self.taken.max(now), c.into());
+        }
+        Ok(())
+    }
+
+    /// Which request queue `r` waited in: `(0, slice)` an L2 slice's, `(1, 0)` the LLC
+    /// slice's (as the crossbar chose its output, `mem/crossbar.rs`).
+    fn request_queue_of(&self, r: &Request) -> (u32, u32) {
+        let line = r.line();
+        if self.map.private {
+            match r {
+                Request::Read { .. } | Request::Write { .. } => {
+                    let (_, slice, _) = self.map.private_slot(self.chiplet(), line);
+                    (0, slice as u32)
+                }
+                _ => (1, 0),
+            }
+        } else {
+            (0, self.map.l2_home(line).1 as u32)
+        }
+    }
+
+    /// Takes a packet that arrived at `now`.
+    fn take(&mut self, now: Picos, pkt: Packet, net: &mut dyn Net) -> Result<(), ChannelError> {
         if self.map.private {
             return self.on_packet_private(now, pkt, net);
         }
@@ -299,6 +352,7 @@ impl MemChannel {
         match req {
             Request::Read { tag, sm, ctx, .. } => {
                 let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
+                self.taken = ta;
                 let ready = self.l2_read(now, slice, set, ta, line, sectors);
                 self.reply(
                     now,
@@ -318,6 +372,7 @@ impl MemChannel {
                 let ta = self.slices[slice]
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
+                self.taken = ta;
                 let ready = self.l2_read(now, slice, set, ta, line, sectors);
                 self.stats.l2.atomics += 1;
                 let start = self.slices[slice]
@@ -332,6 +387,7 @@ impl MemChannel {
                 let ta = self.slices[slice]
                     .noc_in
                     .reserve(now, now, HEADER_BYTES + data);
+                self.taken = ta;
                 let done = self.l2_write(now, slice, set, ta, line, sectors);
                 if let Request::Write { tag, sm, ctx, .. } = req {
                     if tag != Request::NO_ACK {

@@ -51,6 +51,15 @@ section! {
         /// Miss status holding registers per slice. Presets: the simulator config's L2
         /// MSHR entries.
         mshrs_per_slice: u32 = Kind::U32, unit "entries", None, range (1, 65_536);
+        /// With `noc.model: crossbar`, the request queue in front of each slice (and with
+        /// a private L2 of each LLC slice), in requests: the crossbar's output to the slice
+        /// holds as many credits, spends one per request it grants and grants the slice
+        /// nothing without one; the slice returns it, a timed message, when it takes the
+        /// request (its lookup starts; a miss that finds every MSHR busy stays queued until
+        /// it gets one). 0: unbounded. Presets: the simulator config's
+        /// `-gpgpu_dram_partition_queues` (its first field, interconnect to L2: 64 in
+        /// every Accel-Sim config).
+        request_queue_packets: u32 = Kind::U32, unit "requests", Some("64"), range (0, 1_000_000);
         /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
         /// slices, or one 32 B sector per cycle.
         bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);
@@ -347,6 +356,8 @@ impl MemChannel {
         let (tm, waited) = s.mshrs.acquire(ta);
         // No tag has changed since the lookup: its way is what a search would find.
         let (i, ev) = s.cache.touch_or_allocate(set, line, found);
+        // A miss without an MSHR stays in the request queue until it gets one.
+        self.taken = self.taken.max(tm);
         if let Some(ev) = ev {
             self.slice_writeback(now, from, tm, ev);
         }

@@ -182,7 +182,7 @@ impl MemSystem {
                 _ => {}
             },
             Some(Unit::Channel(c)) => {
-                let _ = self.channels[c as usize].on_packet(at, pkt, &mut self.queue);
+                let _ = self.channels[c as usize].on_packet(at, src, pkt, &mut self.queue);
             }
             Some(Unit::Link(k)) => {
                 let _ = self.links[k as usize].on_packet(at, src, pkt, &mut self.queue);
