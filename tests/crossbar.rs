@@ -99,6 +99,8 @@ fn every_request_and_its_answer_cross_the_crossbar_once() {
             "n=65536",
             "-p",
             "kernels=copy",
+            "--set",
+            "noc.model=ports",
         ],
     );
     assert!(p["chiplets"][0].get("crossbar").is_none());

@@ -17,8 +17,14 @@ use tessera_partitions::Picos;
 
 const A100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/a100.yaml");
 
+/// `a100.yaml` on the NoC's ports model: the harness (`common/mem_system.rs`) has no
+/// crossbar unit.
 fn a100() -> GpuConfig {
-    GpuConfig::load(A100, &[]).unwrap_or_else(|e| panic!("{e}"))
+    GpuConfig::load(A100, &ports()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ports() -> Vec<(String, String)> {
+    vec![("noc.model".to_string(), "ports".to_string())]
 }
 
 /// A dependent chain of single-lane 8-byte loads from SM 0 starting at `t`: each load
@@ -373,8 +379,9 @@ fn mshr_merge_and_limit() {
     assert_eq!(m.stats().l1d_miss_requests, 1);
     assert_eq!(m.stats().l1d_pending_hits, 4);
     // With 2 MSHRs (l1d.mshrs), a third miss waits until one frees.
-    let cfg2 = GpuConfig::load(A100, &[("l1d.mshrs".to_string(), "2".to_string())])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut sets = ports();
+    sets.push(("l1d.mshrs".to_string(), "2".to_string()));
+    let cfg2 = GpuConfig::load(A100, &sets).unwrap_or_else(|e| panic!("{e}"));
     let mut m = MemSystem::new(&cfg2);
     let keys: Vec<u32> = (0..3u64)
         .map(|k| m.issue(0, 0, &load(&[(0, k * 4096)], 4)).0)

@@ -1448,9 +1448,16 @@ mod tests {
     /// The premise of `sm_lookahead` with one chiplet and a memory-side L2: a slice answers
     /// every read, atomic and acknowledged write it takes at `t` (hits, misses, merges with
     /// fills in flight, queues behind its ports) with a reply arriving no earlier than
-    /// `t + l2.hit_latency + noc.latency`.
+    /// `t + l2.hit_latency + noc.latency` (with the crossbar: at the crossbar no earlier
+    /// than `t + l2.hit_latency` + the latency to it).
     #[test]
     fn an_l2_reply_arrives_no_sooner_than_the_sm_lookahead() {
+        for model in ["ports", "crossbar"] {
+            l2_reply_no_sooner_than_the_sm_lookahead(model);
+        }
+    }
+
+    fn l2_reply_no_sooner_than_the_sm_lookahead(model: &str) {
         struct Replies(Vec<(Picos, Packet)>, Wiring);
         impl Net for Replies {
             fn wiring(&self) -> &Wiring {
@@ -1461,11 +1468,16 @@ mod tests {
             }
         }
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
-        let cfg = crate::config::GpuConfig::load(p, &[]).expect("rtx3070.yaml loads");
+        let set = [("noc.model".to_string(), model.to_string())];
+        let cfg = crate::config::GpuConfig::load(p, &set).expect("rtx3070.yaml loads");
         let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
         let params = crate::mem::ChannelParams::from_config(&cfg);
         let wiring = Wiring::from_config(&cfg);
-        let least = wiring.noc_ps() + params.l2.hit_ps;
+        let noc = match model {
+            "ports" => wiring.noc_ps(),
+            _ => wiring.noc_path_ps() - wiring.from_xbar_ps(),
+        };
+        let least = noc + params.l2.hit_ps;
         let mut ch = MemChannel::new(&params, map.clone(), 0);
         let sm = map.ids.sm(0);
         // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some

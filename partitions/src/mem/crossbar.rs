@@ -470,7 +470,9 @@ fn link_ports(map: &AddressMap, links: &LinkParams, noc: &NocParams, chiplet: u3
         .collect();
     hops.sort_unstable();
     hops.dedup();
-    let per_s = |s: &tessera_interconnect::LinkSpec| s.bandwidth_bytes_per_cycle as u128 * s.clock_hz as u128;
+    let per_s = |s: &tessera_interconnect::LinkSpec| {
+        s.bandwidth_bytes_per_cycle as u128 * s.clock_hz as u128
+    };
     let mut bytes_per_s = hops.len() as u128 * per_s(&links.link);
     if ids.chiplets > n {
         bytes_per_s += per_s(&links.gpu_link);

@@ -102,11 +102,18 @@
 //!   itself), and the receiver's ingress port serializes arrivals in packet order (the
 //!   arbiter at the receiver). Packets carry an 8-byte header (GPGPU-Sim's control size)
 //!   plus the data sectors: read request 8 B, read reply 8 B + data, write 8 B + data,
-//!   write acknowledgement 8 B, atomic 8 B + data each way. With `noc.model: crossbar` every such packet also
-//!   crosses the chiplet's crossbar (`crossbar.rs`): `latency_cycles - 1` NoC cycles to it,
-//!   arbitration per output each NoC cycle with head-of-line blocking, 1 cycle from it.
-//!   The NoC's buffers are unbounded (no credits on it yet): the L1 MSHRs bound the reads in flight, the write acknowledgements the
-//!   stores. The package links and the GPU fabric have credits (`link.rs`, `credits.rs`).
+//!   write acknowledgement 8 B, atomic 8 B + data each way. With `noc.model: crossbar`
+//!   (the default) every such packet also crosses the chiplet's crossbar (`crossbar.rs`):
+//!   `latency_cycles - 1` NoC cycles to it, arbitration per output each NoC cycle (iSLIP
+//!   over virtual output queues, or FIFO inputs with head-of-line blocking), 1 cycle from
+//!   it. Its buffers are bounded by credits: each SM's input (`noc.input_buffer_flits`,
+//!   the L1 miss queue `l1d.miss_queue_packets` behind it) and each slice's request queue
+//!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice); the
+//!   inputs of slices and link interfaces carry answers to requests those bound. With
+//!   `noc.model: ports` nothing bounds the NoC's buffers: the L1 MSHRs bound the reads in
+//!   flight, the write acknowledgements the stores. The package links and the GPU fabric
+//!   have credits (`link.rs`, `credits.rs`); the DRAM scheduler queue holds
+//!   `dram.queue_entries` reads (`dram.rs`).
 //! - **L2** (memory-side, `l2.slices` slices, `l2.slices / dram.channels` per channel): the
 //!   slice of an address is `channel * per_channel + (local / l2.line_bytes) %
 //!   per_channel`, where `channel` and the channel-local address `local` are the DRAM map

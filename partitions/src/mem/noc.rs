@@ -42,9 +42,10 @@ section! {
     /// The on-chip network between SMs and L2 slices: an egress queue per port, a latency
     /// and an arbiter at the receiver (DESIGN.md section 5).
     pub struct NocConfig {
-        /// `ports` or `crossbar` (see the type). Presets: `ports` (the calibrated model;
-        /// `crossbar` is being calibrated, issue 22).
-        model: NocModel = Kind::Enum(NocModel::NAMES), unit "-", Some("ports");
+        /// `ports` or `crossbar` (see the type). Presets: `crossbar` (the default, as the
+        /// simulator configs' local crossbar; `ports` is the earlier, faster model without
+        /// contention between ports, kept for comparison).
+        model: NocModel = Kind::Enum(NocModel::NAMES), unit "-", Some("crossbar");
         /// With `model: crossbar`: `fifo` or `islip` (see the type). Presets: `islip`, as
         /// the simulator config's `-icnt_arbiter_algo 1`.
         arbiter: NocArbiter = Kind::Enum(NocArbiter::NAMES), unit "-", Some("islip");

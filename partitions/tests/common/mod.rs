@@ -5,13 +5,15 @@
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::mem::{Access, MemRequest, Space};
 
-/// `configs/<name>` with `--set`-style overrides.
+/// `configs/<name>` with `--set`-style overrides, on the NoC's ports model: the harness
+/// of these tests (`mem_system.rs`) delivers packets straight between SMs, channels and
+/// link interfaces, with no crossbar unit between them.
 pub fn preset(name: &str, sets: &[(&str, &str)]) -> GpuConfig {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../configs")
         .join(name);
-    let sets: Vec<(String, String)> = sets
-        .iter()
+    let sets: Vec<(String, String)> = std::iter::once(&("noc.model", "ports"))
+        .chain(sets)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     GpuConfig::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"))
