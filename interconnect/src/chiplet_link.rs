@@ -1,9 +1,8 @@
 //! Inter-chiplet links and chiplet topologies (DESIGN.md section 5; the multi-chiplet issue).
 //!
 //! A [`ChipletLink`] is one direction of a point-to-point link: a sender egress that
-//! serializes packets at the link's bandwidth (exact: time is kept in units of
-//! `1 / (bytes_per_cycle * clock_hz)` picoseconds, so fractional picoseconds carry from
-//! packet to packet and no window ever carries more than the bandwidth), a per-packet
+//! serializes packets at the link's bandwidth (exact, a [`BwPort`]: fractional picoseconds
+//! carry from packet to packet and no window ever carries more than the bandwidth), a per-packet
 //! overhead (header/framing bytes), FIFO queueing behind earlier packets, and a fixed
 //! latency from the start of a packet's transmission to its arrival (cut-through). Every
 //! packet therefore arrives at least `latency_ps` after it is offered, so the latency is a
@@ -14,7 +13,7 @@
 //! minimal routing), so the least latency between two chiplets is the hop count times the
 //! link latency.
 
-use crate::Picos;
+use crate::{BwPort, Picos};
 
 /// Picoseconds per second.
 const PS_PER_S: u128 = 1_000_000_000_000;
@@ -50,19 +49,23 @@ pub struct LinkStats {
 #[derive(Clone, Debug)]
 pub struct ChipletLink {
     spec: LinkSpec,
-    /// Units per picosecond (`bytes_per_cycle * clock_hz`).
-    den: u128,
-    /// When the sender is free, in exact units.
-    free_at: u128,
+    /// Bytes per second (`bytes_per_cycle * clock_hz`), for the busy time in the stats.
+    rate: u128,
+    /// The sender's serialization; offers come in nondecreasing time, so it queues them
+    /// in order (FIFO).
+    port: BwPort,
+    /// The latest offer's time (offers must not go back in time; checked in debug builds).
+    last_now: Picos,
     stats: LinkStats,
 }
 
 impl ChipletLink {
     pub fn new(spec: LinkSpec) -> ChipletLink {
         ChipletLink {
-            den: spec.bandwidth_bytes_per_cycle.max(1) as u128 * spec.clock_hz.max(1) as u128,
+            rate: spec.bandwidth_bytes_per_cycle.max(1) as u128 * spec.clock_hz.max(1) as u128,
+            port: BwPort::new(spec.bandwidth_bytes_per_cycle, spec.clock_hz),
             spec,
-            free_at: 0,
+            last_now: 0,
             stats: LinkStats::default(),
         }
     }
@@ -79,12 +82,8 @@ impl ChipletLink {
     /// starts when the sender is free and arrives `latency_ps` after it starts. Returns
     /// the arrival time.
     pub fn send(&mut self, now: Picos, bytes: u64) -> Picos {
+        let start = self.start(now, bytes);
         let wire = bytes + self.spec.packet_overhead_bytes;
-        let now_u = now as u128 * self.den;
-        let start_u = self.free_at.max(now_u);
-        self.free_at = start_u + wire as u128 * PS_PER_S;
-        // Rounded up to a picosecond: never earlier than the exact start.
-        let start = start_u.div_ceil(self.den) as Picos;
         let waited = start - now;
         let s = &mut self.stats;
         s.packets += 1;
@@ -99,27 +98,42 @@ impl ChipletLink {
     /// of its transmission (rounded up to a ps) plus `latency_ps` (store and forward, for a
     /// receiver that checks whole packets). Still at least `latency_ps` after `now`.
     pub fn send_whole(&mut self, now: Picos, bytes: u64) -> Picos {
-        self.send(now, bytes);
-        self.free_at() + self.spec.latency_ps
+        self.send_whole_span(now, bytes).0
+    }
+
+    /// Serializes a packet of `bytes` payload offered at `now`; returns its start, rounded
+    /// up to a picosecond (never earlier than the exact start).
+    fn start(&mut self, now: Picos, bytes: u64) -> Picos {
+        debug_assert!(
+            now >= self.last_now,
+            "offers back in time: {now} after {}",
+            self.last_now
+        );
+        // Offers in nondecreasing time leave no gap after `now` for this one to fill
+        // (a gap opens only before an offer that finds the link idle), so the port's
+        // earliest gap is the back of its queue: FIFO.
+        self.last_now = now;
+        self.port
+            .reserve(now, now, bytes + self.spec.packet_overhead_bytes)
     }
 
     /// [`ChipletLink::send_whole`], also returning when the sender was transmitting the
     /// packet, `[start, end)` rounded up to a picosecond (for observers).
     pub fn send_whole_span(&mut self, now: Picos, bytes: u64) -> (Picos, Picos, Picos) {
-        let start_u = self.free_at.max(now as u128 * self.den);
-        let at = self.send_whole(now, bytes);
-        (at, start_u.div_ceil(self.den) as Picos, self.free_at())
+        let start = self.send(now, bytes) - self.spec.latency_ps;
+        let end = self.free_at().max(start);
+        (end + self.spec.latency_ps, start, end)
     }
 
     /// Picoseconds the sender has spent transmitting (wire bytes at the link's bandwidth,
     /// rounded up).
     pub fn busy_ps(&self) -> Picos {
-        (self.stats.wire_bytes as u128 * PS_PER_S).div_ceil(self.den) as Picos
+        (self.stats.wire_bytes as u128 * PS_PER_S).div_ceil(self.rate) as Picos
     }
 
     /// When the sender has finished everything offered so far (rounded up to a ps).
     pub fn free_at(&self) -> Picos {
-        self.free_at.div_ceil(self.den) as Picos
+        self.port.free_at()
     }
 
     /// The fraction of `[0, until_ps)` the sender was transmitting (`until_ps` at least
@@ -128,7 +142,7 @@ impl ChipletLink {
         if until_ps == 0 {
             return 0.0;
         }
-        let busy_ps = self.stats.wire_bytes as f64 * 1e12 / self.den as f64;
+        let busy_ps = self.stats.wire_bytes as f64 * 1e12 / self.rate as f64;
         busy_ps / until_ps as f64
     }
 }

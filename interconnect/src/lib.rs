@@ -22,16 +22,21 @@
 //!   below both the models and the engine, so that neither depends on the other's
 //!   internals).
 //!
+//! - [`BwPort`]: a bandwidth-limited resource as a calendar of busy intervals in exact
+//!   units (fractional picoseconds carry; no window moves more than the bandwidth): the one
+//!   implementation of exact bandwidth, for the GPU model's ports, caches, DRAM and links.
 //! - [`ChipletLink`], [`LinkSpec`], [`Topology`]: one direction of an inter-chiplet link
-//!   (sender egress serializing at the bandwidth with exact fractional carry, per-packet
-//!   overhead, FIFO queueing, fixed latency that bounds the lookahead, traffic and queueing
-//!   counters) and the wiring of chiplets (fully connected, ring, 2D mesh, switch) with
-//!   minimal deterministic routing. Not yet used by the GPU model (chiplets > 1 is the
-//!   multi-chiplet issue).
-//! - [`Crossbar`]: an input-queued crossbar with credits per input FIFO and output
-//!   arbitration that depends only on the port and the cycle (checked against Karol et
-//!   al.'s saturation throughput); the NoC unit to come (issue 22), not yet wired in.
+//!   (sender egress serializing on a [`BwPort`], per-packet overhead, FIFO queueing, fixed
+//!   latency that bounds the lookahead, traffic and queueing counters) and the wiring of
+//!   chiplets (fully connected, ring, 2D mesh, switch) with minimal deterministic routing;
+//!   the GPU model's link interfaces send on them.
+//! - [`Crossbar`] and [`IslipCrossbar`]: input-queued crossbars, FIFO inputs (checked
+//!   against Karol et al.'s saturation throughput) or virtual output queues with iSLIP
+//!   (against McKeown's), with credits per input and per output and arbitration that
+//!   depends only on the ports and the cycle: the networks of the GPU model's NoC
+//!   crossbar unit.
 
+mod bw_port;
 mod chiplet_link;
 mod crossbar;
 mod islip;
@@ -39,6 +44,7 @@ mod message;
 mod partition;
 mod port;
 
+pub use bw_port::BwPort;
 pub use chiplet_link::{ChipletLink, Hop, LinkSpec, LinkStats, Topology};
 pub use crossbar::{Crossbar, CrossbarSpec, CrossbarStats, NoCredit};
 pub use islip::IslipCrossbar;
