@@ -117,7 +117,7 @@ fn titanv_launch_latency_matches_the_tuner() {
 /// SMs at 1.41 GHz as a100.yaml); we take 5.33 TB/s +/- 10%. Simulated: the `l2_stream`
 /// probe, passes 4 minus passes 2 over 13.5 MiB, at full occupancy (`calib::l2_stream`).
 #[test]
-#[ignore = "finding: the model streams 3.50 TB/s vs the measured 5.17-5.48 TB/s (-34%): Accel-Sim's 40 B flit at 1.41 GHz carries at most 4.5 TB/s over 80 slice ports, a 136 B reply in 4 flits (3.9 TB/s of data); the ports model without a crossbar streamed 4.25"]
+#[ignore = "finding: the model streams 3.57 TB/s vs the measured 5.17-5.48 TB/s (-33%): Accel-Sim's 40 B flit at 1.41 GHz carries at most 4.5 TB/s over 80 slice ports, a 136 B reply in 4 flits (3.9 TB/s of data); the ports model without a crossbar streamed 4.25"]
 fn a100_l2_bandwidth_matches_the_measured_plateau() {
     check_figure("a100_l2_bandwidth");
 }
@@ -134,7 +134,7 @@ fn titanv_l2_bandwidth_matches_the_tuner() {
 
 /// The same without the crossbar (`noc.model: ports`): every slice streams at its peak.
 #[test]
-#[ignore = "finding: the ports model streams 1,533 B/clk vs the measured 1,365-1,385 (+11.5%): it reaches 99.8% of the 48 slices x 32 B L2 peak, the hardware 89-90%"]
+#[ignore = "finding: the ports model streams 1,534 B/clk vs the measured 1,365-1,385 (+11.5%): it reaches 99.8% of the 48 slices x 32 B L2 peak, the hardware 89-90%"]
 fn titanv_l2_bandwidth_without_the_crossbar_matches_the_tuner() {
     let f = figure("titanv_l2_bandwidth");
     let got = (f.measure)(&["noc.model=ports".to_string()]).unwrap();

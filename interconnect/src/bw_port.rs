@@ -226,6 +226,13 @@ impl BwPort {
         BwPort::with_ratio(1, 1)
     }
 
+    /// A port that never delays a transfer: for a connection whose serialization is
+    /// modelled elsewhere (a NoC port in front of a crossbar, whose inputs and outputs
+    /// hold a packet for its flits). Its transfers occupy no time, so it keeps no interval.
+    pub fn unlimited() -> BwPort {
+        BwPort::with_ratio(1, 0)
+    }
+
     fn with_ratio(den: u128, per_byte: u128) -> BwPort {
         // `per_byte` divides 1e12 and fits; a `den` that does not makes the port wide now.
         let (den64, per_byte64) = match (u64::try_from(den), u64::try_from(per_byte)) {

@@ -337,7 +337,7 @@ pub const FIGURES: &[Figure] = &[
         tol: 0.10,
         unit: "bytes per core cycle",
         source: "ASIM-OUT l2_bw_32f/64f/128 (TITAN V) 1,365.4-1,384.5 B/clk, hw-fig s2b",
-        // Through the crossbar; the ports model streamed 1,533 B/clk (+11.5%).
+        // Through the crossbar, 1,459 B/clk; the ports model streams 1,534 (+11.5%).
         known_miss: None,
     },
     Figure {
@@ -361,7 +361,7 @@ pub const FIGURES: &[Figure] = &[
         unit: "TB/s",
         source: "GB gpu-l2-cache/a100_80.txt, 5,170-5,482 GB/s at 2-28 MB, hw-fig s2b",
         known_miss: Some(
-            "the model streams 3.50 TB/s (-34%): each L2 slice's crossbar port sends a 40 B \
+            "the model streams 3.57 TB/s (-33%): each L2 slice's crossbar port sends a 40 B \
              flit per 1.41 GHz cycle (noc.bandwidth_bytes_per_cycle, Accel-Sim's flit size), \
              80 x 40 B x 1.41 GHz = 4.5 TB/s, a 136 B reply in 4 flits: at most 3.9 TB/s \
              of data, below the 64 B L2 data port",

@@ -106,7 +106,8 @@
 //!   (the default) every such packet also crosses the chiplet's crossbar (`crossbar.rs`):
 //!   `latency_cycles - 1` NoC cycles to it, arbitration per output each NoC cycle (iSLIP
 //!   over virtual output queues, or FIFO inputs with head-of-line blocking), 1 cycle from
-//!   it. Its buffers are bounded by credits: each SM's input (`noc.input_buffer_flits`,
+//!   it; a packet holds its input and output for its flits, which is then the NoC's
+//!   serialization (the SMs' and slices' ports above do not delay it again). Its buffers are bounded by credits: each SM's input (`noc.input_buffer_flits`,
 //!   the L1 miss queue `l1d.miss_queue_packets` behind it) and each slice's request queue
 //!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice); the
 //!   inputs of slices and link interfaces carry answers to requests those bound. With

@@ -16,10 +16,12 @@ config_enum! {
         /// A bandwidth calendar per port (an egress port at each SM and slice, the
         /// latency, an ingress port at the receiver that serializes arrivals in order).
         Ports = "ports",
-        /// Those ports plus, between them, an input-queued crossbar per chiplet and class
-        /// (requests, and replies with acknowledgements) that arbitrates each output every
-        /// NoC cycle among the inputs whose head packet is for it (`mem/crossbar.rs`): a
-        /// packet behind a blocked head waits (head-of-line blocking). A packet takes
+        /// An input-queued crossbar per chiplet and class (requests, and replies with
+        /// acknowledgements) between the SMs, slices and link interface, which arbitrates
+        /// each output every NoC cycle among the inputs with a packet for it
+        /// (`mem/crossbar.rs`, `arbiter`); a packet of `f` flits holds its input (the
+        /// sender's serialization) and its output (the receiver's) `f` cycles, so the
+        /// units' ports add no serialization of their own. A packet takes
         /// `latency_cycles - 1` cycles (at least 1) to the crossbar and 1 from it.
         Crossbar = "crossbar",
     }
@@ -133,9 +135,14 @@ impl NocParams {
         (to, self.period_ps)
     }
 
-    /// One port's bandwidth calendar.
+    /// One port's bandwidth calendar; with the crossbar a port that never delays: the
+    /// crossbar's input holds a packet for its flits (the sender's serialization) and its
+    /// output likewise (the receiver's), so the units' own ports would count them twice.
     pub(crate) fn port(&self) -> BwPort {
-        BwPort::new(self.bytes_per_cycle, self.clock_hz)
+        match self.model {
+            NocModel::Ports => BwPort::new(self.bytes_per_cycle, self.clock_hz),
+            NocModel::Crossbar => BwPort::unlimited(),
+        }
     }
 }
 
