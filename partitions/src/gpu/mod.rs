@@ -85,7 +85,14 @@ impl UnitParams {
         let ldst = LdStParams::from_config(cfg);
         let link = Arc::new(LinkParams::from_config(cfg));
         let cp = CpParams::from_config(cfg);
-        let wiring = Wiring::new(map.ids, map.private, &ldst.noc, &cp, &link);
+        let wiring = Wiring::new(
+            map.ids,
+            map.private,
+            &ldst.noc,
+            &cp,
+            &link,
+            cfg.l2.request_queue_packets,
+        );
         UnitParams {
             map,
             sm: Arc::new(SmParams::from_config(cfg)),

@@ -680,6 +680,7 @@ impl<'t> GpuPartition<'t> {
                         params.link.clone(),
                         params.map.clone(),
                         k,
+                        &params.wiring,
                     ));
                     Slot::Link(links.len() - 1)
                 }
@@ -687,7 +688,7 @@ impl<'t> GpuPartition<'t> {
                     sms.push(SmUnit {
                         index: s,
                         sm: Sm::new(params.sm.clone(), 0),
-                        ldst: LdStUnit::new(&params.ldst, params.map.clone(), s),
+                        ldst: LdStUnit::new(&params.ldst, params.map.clone(), s, &params.wiring),
                         kernel: None,
                         per_kernel: Vec::new(),
                         base: (0, 0),
@@ -699,17 +700,22 @@ impl<'t> GpuPartition<'t> {
                     Slot::Sm(sms.len() - 1)
                 }
                 Some(Unit::Channel(c)) => {
-                    channels.push(MemChannel::new(&params.channel, params.map.clone(), c));
+                    channels.push(MemChannel::new(
+                        &params.channel,
+                        params.map.clone(),
+                        c,
+                        &params.wiring,
+                    ));
                     Slot::Channel(channels.len() - 1)
                 }
                 Some(Unit::Xbar(k)) => {
                     xbars.push(CrossbarUnit::new(
                         params.map.clone(),
                         k,
-                        &params.ldst.noc,
+                        params.ldst.noc.arbiter,
                         params.channel.l2.geom,
-                        &params.link,
-                        params.channel.request_queue,
+                        params.link.topology,
+                        &params.wiring,
                     ));
                     Slot::Xbar(xbars.len() - 1)
                 }
@@ -743,7 +749,7 @@ impl<'t> GpuPartition<'t> {
                 // access.
                 true if ids.count() == ids.per_chiplet()
                     && !params.map.private
-                    && params.ldst.noc.input_buffer_flits == 0 =>
+                    && params.wiring.sm_input_flits() == 0 =>
                 {
                     noc_ps + params.channel.l2.hit_ps
                 }
@@ -1478,7 +1484,7 @@ mod tests {
             _ => wiring.noc_path_ps() - wiring.from_xbar_ps(),
         };
         let least = noc + params.l2.hit_ps;
-        let mut ch = MemChannel::new(&params, map.clone(), 0);
+        let mut ch = MemChannel::new(&params, map.clone(), 0, &wiring);
         let sm = map.ids.sm(0);
         // Lines homed at channel 0, visited repeatedly (misses, then hits and merges), some
         // requests arriving together so that they queue at the slice's ports.

@@ -1,13 +1,29 @@
 //! The wiring of a system: every connection between units, declared once, with its
-//! latency (DESIGN.md section 5, "Links are declared once").
+//! latency, its bandwidth and the depth of the buffer at its far end (DESIGN.md section 5,
+//! "Links are declared once").
 //!
 //! Units send a packet with its *departure* time on a connection ([`crate::packet::Net`]);
 //! the net adds the connection's latency from here ([`Wiring::latency`]), and the
 //! lookahead's list of links ([`Wiring::links`]) is generated from the same declarations,
-//! so the two cannot disagree. What is not a fixed latency stays in the sender's model: a
-//! NoC port's or a package link's serialization (the packet departs when its last byte has
-//! left, [`tessera_interconnect::ChipletLink`] being built with no latency of its own), a
+//! so the two cannot disagree. A connection's bandwidth and depth ([`Wiring::connection`])
+//! are read from here too, by the unit that models them: the NoC crossbar serializes at the
+//! NoC's bandwidth (`crossbar.rs`; with `noc.model: ports` the SMs' and slices' NoC ports),
+//! the LD/ST unit holds the credits of its crossbar input, the crossbar those of the
+//! slices' request queues, and a link interface serializes on its
+//! [`tessera_interconnect::ChipletLink`]s (built with no latency of their own) and holds
+//! the credits of the far end's buffers. What is neither stays in the sender's model: a
 //! host copy's transfer time, a command processor's processing time.
+//!
+//! | connection | bandwidth | depth (credits at the sender) |
+//! |---|---|---|
+//! | an SM to its chiplet's crossbar | `noc.bandwidth_bytes_per_cycle` per NoC cycle | `noc.input_buffer_flits` |
+//! | a channel or link interface to the crossbar | the same | none (answers to bounded requests) |
+//! | the crossbar to a channel | the same | `l2.request_queue_packets` per slice (requests) |
+//! | the crossbar to an SM or the link interface | the same | none |
+//! | the NoC without a crossbar (`noc.model: ports`) | the same, at each SM's and slice's ports | none |
+//! | a link interface to the next along the package topology | `package.link.bandwidth_bytes_per_cycle` | `package.link.buffer_bytes` per virtual channel |
+//! | a link interface to another GPU's | `system.gpu_link.bandwidth_bytes_per_cycle` | `system.gpu_link.buffer_bytes` per virtual channel |
+//! | the CPs' and the host's connections | none (control) | none |
 //!
 //! The connections ([`crate::mem::UnitIds`] names the units):
 //!
@@ -37,7 +53,7 @@
 //! takes: unit 0 is the host and chiplet 0's local CP at once, and a link interface
 //! models both switches' ports down to its chiplet.
 
-use tessera_interconnect::{Link, PortId};
+use tessera_interconnect::{Link, LinkSpec, PortId};
 
 use crate::config::GpuConfig;
 use crate::gpu::launch::CpParams;
@@ -66,6 +82,43 @@ const LINK: usize = 3;
 const XBAR: usize = 4;
 /// Unit kinds.
 const KINDS: usize = 5;
+
+/// What a connection carries per cycle of a clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bandwidth {
+    pub bytes_per_cycle: u64,
+    pub clock_hz: u64,
+}
+
+/// The buffer at a connection's far end that its sender holds credits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// None: what crosses it answers requests bounded elsewhere, or is control.
+    Unbounded,
+    /// Flits of the connection's bandwidth (an SM's crossbar input).
+    Flits(u64),
+    /// Request packets (a slice's request queue).
+    Packets(u32),
+    /// Bytes per virtual channel (a link's receive buffer).
+    Bytes(u64),
+}
+
+/// The bytes of a depth (0 for another kind).
+fn bytes(d: Depth) -> u64 {
+    match d {
+        Depth::Bytes(b) => b,
+        _ => 0,
+    }
+}
+
+/// A declared connection ([`Wiring::connection`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Connection {
+    pub latency_ps: Picos,
+    /// `None`: it does not serialize (control).
+    pub bandwidth: Option<Bandwidth>,
+    pub depth: Depth,
+}
 
 /// No such connection.
 const NONE: Picos = Picos::MAX;
@@ -105,6 +158,17 @@ pub struct Wiring {
     /// By `from * gpu_chiplets + to` (chiplets inside a GPU): a package link joins them,
     /// directly or through the package switch.
     package: Vec<bool>,
+    /// The NoC's bandwidth, an SM's crossbar input, a slice's request queue (`Unbounded`
+    /// without the crossbar).
+    noc: Bandwidth,
+    sm_input: Depth,
+    slice_queue: Depth,
+    /// One direction of a package link and of a chiplet's port to the GPU switch, and the
+    /// buffers at their far ends.
+    link: LinkSpec,
+    link_buffer: Depth,
+    gpu_link: LinkSpec,
+    gpu_link_buffer: Depth,
 }
 
 impl Wiring {
@@ -116,16 +180,19 @@ impl Wiring {
             &NocParams::from_config(cfg),
             &CpParams::from_config(cfg),
             &LinkParams::from_config(cfg),
+            cfg.l2.request_queue_packets,
         )
     }
 
-    /// The wiring of units `ids` from their parameters (`private`: `package.l2: private`).
+    /// The wiring of units `ids` from their parameters (`private`: `package.l2: private`;
+    /// `request_queue`: `l2.request_queue_packets`).
     pub(crate) fn new(
         ids: UnitIds,
         private: bool,
         noc: &NocParams,
         cp: &CpParams,
         link: &LinkParams,
+        request_queue: u32,
     ) -> Wiring {
         let noc_ps = noc.latency_ps;
         let d = cp.cta_dispatch_ps;
@@ -212,6 +279,113 @@ impl Wiring {
             link_ps: link.link.latency_ps,
             gpu_link_ps: link.gpu_link.latency_ps,
             package,
+            noc: Bandwidth {
+                bytes_per_cycle: noc.bytes_per_cycle,
+                clock_hz: noc.clock_hz,
+            },
+            sm_input: match noc.input_buffer_flits {
+                0 => Depth::Unbounded,
+                f => Depth::Flits(f),
+            },
+            slice_queue: match request_queue {
+                q if q > 0 && crossbar => Depth::Packets(q),
+                _ => Depth::Unbounded,
+            },
+            link: link.link,
+            link_buffer: Depth::Bytes(link.link_buffer),
+            gpu_link: link.gpu_link,
+            gpu_link_buffer: Depth::Bytes(link.gpu_link_buffer),
+        }
+    }
+
+    /// The declared connection from unit `src` to unit `dst` (on no named port): its
+    /// latency ([`Wiring::declared`]), bandwidth and depth (the module documentation's
+    /// table).
+    pub fn connection(&self, src: u32, dst: u32) -> Option<Connection> {
+        let latency_ps = self.declared(src, dst)?;
+        let noc = Some(self.noc);
+        let (bandwidth, depth) = match (self.kind(src), self.kind(dst)) {
+            (SM, XBAR) => (noc, self.sm_input),
+            (XBAR, CHANNEL) => (noc, self.slice_queue),
+            (SM | CHANNEL | LINK | XBAR, SM | CHANNEL | LINK | XBAR)
+                if !(self.kind(src) == LINK && self.kind(dst) == LINK) =>
+            {
+                (noc, Depth::Unbounded)
+            }
+            (LINK, LINK) => {
+                let (cs, cd) = (self.ids.chiplet_of(src), self.ids.chiplet_of(dst));
+                if self.ids.gpu_of_chiplet(cs) == self.ids.gpu_of_chiplet(cd) {
+                    (Some(self.link_bandwidth()), self.link_buffer)
+                } else {
+                    (Some(self.gpu_link_bandwidth()), self.gpu_link_buffer)
+                }
+            }
+            _ => (None, Depth::Unbounded),
+        };
+        Some(Connection {
+            latency_ps,
+            bandwidth,
+            depth,
+        })
+    }
+
+    /// The NoC's bandwidth: a crossbar port's flit per NoC cycle (or, without the
+    /// crossbar, an SM's or slice's NoC port).
+    pub fn noc_bandwidth(&self) -> Bandwidth {
+        self.noc
+    }
+
+    /// An SM's or a slice's NoC port (egress or ingress): at the NoC's bandwidth without the
+    /// crossbar; with it a port that never delays, the crossbar's input holding a packet
+    /// for its flits (the sender's serialization) and its output likewise (the
+    /// receiver's), so the units' own ports would count them twice.
+    pub fn noc_port(&self) -> tessera_interconnect::BwPort {
+        if self.ids.xbar {
+            tessera_interconnect::BwPort::unlimited()
+        } else {
+            tessera_interconnect::BwPort::new(self.noc.bytes_per_cycle, self.noc.clock_hz)
+        }
+    }
+
+    /// The flits of an SM's crossbar input it holds credits for (0: none).
+    pub fn sm_input_flits(&self) -> u64 {
+        match self.sm_input {
+            Depth::Flits(f) => f,
+            _ => 0,
+        }
+    }
+
+    /// The requests a slice's request queue holds, which the crossbar holds credits for
+    /// (0: unbounded).
+    pub fn slice_queue_packets(&self) -> u32 {
+        match self.slice_queue {
+            Depth::Packets(q) => q,
+            _ => 0,
+        }
+    }
+
+    /// One direction of a package link (its latency is the connection's, added by the
+    /// net) and the buffer at its far end, per virtual channel.
+    pub fn link_spec(&self) -> (LinkSpec, u64) {
+        (self.link, bytes(self.link_buffer))
+    }
+
+    /// One direction of a chiplet's port to the GPU switch, and the buffer at its far end.
+    pub fn gpu_link_spec(&self) -> (LinkSpec, u64) {
+        (self.gpu_link, bytes(self.gpu_link_buffer))
+    }
+
+    fn link_bandwidth(&self) -> Bandwidth {
+        Bandwidth {
+            bytes_per_cycle: self.link.bandwidth_bytes_per_cycle,
+            clock_hz: self.link.clock_hz,
+        }
+    }
+
+    fn gpu_link_bandwidth(&self) -> Bandwidth {
+        Bandwidth {
+            bytes_per_cycle: self.gpu_link.bandwidth_bytes_per_cycle,
+            clock_hz: self.gpu_link.clock_hz,
         }
     }
 
@@ -431,10 +605,11 @@ impl Wiring {
 mod tests {
     use super::*;
 
-    /// `configs/<name>`, with the NoC crossbar when the name ends in `+xbar`.
+    /// `configs/<name>` (with the NoC crossbar, the default), on the NoC's ports model
+    /// when the name ends in `+ports`.
     fn load(name: &str) -> GpuConfig {
-        let (file, sets) = match name.strip_suffix("+xbar") {
-            Some(f) => (f, vec![("noc.model".to_string(), "crossbar".to_string())]),
+        let (file, sets) = match name.strip_suffix("+ports") {
+            Some(f) => (f, vec![("noc.model".to_string(), "ports".to_string())]),
             None => (name, Vec::new()),
         };
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -452,9 +627,9 @@ mod tests {
             "a100-4chiplet.yaml",
             "radeon7-2chiplet.yaml",
             "dgx-8gpu.yaml",
-            "titanv.yaml+xbar",
-            "radeon7-2chiplet.yaml+xbar",
-            "dgx-8gpu.yaml+xbar",
+            "titanv.yaml+ports",
+            "radeon7-2chiplet.yaml+ports",
+            "dgx-8gpu.yaml+ports",
         ] {
             let cfg = load(name);
             let w = Wiring::from_config(&cfg);
@@ -536,12 +711,12 @@ mod tests {
             ("a100-4chiplet.yaml", "vectoradd", &[("n", "20000")][..]),
             ("radeon7-2chiplet.yaml", "reduce", &[("n", "16384")][..]),
             (
-                "a100-4chiplet.yaml+xbar",
+                "a100-4chiplet.yaml+ports",
                 "vectoradd",
                 &[("n", "20000")][..],
             ),
             (
-                "radeon7-2chiplet.yaml+xbar",
+                "radeon7-2chiplet.yaml+ports",
                 "reduce",
                 &[("n", "16384")][..],
             ),
@@ -586,5 +761,70 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each connection declares its bandwidth and the depth at its far end from the
+    /// configuration's keys, and the units that model them read them here: an SM's
+    /// crossbar input (`noc.input_buffer_flits`), a slice's request queue
+    /// (`l2.request_queue_packets`), a package link's buffer (`package.link.buffer_bytes`);
+    /// control connections carry no bandwidth; without the crossbar the NoC's connections
+    /// run SM to channel, unbounded.
+    #[test]
+    fn connections_declare_bandwidth_and_depth() {
+        let p =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/a100-4chiplet.yaml");
+        let sets = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let cfg = GpuConfig::load(
+            &p,
+            &sets(&[
+                ("l2.request_queue_packets", "8"),
+                ("package.link.buffer_bytes", "4096"),
+            ]),
+        )
+        .expect("a100-4chiplet.yaml loads");
+        let w = Wiring::from_config(&cfg);
+        let ids = *w.ids();
+        let (sm, ch, xbar, cp) = (ids.sm(0), ids.channel(0), ids.xbar(0), ids.cp(0));
+        let noc = Some(Bandwidth {
+            bytes_per_cycle: cfg.noc.bandwidth_bytes_per_cycle as u64,
+            clock_hz: cfg.noc.clock_hz,
+        });
+        let c = w.connection(sm, xbar).expect("SM to crossbar");
+        assert_eq!(
+            (c.bandwidth, c.depth),
+            (noc, Depth::Flits(cfg.noc.input_buffer_flits as u64))
+        );
+        let c = w.connection(xbar, ch).expect("crossbar to channel");
+        assert_eq!((c.bandwidth, c.depth), (noc, Depth::Packets(8)));
+        assert_eq!(
+            w.connection(xbar, sm).map(|c| c.depth),
+            Some(Depth::Unbounded)
+        );
+        assert_eq!(
+            w.connection(ch, xbar).map(|c| c.depth),
+            Some(Depth::Unbounded)
+        );
+        let c = w
+            .connection(ids.link(0), ids.link(1))
+            .expect("package link");
+        let link = Some(Bandwidth {
+            bytes_per_cycle: cfg.package.link.bandwidth_bytes_per_cycle as u64,
+            clock_hz: cfg.package.link.clock_hz,
+        });
+        assert_eq!((c.bandwidth, c.depth), (link, Depth::Bytes(4096)));
+        assert_eq!(w.link_spec().1, 4096);
+        assert_eq!(w.connection(cp, sm).map(|c| c.bandwidth), Some(None));
+        assert_eq!(w.connection(sm, ch), None, "through the crossbar only");
+        // The ports model: SM to channel directly, no credits anywhere on the NoC.
+        let mut s = sets(&[("l2.request_queue_packets", "8")]);
+        s.push(("noc.model".to_string(), "ports".to_string()));
+        let w = Wiring::from_config(&GpuConfig::load(&p, &s).expect("loads"));
+        let c = w.connection(sm, ch).expect("SM to channel");
+        assert_eq!((c.bandwidth, c.depth), (noc, Depth::Unbounded));
+        assert_eq!((w.sm_input_flits(), w.slice_queue_packets()), (0, 0));
     }
 }

@@ -41,8 +41,9 @@ use std::sync::Arc;
 use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats, IslipCrossbar};
 
 use super::coalesce::Geometry;
-use super::noc::{NocArbiter, NocParams};
-use super::LinkParams;
+use super::noc::NocArbiter;
+use crate::gpu::Wiring;
+use tessera_interconnect::Topology;
 
 use super::address_map::AddressMap;
 use super::{Packet, Request, Response, Unit};
@@ -164,19 +165,21 @@ struct Queued {
 }
 
 impl CrossbarUnit {
-    /// The crossbar of chiplet `chiplet` on NoC `noc` (its cycle, flit size, arbiter, and
-    /// the SMs' credits for their inputs), L2 lines and sectors of `geom`, the chiplet's
-    /// links `links`, and `request_queue` credits per slice's request queue (0: unbounded).
+    /// The crossbar of chiplet `chiplet` with `arbiter`, L2 lines and sectors of `geom`,
+    /// routing over the package `topology`; its ports' bandwidth, the credits of the SMs'
+    /// inputs and of the slices' request queues, and the links its link interface drives,
+    /// as `wiring` declares them.
     pub fn new(
         map: Arc<AddressMap>,
         chiplet: u32,
-        noc: &NocParams,
+        arbiter: NocArbiter,
         geom: Geometry,
-        links: &LinkParams,
-        request_queue: u32,
+        topology: Topology,
+        wiring: &Wiring,
     ) -> CrossbarUnit {
         let sector_bytes = geom.sector_bytes;
-        let arbiter = noc.arbiter;
+        let noc = wiring.noc_bandwidth();
+        let request_queue = wiring.slice_queue_packets();
         let ids = map.ids;
         // A port per SM, per L2 slice, per LLC slice (private L2) and for the link
         // interface (several chiplets).
@@ -185,7 +188,7 @@ impl CrossbarUnit {
         let llc_ports = slice_ports + ids.channels * spc;
         let link_port = llc_ports + if map.private { ids.channels } else { 0 };
         let link_ports = if ids.chiplets > 1 {
-            link_ports(&map, links, noc, chiplet)
+            link_ports(&map, topology, wiring, chiplet)
         } else {
             0
         };
@@ -211,14 +214,14 @@ impl CrossbarUnit {
             link_ports,
             line_bytes: geom.line_bytes.max(1),
             chiplet,
-            period_ps: noc.period_ps.max(1),
+            period_ps: tessera_interconnect::period_ps(noc.clock_hz).max(1),
             flit_bytes: noc.bytes_per_cycle.max(1),
             sector_bytes,
             requests,
             replies: Network::new(spec, arbiter),
             done: None,
             granted: Vec::new(),
-            credits: noc.input_buffer_flits > 0,
+            credits: wiring.sm_input_flits() > 0,
             map,
         }
     }
@@ -460,13 +463,13 @@ impl CrossbarUnit {
 /// The ports the link interface of chiplet `chiplet` needs on the crossbar: its links'
 /// bandwidth (each package link it sends on, and its port to the GPU switch in a system
 /// of several GPUs) over one port's, a flit per NoC cycle, rounded up.
-fn link_ports(map: &AddressMap, links: &LinkParams, noc: &NocParams, chiplet: u32) -> u32 {
+fn link_ports(map: &AddressMap, topology: Topology, wiring: &Wiring, chiplet: u32) -> u32 {
     let ids = &map.ids;
     let n = ids.gpu_chiplets.max(1);
     let here = chiplet % n;
     let mut hops: Vec<Option<u32>> = (0..n)
         .filter(|&d| d != here)
-        .filter_map(|d| links.topology.next_hop(n, Some(here), d))
+        .filter_map(|d| topology.next_hop(n, Some(here), d))
         .map(|(_, to)| to)
         .collect();
     hops.sort_unstable();
@@ -474,10 +477,11 @@ fn link_ports(map: &AddressMap, links: &LinkParams, noc: &NocParams, chiplet: u3
     let per_s = |s: &tessera_interconnect::LinkSpec| {
         s.bandwidth_bytes_per_cycle as u128 * s.clock_hz as u128
     };
-    let mut bytes_per_s = hops.len() as u128 * per_s(&links.link);
+    let mut bytes_per_s = hops.len() as u128 * per_s(&wiring.link_spec().0);
     if ids.chiplets > n {
-        bytes_per_s += per_s(&links.gpu_link);
+        bytes_per_s += per_s(&wiring.gpu_link_spec().0);
     }
+    let noc = wiring.noc_bandwidth();
     let port = (noc.bytes_per_cycle.max(1) as u128 * noc.clock_hz.max(1) as u128).max(1);
     bytes_per_s.div_ceil(port).clamp(1, 1024) as u32
 }

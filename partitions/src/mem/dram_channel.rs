@@ -16,7 +16,6 @@ use super::dram::{Dram, DramOp};
 use super::l2_slice::L2SliceParams;
 use super::l2_slice::Slice;
 use super::llc_slice::LlcSliceParams;
-use super::noc::NocParams;
 use super::prefetch::HomeMemo;
 use super::private_l2::PrivSlice;
 use super::{
@@ -41,17 +40,15 @@ section! {
 }
 
 /// The parameters of a DRAM channel unit: its DRAM, its L2 slices (and LLC slice with a
-/// private L2), their NoC ports, and whether a copy fills the slices.
+/// private L2) and whether a copy fills the slices (their NoC ports and request queues are
+/// the wiring's, `gpu/wiring.rs`).
 #[derive(Clone, Debug)]
 pub struct ChannelParams {
     pub(crate) l2: L2SliceParams,
     pub(crate) llc: LlcSliceParams,
-    pub(crate) noc: NocParams,
     pub(crate) dram: DramParams,
     /// `memcpy.fills_l2`.
     pub(crate) fills_l2: bool,
-    /// `l2.request_queue_packets` with the crossbar (which holds the credits), else 0.
-    pub(crate) request_queue: u32,
 }
 
 impl ChannelParams {
@@ -59,13 +56,8 @@ impl ChannelParams {
         ChannelParams {
             l2: L2SliceParams::from_config(cfg),
             llc: LlcSliceParams::from_config(cfg),
-            noc: NocParams::from_config(cfg),
             dram: DramParams::from_config(cfg),
             fills_l2: cfg.memcpy.fills_l2,
-            request_queue: match cfg.noc.model {
-                super::noc::NocModel::Crossbar => cfg.l2.request_queue_packets,
-                super::noc::NocModel::Ports => 0,
-            },
         }
     }
 }
@@ -148,17 +140,29 @@ pub struct MemChannel {
     /// When the request being taken left its slice's request queue (its lookup began, or
     /// a miss got its MSHR): the credit for its place goes back to the crossbar then.
     pub(super) taken: Picos,
+    /// The requests its slices' request queues hold, the crossbar holding the credits (0:
+    /// unbounded, no credits).
+    request_queue: u32,
+    /// The NoC's bandwidth (a flush's write-backs leave at it).
+    pub(super) noc: crate::gpu::wiring::Bandwidth,
 }
 
 impl MemChannel {
-    pub fn new(params: &ChannelParams, map: Arc<AddressMap>, channel: u32) -> MemChannel {
-        let (l2, noc) = (&params.l2, &params.noc);
+    /// Channel `channel` (numbered across the package); its slices' NoC ports and request
+    /// queues as `wiring` declares them.
+    pub fn new(
+        params: &ChannelParams,
+        map: Arc<AddressMap>,
+        channel: u32,
+        wiring: &crate::gpu::Wiring,
+    ) -> MemChannel {
+        let l2 = &params.l2;
         let slices = (0..map.slices_per_channel.d)
-            .map(|_| Slice::new(l2, noc, l2.sets, l2.assoc, l2.mshrs))
+            .map(|_| Slice::new(l2, wiring, l2.sets, l2.assoc, l2.mshrs))
             .collect::<Vec<Slice>>();
         let (llc, private) = if map.private {
             let c = &params.llc;
-            let llc = Slice::new(l2, noc, c.sets, c.assoc, c.mshrs);
+            let llc = Slice::new(l2, wiring, c.sets, c.assoc, c.mshrs);
             let private = slices
                 .iter()
                 .map(|s| PrivSlice::new(s.cache.ways()))
@@ -182,6 +186,8 @@ impl MemChannel {
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
             taken: 0,
+            request_queue: wiring.slice_queue_packets(),
+            noc: wiring.noc_bandwidth(),
         }
     }
 
@@ -285,7 +291,7 @@ impl MemChannel {
         net: &mut dyn Net,
     ) -> Result<(), ChannelError> {
         let queued = match pkt {
-            Packet::Request(r) if self.params.request_queue > 0 => {
+            Packet::Request(r) if self.request_queue > 0 => {
                 let xbar = self.map.ids.xbar(self.chiplet());
                 (src == xbar).then(|| (xbar, self.request_queue_of(&r)))
             }

@@ -6,7 +6,6 @@ use super::cache::{Evicted, SectorCache};
 use super::coalesce::Geometry;
 use super::dram::DramOp;
 use super::dram_channel::{From, MemChannel};
-use super::noc::NocParams;
 use super::port::BwPort;
 use super::{popcount, Mshrs};
 use crate::config::{section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES};
@@ -223,9 +222,11 @@ pub(super) struct Lookup {
 impl Slice {
     /// A slice of `sets` sets of `assoc` ways with `mshrs` MSHRs, with the L2's clock, data
     /// port and ALU.
+    /// A slice of `l2`'s geometry with `sets`, `assoc` and `mshrs`, its NoC ports as
+    /// `wiring` declares them.
     pub(super) fn new(
         l2: &L2SliceParams,
-        noc: &NocParams,
+        wiring: &crate::gpu::Wiring,
         sets: u64,
         assoc: u32,
         mshrs: u32,
@@ -235,8 +236,8 @@ impl Slice {
             mshrs: Mshrs::new(mshrs),
             data_port: BwPort::new(l2.bytes_per_cycle, l2.clock_hz),
             alu: BwPort::new(1, l2.clock_hz),
-            noc_in: noc.port(),
-            noc_out: noc.port(),
+            noc_in: wiring.noc_port(),
+            noc_out: wiring.noc_port(),
         }
     }
 

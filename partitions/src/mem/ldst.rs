@@ -141,6 +141,8 @@ pub struct LdStUnit {
     /// credits), with the miss queue of packets waiting for it (one channel), and the
     /// packets a credit lets go (scratch).
     pub(super) credits: Option<Credits<Parked>>,
+    /// The NoC's flit, the unit of those credits.
+    flit_bytes: u64,
     pub(super) go: Vec<Parked>,
 }
 
@@ -154,14 +156,22 @@ pub struct BadReply {
 
 impl LdStUnit {
     /// The unit of SM `sm`.
-    pub fn new(params: &LdStParams, map: Arc<AddressMap>, sm: u32) -> LdStUnit {
+    /// The unit of SM `sm`; its NoC ports and the credits of its crossbar input as
+    /// `wiring` declares them.
+    pub fn new(
+        params: &LdStParams,
+        map: Arc<AddressMap>,
+        sm: u32,
+        wiring: &crate::gpu::Wiring,
+    ) -> LdStUnit {
         let (l1, sh) = (&params.l1d, &params.shared);
+        let input_flits = wiring.sm_input_flits();
         LdStUnit {
             unit: map.ids.sm(sm),
             l1d: L1d::new(l1),
             shared_port: BwPort::new(sh.banks as u64 * sh.bank_bytes as u64, sh.clock_hz),
-            noc_out: params.noc.port(),
-            noc_in: params.noc.port(),
+            noc_out: wiring.noc_port(),
+            noc_in: wiring.noc_port(),
             insts: Vec::new(),
             lines: Vec::with_capacity(32),
             groups: Vec::with_capacity(8),
@@ -172,8 +182,8 @@ impl LdStUnit {
             chiplet: sm / map.ids.sms,
             ctx: Ctx::default(),
             per_kernel: PerKernel::default(),
-            credits: (params.noc.input_buffer_flits > 0)
-                .then(|| Credits::new(params.noc.input_buffer_flits)),
+            credits: (input_flits > 0).then(|| Credits::new(input_flits)),
+            flit_bytes: wiring.noc_bandwidth().bytes_per_cycle.max(1),
             go: Vec::new(),
             params: params.clone(),
             map,
@@ -596,7 +606,7 @@ impl LdStUnit {
     ) -> Picos {
         self.stats.noc.request_bytes += bytes;
         if let Some(c) = &mut self.credits {
-            let flits = bytes.div_ceil(self.params.noc.bytes_per_cycle.max(1));
+            let flits = bytes.div_ceil(self.flit_bytes);
             // A wait for credit counts from when the packet is ready to leave.
             let p = Parked {
                 ready: t,

@@ -161,7 +161,9 @@ pub struct LinkParams {
     /// `l2.sector_bytes`, the data unit of a packet's size on the wire.
     pub(crate) sector_bytes: u64,
     /// `package.link.buffer_bytes` and `system.gpu_link.buffer_bytes`, a default of 0
-    /// resolved ([`buffer_bytes`]).
+    /// resolved ([`buffer_bytes`]). These, `link` and `gpu_link` are read by the wiring
+    /// alone (`gpu/wiring.rs`), which declares the links; the link interfaces and the
+    /// crossbars take them from there.
     pub(crate) link_buffer: u64,
     pub(crate) gpu_link_buffer: u64,
 }
@@ -296,18 +298,33 @@ pub struct LinkInterface {
     tally: KernelTally,
     /// Packets a credit lets go (scratch).
     go: Vec<Held>,
+    /// Each packet's bytes on a package link and on the GPU fabric beyond its payload, and
+    /// the far ends' buffers per virtual channel (`gpu/wiring.rs` declares them).
+    link_overhead: u64,
+    gpu_link_overhead: u64,
+    link_buffer: u64,
+    gpu_link_buffer: u64,
 }
 
 impl LinkInterface {
-    pub fn new(params: Arc<LinkParams>, map: Arc<AddressMap>, chiplet: u32) -> LinkInterface {
+    /// The link interface of chiplet `chiplet`: its links and their far ends' buffers as
+    /// `wiring` declares them, routed over `params.topology`.
+    pub fn new(
+        params: Arc<LinkParams>,
+        map: Arc<AddressMap>,
+        chiplet: u32,
+        wiring: &crate::gpu::Wiring,
+    ) -> LinkInterface {
         let topology = params.topology;
+        let (link, link_buffer) = wiring.link_spec();
+        let (gpu_link, gpu_link_buffer) = wiring.gpu_link_spec();
         let n = map.ids.gpu_chiplets;
         let local = chiplet % n;
         // Serialization only: a link's latency is its connection's (`gpu/wiring.rs`), added
         // by the net from the end of the transmission.
         let ls = LinkSpec {
             latency_ps: 0,
-            ..params.link
+            ..link
         };
         let egress: Vec<_> = if n > 1 {
             topology
@@ -322,24 +339,25 @@ impl LinkInterface {
         let gpus = map.ids.gpus() > 1;
         let gs = LinkSpec {
             latency_ps: 0,
-            ..params.gpu_link
+            ..gpu_link
         };
         LinkInterface {
             unit: map.ids.link(chiplet),
             gpu_switch: params.gpu_switch,
-            egress_credits: egress
-                .iter()
-                .map(|_| Credits::new(params.link_buffer))
-                .collect(),
+            egress_credits: egress.iter().map(|_| Credits::new(link_buffer)).collect(),
             egress,
             from_switch: (n > 1 && topology == Topology::Switch).then(|| ChipletLink::new(ls)),
             topology,
             gpu_up: gpus.then(|| ChipletLink::new(gs)),
-            gpu_up_credits: gpus.then(|| Credits::new(params.gpu_link_buffer)),
+            gpu_up_credits: gpus.then(|| Credits::new(gpu_link_buffer)),
             gpu_down: gpus.then(|| ChipletLink::new(gs)),
             probe: None,
             tally: KernelTally::default(),
             go: Vec::new(),
+            link_overhead: link.packet_overhead_bytes,
+            gpu_link_overhead: gpu_link.packet_overhead_bytes,
+            link_buffer,
+            gpu_link_buffer,
             params,
             map,
             chiplet,
@@ -454,21 +472,13 @@ impl LinkInterface {
         }
         let bytes = pkt.wire_bytes(self.params.sector_bytes);
         let (link, overhead, vc) = if ids.gpu_of_chiplet(k) != ids.gpu_of_chiplet(self.chiplet) {
-            (
-                GPU_UP,
-                self.params.gpu_link.packet_overhead_bytes,
-                self.vc(pkt, None, dst),
-            )
+            (GPU_UP, self.gpu_link_overhead, self.vc(pkt, None, dst))
         } else if self.topology == Topology::Switch {
-            (
-                TO_SWITCH,
-                self.params.link.packet_overhead_bytes,
-                self.vc(pkt, None, dst),
-            )
+            (TO_SWITCH, self.link_overhead, self.vc(pkt, None, dst))
         } else {
             let here = self.chiplet % ids.gpu_chiplets;
             let vc = self.vc(pkt, Some(here), dst);
-            (here, self.params.link.packet_overhead_bytes, vc)
+            (here, self.link_overhead, vc)
         };
         Some(Owed {
             unit: src,
@@ -578,7 +588,7 @@ impl LinkInterface {
             // A peer access (or its reply): up to the GPU switch, which forwards it to the
             // destination chiplet's interface (modelling the switch's port down to it).
             let vc = self.vc(&pkt, None, dst);
-            let wire = bytes + self.params.gpu_link.packet_overhead_bytes;
+            let wire = bytes + self.gpu_link_overhead;
             let credits = self.gpu_up_credits.as_mut().ok_or_else(err)?;
             if let Some(h) = credits.offer(now, vc, wire, held(ids.link(dst))) {
                 self.transmit(now, Out::GpuUp, h, net);
@@ -600,7 +610,7 @@ impl LinkInterface {
         // the switch's port down to it).
         let hop = ids.link(next.map_or(dst, |h| base + h));
         let vc = self.vc(&pkt, next, dst);
-        let wire = bytes + self.params.link.packet_overhead_bytes;
+        let wire = bytes + self.link_overhead;
         if let Some(h) = self.egress_credits[index].offer(now, vc, wire, held(hop)) {
             self.transmit(now, Out::Egress(index), h, net);
         }
@@ -660,7 +670,7 @@ impl LinkInterface {
             stats: *l.stats(),
             busy_ps: l.busy_ps(),
             credits: c.map(|c| *c.stats()).unwrap_or_default(),
-            buffer_bytes: c.map_or(0, |_| self.params.link_buffer),
+            buffer_bytes: c.map_or(0, |_| self.link_buffer),
         };
         let mut v: Vec<LinkReport> = self
             .egress
@@ -695,7 +705,7 @@ impl LinkInterface {
                         (true, Some(c)) => *c.stats(),
                         _ => CreditStats::default(),
                     },
-                    buffer_bytes: if up { self.params.gpu_link_buffer } else { 0 },
+                    buffer_bytes: if up { self.gpu_link_buffer } else { 0 },
                 });
             }
         }

@@ -3,7 +3,6 @@
 //! [`super::port::BwPort`] calendars; the model is in the module documentation of
 //! [`crate::mem`]).
 
-use super::port::BwPort;
 use crate::config::{
     config_enum, section, Check, ConfigError, GpuConfig, Kind, CLOCK_RANGE, MAX_CYCLES,
 };
@@ -133,16 +132,6 @@ impl NocParams {
             .saturating_sub(self.period_ps)
             .max(self.period_ps);
         (to, self.period_ps)
-    }
-
-    /// One port's bandwidth calendar; with the crossbar a port that never delays: the
-    /// crossbar's input holds a packet for its flits (the sender's serialization) and its
-    /// output likewise (the receiver's), so the units' own ports would count them twice.
-    pub(crate) fn port(&self) -> BwPort {
-        match self.model {
-            NocModel::Ports => BwPort::new(self.bytes_per_cycle, self.clock_hz),
-            NocModel::Crossbar => BwPort::unlimited(),
-        }
     }
 }
 

@@ -426,8 +426,7 @@ impl MemChannel {
                     };
                     let start = self.send_to_llc(now, slice, now, line, pkt.into(), bytes, net);
                     // Its last byte has left when its serialization on the NoC port ends.
-                    let rate =
-                        self.params.noc.bytes_per_cycle as u128 * self.params.noc.clock_hz as u128;
+                    let rate = self.noc.bytes_per_cycle as u128 * self.noc.clock_hz as u128;
                     let ser = (bytes as u128 * 1_000_000_000_000).div_ceil(rate.max(1));
                     last = last.max(start + ser as Picos);
                 }

@@ -83,16 +83,17 @@ impl MemSystem {
         let channel = ChannelParams::from_config(cfg);
         let link = Arc::new(LinkParams::from_config(cfg));
         let ids = *map.ids();
+        let wiring = Wiring::from_config(cfg);
         MemSystem {
             sms: (0..ids.total_sms())
-                .map(|s| LdStUnit::new(&ldst, map.clone(), s))
+                .map(|s| LdStUnit::new(&ldst, map.clone(), s, &wiring))
                 .collect(),
             channels: (0..ids.total_channels())
-                .map(|c| MemChannel::new(&channel, map.clone(), c))
+                .map(|c| MemChannel::new(&channel, map.clone(), c, &wiring))
                 .collect(),
             links: if ids.chiplets > 1 {
                 (0..ids.chiplets)
-                    .map(|k| LinkInterface::new(link.clone(), map.clone(), k))
+                    .map(|k| LinkInterface::new(link.clone(), map.clone(), k, &wiring))
                     .collect()
             } else {
                 Vec::new()
@@ -101,7 +102,7 @@ impl MemSystem {
             queue: Queue {
                 heap: BinaryHeap::new(),
                 seq: Vec::new(),
-                wiring: Wiring::from_config(cfg),
+                wiring,
             },
             next_token: 0,
             done: Vec::new(),
