@@ -50,7 +50,7 @@ pub use crossbar::{Crossbar, CrossbarSpec, CrossbarStats, NoCredit};
 pub use islip::IslipCrossbar;
 pub use message::{sort_arrivals, Message, OrderKey, Payload, PortId, WireError};
 pub use partition::{BoxError, Link, Outbox, Partition};
-pub use port::{Port, PortError, SendError};
+pub use port::{Port, PortError, SendError, Sequence};
 
 /// Global simulated time: an integer count of picoseconds (DESIGN.md section 3).
 pub type Picos = u64;

@@ -4,6 +4,33 @@ use std::fmt;
 
 use crate::{Message, Payload, Picos, PortId};
 
+/// The sequence numbers of one sender: dense from 0, one per message, never reused, the
+/// tie-break of [`crate::OrderKey`]. A [`Port`] stamps its messages with one; a model whose
+/// senders are units talking to many peers (the GPU model's net) keeps one per unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sequence(u64);
+
+impl Sequence {
+    /// A sequence whose next number is `next` (tests start near an overflow).
+    pub fn starting_at(next: u64) -> Sequence {
+        Sequence(next)
+    }
+
+    /// The number the next message will carry (= messages stamped so far).
+    #[inline]
+    pub fn peek(&self) -> u64 {
+        self.0
+    }
+
+    /// The next number, taken.
+    #[inline]
+    pub fn take(&mut self) -> u64 {
+        let s = self.0;
+        self.0 += 1;
+        s
+    }
+}
+
 /// The sending end of a point-to-point port in the modeled system.
 ///
 /// It stamps each message with its port id and the next per-port sequence number and
@@ -21,7 +48,7 @@ pub struct Port {
     id: PortId,
     peer: PortId,
     min_latency: Picos,
-    next_seq: u64,
+    next_seq: Sequence,
 }
 
 impl Port {
@@ -36,7 +63,7 @@ impl Port {
             id,
             peer,
             min_latency,
-            next_seq: 0,
+            next_seq: Sequence::default(),
         })
     }
 
@@ -57,7 +84,7 @@ impl Port {
 
     /// The sequence number the next message will carry (= messages sent so far).
     pub fn next_seq(&self) -> u64 {
-        self.next_seq
+        self.next_seq.peek()
     }
 
     /// Sends `payload` at `now`, arriving at `arrive_at`. Errors (and sends nothing) if
@@ -84,8 +111,7 @@ impl Port {
                 earliest,
             });
         }
-        let src_seq = self.next_seq;
-        self.next_seq += 1;
+        let src_seq = self.next_seq.take();
         Ok(Message {
             arrive_at,
             src_port: self.id,

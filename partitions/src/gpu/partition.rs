@@ -26,7 +26,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tessera_interconnect::{BoxError, Message, Outbox, Partition, PortId};
+use tessera_interconnect::{BoxError, Message, Outbox, Partition, PortId, Sequence};
 use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
 
 use super::control::Control;
@@ -324,8 +324,9 @@ pub(super) struct Wires {
     /// By unit id.
     inbox: Vec<Inbox>,
     wake: WakeQueue,
-    /// By unit id: the next sequence number of its packets.
-    seq: Vec<u64>,
+    /// By unit id: its packets' sequence numbers (a unit is one sender to many peers,
+    /// stamped as an `interconnect` `Port` stamps its messages).
+    seq: Vec<Sequence>,
     out: Vec<Message>,
     /// The time being processed: no packet may arrive before it (the causality check the
     /// engine makes at partition boundaries, made here for packets that stay inside).
@@ -360,7 +361,7 @@ impl Wires {
                 })
                 .collect(),
             wake: WakeQueue::new(n),
-            seq: vec![0; n],
+            seq: vec![Sequence::default(); n],
             out: Vec::new(),
             now: 0,
             early: None,
@@ -410,8 +411,7 @@ impl Net for Wires {
         if arrive_at < floor && self.early.is_none() {
             self.early = Some((src, dst, arrive_at, floor));
         }
-        let seq = self.seq[src as usize];
-        self.seq[src as usize] += 1;
+        let seq = self.seq[src as usize].take();
         if seq >> SEQ_BITS != 0 {
             self.seq_overflow = Some(src);
         }
@@ -1406,7 +1406,7 @@ mod tests {
         let (ids, mut w) = default_wires();
         let (cp, sm) = (ids.cp(0), ids.sm(0));
         let pkt = Packet::from(Control::Dispatch { kernel: 0, cta: 0 });
-        w.seq[cp as usize] = (1 << SEQ_BITS) - 1;
+        w.seq[cp as usize] = Sequence::starting_at((1 << SEQ_BITS) - 1);
         w.send(cp, sm, 10, pkt);
         assert_eq!(w.seq_overflow, None);
         w.send(cp, sm, 20, pkt);
