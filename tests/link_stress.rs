@@ -1,5 +1,6 @@
 //! Stress of the links and the NoC (issue 22, "Must show"): links saturated in both
-//! directions at once complete at their configured bandwidth, and the slowest NoC the
+//! directions at once (the package links, the GPU fabric) complete at their configured
+//! bandwidth within their buffers, and the slowest NoC the
 //! configuration allows keeps memory bounded by the simulated state. The expectations are
 //! the configured bandwidth and the run at the preset's own NoC clock, not goldens.
 
@@ -47,6 +48,69 @@ fn a_remote_stream_saturates_every_link_both_ways() {
             b["to"],
             100.0 * share
         );
+    }
+}
+
+#[test]
+fn a_peer_stream_saturates_the_gpu_fabric_both_ways_within_its_buffers() {
+    // peer_stream on 8 GPUs behind the NVSwitch: each GPU reads half its inputs from the
+    // next GPU, so each GPU's port to the switch carries its requests and its replies to
+    // the previous GPU, and the port down carries the replies it asked for and the next
+    // GPU's requests: data both ways on every direction. The GPU links are narrowed to
+    // 16 B per cycle so that they, not DRAM, limit the kernels; the steady state is the
+    // difference of two sizes over the GPUs' mean kernel span (their launches are
+    // staggered). Every direction stays within its bandwidth and at least 90% of it, and
+    // no link buffer nor crossbar input ever holds more than its configured depth.
+    let bw = 16.0 * 1.41e9; // bytes/s: 16 B per 1.41 GHz cycle (dgx-8gpu.yaml's gpu_link clock)
+    let go = |n: &str| {
+        run(
+            "dgx-8gpu.yaml",
+            &[
+                "--workload",
+                "peer_stream",
+                "-p",
+                n,
+                "--set",
+                "system.gpu_link.bandwidth_bytes_per_cycle=16",
+            ],
+        )
+    };
+    let (small, big) = (go("n=65536"), go("n=131072"));
+    let mean_span = |d: &serde_json::Value| {
+        let ks = d["kernels"].as_array().unwrap();
+        let sum: f64 = ks
+            .iter()
+            .map(|k| (k["end_ps"].as_u64().unwrap() - k["start_ps"].as_u64().unwrap()) as f64)
+            .sum();
+        sum * 1e-12 / ks.len() as f64
+    };
+    let dt = mean_span(&big) - mean_span(&small);
+    let links = big["links"].as_array().unwrap();
+    assert_eq!(links.len(), 16, "8 GPUs, up to and down from the switch");
+    for (a, b) in small["links"].as_array().unwrap().iter().zip(links) {
+        let bytes = b["wire_bytes"].as_f64().unwrap() - a["wire_bytes"].as_f64().unwrap();
+        let share = bytes / dt / bw;
+        assert!(
+            (0.9..=1.0).contains(&share),
+            "{} -> {}: {:.1}% of the link bandwidth in the steady state",
+            b["from"],
+            b["to"],
+            100.0 * share
+        );
+        let (peak, depth) = (b["peak_buffer_bytes"].as_u64(), b["buffer_bytes"].as_u64());
+        assert!(
+            peak <= depth,
+            "{} -> {}: {peak:?} > {depth:?}",
+            b["from"],
+            b["to"]
+        );
+    }
+    for c in big["chiplets"].as_array().unwrap() {
+        let held = c["crossbar"]["requests"]["max_input_packets"]
+            .as_u64()
+            .unwrap();
+        // 512 flits of 40 B: no input holds more packets than flits.
+        assert!(held <= 512, "{held} packets at one crossbar input");
     }
 }
 
