@@ -60,7 +60,7 @@ fn a_peer_stream_saturates_the_gpu_fabric_both_ways_within_its_buffers() {
     // 16 B per cycle so that they, not DRAM, limit the kernels; the steady state is the
     // difference of two sizes over the GPUs' mean kernel span (their launches are
     // staggered). Every direction stays within its bandwidth and at least 90% of it, and
-    // no link buffer nor crossbar input ever holds more than its configured depth.
+    // no link's receive buffer ever holds more than its configured depth.
     let bw = 16.0 * 1.41e9; // bytes/s: 16 B per 1.41 GHz cycle (dgx-8gpu.yaml's gpu_link clock)
     let go = |n: &str| {
         run(
@@ -104,13 +104,6 @@ fn a_peer_stream_saturates_the_gpu_fabric_both_ways_within_its_buffers() {
             b["from"],
             b["to"]
         );
-    }
-    for c in big["chiplets"].as_array().unwrap() {
-        let held = c["crossbar"]["requests"]["max_input_packets"]
-            .as_u64()
-            .unwrap();
-        // 512 flits of 40 B: no input holds more packets than flits.
-        assert!(held <= 512, "{held} packets at one crossbar input");
     }
 }
 
