@@ -16,6 +16,27 @@ fn u(v: &Value, key: &str) -> u64 {
     v[key].as_u64().unwrap_or_else(|| panic!("no {key} in {v}"))
 }
 
+/// The stats of `run` with 2 threads, with a 3-cluster cut on 2 threads and without
+/// run-ahead are `seq`, the bytes of one thread (`what` names the case in a failure).
+fn same_on_threads_cuts_and_run_ahead(seq: &str, run: impl Fn(&[&str]) -> String, what: &str) {
+    for extra in [
+        &["--threads", "2"][..],
+        &[
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=3",
+            "--threads",
+            "2",
+        ][..],
+        &["--set", "partitioning.run_ahead=false"][..],
+    ] {
+        assert!(
+            run(extra) == seq,
+            "{what} {extra:?} differs from --threads 1"
+        );
+    }
+}
 #[test]
 fn threads_cuts_and_run_ahead_never_change_the_crossbar() {
     let tmp = tempfile::tempdir().unwrap();
@@ -43,23 +64,7 @@ fn threads_cuts_and_run_ahead_never_change_the_crossbar() {
             assert!(u(&x["requests"], "packets") > 0, "{cfg}: {c}");
             assert!(u(&x["replies"], "packets") > 0, "{cfg}: {c}");
         }
-        for extra in [
-            &["--threads", "2"][..],
-            &[
-                "--set",
-                "partitioning.mode=sm_cluster",
-                "--set",
-                "partitioning.sm_clusters=3",
-                "--threads",
-                "2",
-            ][..],
-            &["--set", "partitioning.run_ahead=false"][..],
-        ] {
-            assert!(
-                run(extra) == seq,
-                "{cfg} {extra:?} differs from --threads 1"
-            );
-        }
+        same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
     }
 }
 
@@ -203,35 +208,12 @@ fn credits_bound_each_input_and_stall_the_issue_when_the_miss_queue_fills() {
     assert!(u(&c["memory"], "noc_credit_wait_ps") > 0);
     let st = &s["totals"]["stalls"];
     assert!(u(st, "no_credit") > 0, "{st}");
-    let parts: u64 = [
-        "issued",
-        "unit_busy",
-        "scoreboard",
-        "barrier",
-        "no_warp",
-        "no_credit",
-    ]
-    .iter()
-    .map(|k| u(st, k))
-    .sum();
+    let parts = stall_slots(st);
     assert_eq!(parts, u(st, "slots"));
     // The default input (512 flits) never runs out on this stream: no stall, no wait.
     let free = run_json("titanv.yaml", &[&["--trace", t][..], &XBAR].concat());
     assert_eq!(u(&free["totals"]["stalls"], "no_credit"), 0);
-    for extra in [
-        &["--threads", "2"][..],
-        &[
-            "--set",
-            "partitioning.mode=sm_cluster",
-            "--set",
-            "partitioning.sm_clusters=3",
-            "--threads",
-            "2",
-        ][..],
-        &["--set", "partitioning.run_ahead=false"][..],
-    ] {
-        assert!(run(extra) == seq, "{extra:?} differs from --threads 1");
-    }
+    same_on_threads_cuts_and_run_ahead(&seq, run, "titanv.yaml");
 }
 
 #[test]
@@ -304,20 +286,7 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
     );
     // Threads, cuts and run-ahead change nothing, here and where the queues are an LLC's
     // (a private L2) or take requests from the link interface (4 chiplets).
-    for extra in [
-        &["--threads", "2"][..],
-        &[
-            "--set",
-            "partitioning.mode=sm_cluster",
-            "--set",
-            "partitioning.sm_clusters=3",
-            "--threads",
-            "2",
-        ][..],
-        &["--set", "partitioning.run_ahead=false"][..],
-    ] {
-        assert!(run("1", extra) == one, "{extra:?} differs from --threads 1");
-    }
+    same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "titanv.yaml");
     for cfg in ["a100-4chiplet.yaml", "radeon7-4chiplet.yaml"] {
         let run = |extra: &[&str]| {
             run_stats(
@@ -340,22 +309,6 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
             .map(|c| u(&c["crossbar"]["requests"], "queue_full"))
             .sum();
         assert!(full > 0, "{cfg}: no request queue filled");
-        for extra in [
-            &["--threads", "2"][..],
-            &[
-                "--set",
-                "partitioning.mode=sm_cluster",
-                "--set",
-                "partitioning.sm_clusters=3",
-                "--threads",
-                "2",
-            ][..],
-            &["--set", "partitioning.run_ahead=false"][..],
-        ] {
-            assert!(
-                run(extra) == seq,
-                "{cfg} {extra:?} differs from --threads 1"
-            );
-        }
+        same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
     }
 }

@@ -43,17 +43,7 @@ fn check_retired(stats: &serde_json::Value, tst: &Path) {
         assert_eq!(k["name"], i["name"]);
     }
     let s = &t["stalls"];
-    let sum: u64 = [
-        "issued",
-        "unit_busy",
-        "scoreboard",
-        "barrier",
-        "no_warp",
-        "no_credit",
-    ]
-    .iter()
-    .map(|k| s[k].as_u64().unwrap())
-    .sum();
+    let sum = stall_slots(s);
     assert_eq!(
         sum,
         s["slots"].as_u64().unwrap(),

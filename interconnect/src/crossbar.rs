@@ -468,31 +468,38 @@ pub(crate) mod tests {
         assert_eq!(a.stats(), b.stats());
     }
 
-    /// An output with one credit grants one packet, then nothing (its buffer is full)
-    /// until the credit comes back.
-    #[test]
-    fn an_output_without_credit_grants_nothing() {
-        let spec = CrossbarSpec {
-            inputs: 2,
-            outputs: 1,
-            input_depth: 4,
+    /// The same test for each crossbar type (`$ty`): an output with one credit grants one
+    /// packet, then nothing (its buffer is full) until the credit comes back.
+    macro_rules! output_credit_test {
+        ($ty:ident) => {
+            #[test]
+            fn an_output_without_credit_grants_nothing() {
+                let spec = CrossbarSpec {
+                    inputs: 2,
+                    outputs: 1,
+                    input_depth: 4,
+                };
+                let mut x: $ty<u32> = $ty::new(spec);
+                x.set_output_credits(0, 1);
+                assert!(x.offer_at(0, 0, 0, 1, 10).is_ok());
+                assert!(x.offer_at(0, 1, 0, 1, 11).is_ok());
+                let mut out = Vec::new();
+                x.step(0, &mut out);
+                assert_eq!(out.len(), 1);
+                assert_eq!(x.first_cycle_from(1), None);
+                out.clear();
+                x.step(5, &mut out);
+                assert!(out.is_empty());
+                assert_eq!(x.stats().output_full, 1);
+                x.return_credits(0, 1);
+                assert_eq!(x.first_cycle_from(6), Some(6));
+                x.step(6, &mut out);
+                assert_eq!(out.len(), 1);
+                assert_eq!(x.stats().output_full, 2);
+            }
         };
-        let mut x: Crossbar<u32> = Crossbar::new(spec);
-        x.set_output_credits(0, 1);
-        assert!(x.offer_at(0, 0, 0, 1, 10).is_ok());
-        assert!(x.offer_at(0, 1, 0, 1, 11).is_ok());
-        let mut out = Vec::new();
-        x.step(0, &mut out);
-        assert_eq!(out.len(), 1);
-        assert_eq!(x.first_cycle_from(1), None);
-        out.clear();
-        x.step(5, &mut out);
-        assert!(out.is_empty());
-        assert_eq!(x.stats().output_full, 1);
-        x.return_credits(0, 1);
-        assert_eq!(x.first_cycle_from(6), Some(6));
-        x.step(6, &mut out);
-        assert_eq!(out.len(), 1);
-        assert_eq!(x.stats().output_full, 2);
     }
+    pub(crate) use output_credit_test;
+
+    output_credit_test!(Crossbar);
 }

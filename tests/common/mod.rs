@@ -425,3 +425,23 @@ pub fn write_peer_trace(path: &Path, gpus: u32, n: u64) {
     }
     w.finish().unwrap();
 }
+
+/// The issue slots of a stats file's `stalls` object accounted to each cause (issued or a
+/// stall): every scheduler-cycle once, so they sum to its `slots`.
+pub fn stall_slots(stalls: &serde_json::Value) -> u64 {
+    [
+        "issued",
+        "unit_busy",
+        "scoreboard",
+        "barrier",
+        "no_warp",
+        "no_credit",
+    ]
+    .iter()
+    .map(|k| {
+        stalls[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no stalls.{k} in {stalls}"))
+    })
+    .sum()
+}
