@@ -532,6 +532,27 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
             }
         }
     }
+    // The NoC crossbars (`noc.model: crossbar`): traffic, the mean wait at an input, and
+    // the times a slice's request queue filled up.
+    let xbars: Vec<_> = s
+        .chiplets
+        .iter()
+        .filter_map(|c| c.crossbar.as_ref())
+        .collect();
+    if !xbars.is_empty() {
+        let sum = |f: &dyn Fn(&tessera_partitions::stats::CrossbarEntry) -> u64| -> u64 {
+            xbars.iter().map(|x| f(x)).sum()
+        };
+        let (rq, rp) = (sum(&|x| x.requests.packets), sum(&|x| x.replies.packets));
+        let mean = |w: u64, n: u64| w as f64 / n.max(1) as f64;
+        outln!(
+            "NoC: {rq} requests and {rp} replies through the crossbar{}, waiting {:.1} and {:.1} NoC cycles at an input on average; slice request queues full {} times",
+            if xbars.len() > 1 { "s" } else { "" },
+            mean(sum(&|x| x.requests.wait_cycles), rq),
+            mean(sum(&|x| x.replies.wait_cycles), rp),
+            sum(&|x| x.requests.queue_full)
+        );
+    }
     if multi {
         let global: u64 = s.chiplets.iter().map(|c| c.memory.global_requests).sum();
         outln!(

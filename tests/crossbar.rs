@@ -312,3 +312,23 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
         same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
     }
 }
+
+#[test]
+fn the_summary_says_what_the_crossbar_did() {
+    // The summary's NoC line counts the packets the stats count; the ports model has none.
+    let args = ["--workload", "vectoradd", "-p", "n=20000"];
+    let (stats, out) = run_stats_full("titanv.yaml", &args);
+    let s = json(&stats);
+    let x = &s["chiplets"][0]["crossbar"];
+    let want = format!(
+        "NoC: {} requests and {} replies through the crossbar",
+        u(&x["requests"], "packets"),
+        u(&x["replies"], "packets")
+    );
+    assert!(out.contains(&want), "{want:?} not in:\n{out}");
+    let (_, ports) = run_stats_full(
+        "titanv.yaml",
+        &[&args[..], &["--set", "noc.model=ports"]].concat(),
+    );
+    assert!(!ports.contains("NoC:"), "{ports}");
+}
