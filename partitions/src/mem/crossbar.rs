@@ -241,32 +241,63 @@ impl CrossbarUnit {
         }
     }
 
-    /// Where `pkt` from unit `src` goes on this chiplet: the unit its sender meant, or the
-    /// link interface for a unit of another chiplet (as the senders route, `ldst.rs`,
-    /// `dram_channel.rs`, `link.rs`).
-    fn destination(&self, src: u32, pkt: &Packet) -> Option<u32> {
+    /// Where `pkt` from unit `src` goes on this chiplet and by which output: the unit its
+    /// sender meant (as the senders route, `ldst.rs`, `dram_channel.rs`, `link.rs`), or the
+    /// link interface for a unit of another chiplet; a request to a channel unit leaves by
+    /// the port of the slice that serves it (with a private L2, atomics and requests from
+    /// a slice or the link by the LLC slice's), an answer to a channel unit by the port of
+    /// the private slice it fills. The line's home is looked up once.
+    fn route(&self, src: u32, pkt: &Packet) -> Option<(u32, u32)> {
         let ids = &self.map.ids;
         let here = self.chiplet;
-        let toward = |u: u32| ids.toward(here, u);
-        let home = |line: u64| toward(ids.channel(self.map.l2_home(line).0));
+        let link = || (ids.link(here), self.link_port_of(pkt));
         Some(match *pkt {
-            Packet::Request(r) => match r {
-                Request::Read { line, .. } | Request::Write { line, .. } => {
-                    if self.map.private && matches!(ids.unit(src), Some(Unit::Sm(_))) {
-                        ids.channel(self.map.private_slot(here, line).0)
-                    } else {
-                        home(line)
+            Packet::Request(r) => {
+                let line = r.line();
+                let from_sm = matches!(ids.unit(src), Some(Unit::Sm(_)));
+                match r {
+                    Request::Read { .. } | Request::Write { .. } if self.map.private && from_sm => {
+                        let (ch, slice, _) = self.map.private_slot(here, line);
+                        let u = ids.channel(ch);
+                        (u, self.slice_port(u, slice))
+                    }
+                    Request::LlcRead { .. } | Request::LlcWrite { .. } => {
+                        let u = ids.channel(self.map.llc_home(line).0);
+                        if ids.chiplet_of(u) != here {
+                            link()
+                        } else {
+                            (u, self.llc_port(u))
+                        }
+                    }
+                    _ => {
+                        let (ch, slice, _) = self.map.l2_home(line);
+                        let u = ids.channel(ch);
+                        if ids.chiplet_of(u) != here {
+                            link()
+                        } else if self.map.private {
+                            (u, self.llc_port(u))
+                        } else {
+                            (u, self.slice_port(u, slice))
+                        }
                     }
                 }
-                Request::Atomic { line, .. } => home(line),
-                Request::LlcRead { line, .. } | Request::LlcWrite { line, .. } => {
-                    toward(ids.channel(self.map.llc_home(line).0))
+            }
+            Packet::Response(r) => {
+                let (Response::Reply { sm: u, .. }
+                | Response::WriteAck { sm: u, .. }
+                | Response::LlcReply { unit: u, .. }) = r;
+                if ids.chiplet_of(u) != here {
+                    return Some(link());
                 }
-            },
-            Packet::Response(r) => match r {
-                Response::Reply { sm, .. } | Response::WriteAck { sm, .. } => toward(sm),
-                Response::LlcReply { unit, .. } => toward(unit),
-            },
+                match ids.unit(u) {
+                    Some(Unit::Sm(_)) => (u, u.saturating_sub(self.base + 1)),
+                    Some(Unit::Channel(_)) => match self.slice_of(u, r.line()) {
+                        Some(s) => (u, self.slice_port(u, s)),
+                        None => (u, self.llc_port(u)),
+                    },
+                    _ => return None,
+                }
+            }
             Packet::Control(_) => return None,
         })
     }
@@ -329,39 +360,6 @@ impl CrossbarUnit {
         self.link_port + k as u32
     }
 
-    /// The port `pkt` leaves by to unit `dst`: as [`CrossbarUnit::in_port`], a request
-    /// to a channel unit going to the slice that serves it (atomics and LLC requests with
-    /// a private L2: the LLC slice), an LLC reply to the private slice it fills.
-    fn out_port(&self, src: u32, dst: u32, pkt: &Packet) -> u32 {
-        match self.map.ids.unit(dst) {
-            Some(Unit::Sm(_)) => dst.saturating_sub(self.base + 1),
-            Some(Unit::Channel(_)) => match *pkt {
-                Packet::Request(Request::Atomic { .. }) if self.map.private => self.llc_port(dst),
-                Packet::Request(Request::LlcRead { .. } | Request::LlcWrite { .. }) => {
-                    self.llc_port(dst)
-                }
-                Packet::Request(r) => {
-                    let from_sm = matches!(self.map.ids.unit(src), Some(Unit::Sm(_)));
-                    let slice = if self.map.private && !from_sm {
-                        None
-                    } else {
-                        self.slice_of(dst, r.line())
-                    };
-                    match slice {
-                        Some(s) => self.slice_port(dst, s),
-                        None => self.llc_port(dst),
-                    }
-                }
-                Packet::Response(r) => match self.slice_of(dst, r.line()) {
-                    Some(s) => self.slice_port(dst, s),
-                    None => self.llc_port(dst),
-                },
-                Packet::Control(_) => self.llc_port(dst),
-            },
-            _ => self.link_port_of(pkt),
-        }
-    }
-
     /// A packet from unit `src` arrives at `now`: it joins the FIFO of its sender's input.
     pub fn on_packet(&mut self, now: Picos, src: u32, pkt: Packet) -> Result<(), XbarError> {
         let err = || XbarError {
@@ -383,15 +381,13 @@ impl CrossbarUnit {
             self.requests.return_credits(port, bytes);
             return Ok(());
         }
-        let dst = self.destination(src, &pkt).ok_or_else(err)?;
-        if self.map.ids.chiplet_of(src) != self.chiplet
-            || self.map.ids.chiplet_of(dst) != self.chiplet
-        {
+        if self.map.ids.chiplet_of(src) != self.chiplet {
             return Err(err());
         }
+        let (dst, o) = self.route(src, &pkt).ok_or_else(err)?;
         let flits = pkt.wire_bytes(self.sector_bytes).div_ceil(self.flit_bytes);
         let flits = u32::try_from(flits).unwrap_or(u32::MAX);
-        let (i, o) = (self.in_port(src, &pkt), self.out_port(src, dst, &pkt));
+        let i = self.in_port(src, &pkt);
         let cycle = now.div_ceil(self.period_ps);
         let net = match pkt {
             Packet::Request(_) => &mut self.requests,
