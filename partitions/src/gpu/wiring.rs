@@ -103,14 +103,6 @@ pub enum Depth {
     Bytes(u64),
 }
 
-/// The bytes of a depth (0 for another kind).
-fn bytes(d: Depth) -> u64 {
-    match d {
-        Depth::Bytes(b) => b,
-        _ => 0,
-    }
-}
-
 /// A declared connection ([`Wiring::connection`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Connection {
@@ -158,17 +150,17 @@ pub struct Wiring {
     /// By `from * gpu_chiplets + to` (chiplets inside a GPU): a package link joins them,
     /// directly or through the package switch.
     package: Vec<bool>,
-    /// The NoC's bandwidth, an SM's crossbar input, a slice's request queue (`Unbounded`
-    /// without the crossbar).
+    /// The NoC's bandwidth, the flits of an SM's crossbar input and the requests of a
+    /// slice's request queue (0: no credits; the queue always 0 without the crossbar).
     noc: Bandwidth,
-    sm_input: Depth,
-    slice_queue: Depth,
+    sm_input_flits: u64,
+    slice_queue: u32,
     /// One direction of a package link and of a chiplet's port to the GPU switch, and the
-    /// buffers at their far ends.
+    /// bytes of the buffers at their far ends.
     link: LinkSpec,
-    link_buffer: Depth,
+    link_buffer: u64,
     gpu_link: LinkSpec,
-    gpu_link_buffer: Depth,
+    gpu_link_buffer: u64,
 }
 
 impl Wiring {
@@ -283,18 +275,12 @@ impl Wiring {
                 bytes_per_cycle: noc.bytes_per_cycle,
                 clock_hz: noc.clock_hz,
             },
-            sm_input: match noc.input_buffer_flits {
-                0 => Depth::Unbounded,
-                f => Depth::Flits(f),
-            },
-            slice_queue: match request_queue {
-                q if q > 0 && crossbar => Depth::Packets(q),
-                _ => Depth::Unbounded,
-            },
+            sm_input_flits: noc.input_buffer_flits,
+            slice_queue: if crossbar { request_queue } else { 0 },
             link: link.link,
-            link_buffer: Depth::Bytes(link.link_buffer),
+            link_buffer: link.link_buffer,
             gpu_link: link.gpu_link,
-            gpu_link_buffer: Depth::Bytes(link.gpu_link_buffer),
+            gpu_link_buffer: link.gpu_link_buffer,
         }
     }
 
@@ -305,21 +291,20 @@ impl Wiring {
         let latency_ps = self.declared(src, dst)?;
         let noc = Some(self.noc);
         let (bandwidth, depth) = match (self.kind(src), self.kind(dst)) {
-            (SM, XBAR) => (noc, self.sm_input),
-            (XBAR, CHANNEL) => (noc, self.slice_queue),
-            (SM | CHANNEL | LINK | XBAR, SM | CHANNEL | LINK | XBAR)
-                if !(self.kind(src) == LINK && self.kind(dst) == LINK) =>
-            {
-                (noc, Depth::Unbounded)
-            }
+            (SM, XBAR) if self.sm_input_flits > 0 => (noc, Depth::Flits(self.sm_input_flits)),
+            (XBAR, CHANNEL) if self.slice_queue > 0 => (noc, Depth::Packets(self.slice_queue)),
             (LINK, LINK) => {
                 let (cs, cd) = (self.ids.chiplet_of(src), self.ids.chiplet_of(dst));
                 if self.ids.gpu_of_chiplet(cs) == self.ids.gpu_of_chiplet(cd) {
-                    (Some(self.link_bandwidth()), self.link_buffer)
+                    (Some(self.link_bandwidth()), Depth::Bytes(self.link_buffer))
                 } else {
-                    (Some(self.gpu_link_bandwidth()), self.gpu_link_buffer)
+                    (
+                        Some(self.gpu_link_bandwidth()),
+                        Depth::Bytes(self.gpu_link_buffer),
+                    )
                 }
             }
+            (SM | CHANNEL | LINK | XBAR, SM | CHANNEL | LINK | XBAR) => (noc, Depth::Unbounded),
             _ => (None, Depth::Unbounded),
         };
         Some(Connection {
@@ -349,40 +334,34 @@ impl Wiring {
 
     /// The flits of an SM's crossbar input it holds credits for (0: none).
     pub fn sm_input_flits(&self) -> u64 {
-        match self.sm_input {
-            Depth::Flits(f) => f,
-            _ => 0,
-        }
+        self.sm_input_flits
     }
 
     /// The requests a slice's request queue holds, which the crossbar holds credits for
     /// (0: unbounded).
     pub fn slice_queue_packets(&self) -> u32 {
-        match self.slice_queue {
-            Depth::Packets(q) => q,
-            _ => 0,
-        }
+        self.slice_queue
     }
 
     /// One direction of a package link (its latency is the connection's, added by the
     /// net) and the buffer at its far end, per virtual channel.
     pub fn link_spec(&self) -> (LinkSpec, u64) {
-        (self.link, bytes(self.link_buffer))
+        (self.link, self.link_buffer)
     }
 
     /// One direction of a chiplet's port to the GPU switch, and the buffer at its far end.
     pub fn gpu_link_spec(&self) -> (LinkSpec, u64) {
-        (self.gpu_link, bytes(self.gpu_link_buffer))
+        (self.gpu_link, self.gpu_link_buffer)
     }
 
-    fn link_bandwidth(&self) -> Bandwidth {
+    pub(crate) fn link_bandwidth(&self) -> Bandwidth {
         Bandwidth {
             bytes_per_cycle: self.link.bandwidth_bytes_per_cycle,
             clock_hz: self.link.clock_hz,
         }
     }
 
-    fn gpu_link_bandwidth(&self) -> Bandwidth {
+    pub(crate) fn gpu_link_bandwidth(&self) -> Bandwidth {
         Bandwidth {
             bytes_per_cycle: self.gpu_link.bandwidth_bytes_per_cycle,
             clock_hz: self.gpu_link.clock_hz,

@@ -42,6 +42,7 @@ use tessera_interconnect::{Crossbar, CrossbarSpec, CrossbarStats, IslipCrossbar}
 
 use super::coalesce::Geometry;
 use super::noc::NocArbiter;
+use crate::gpu::wiring::Bandwidth;
 use crate::gpu::Wiring;
 use tessera_interconnect::Topology;
 
@@ -462,22 +463,18 @@ impl CrossbarUnit {
 fn link_ports(map: &AddressMap, topology: Topology, wiring: &Wiring, chiplet: u32) -> u32 {
     let ids = &map.ids;
     let n = ids.gpu_chiplets.max(1);
-    let here = chiplet % n;
-    let mut hops: Vec<Option<u32>> = (0..n)
-        .filter(|&d| d != here)
-        .filter_map(|d| topology.next_hop(n, Some(here), d))
-        .map(|(_, to)| to)
-        .collect();
-    hops.sort_unstable();
-    hops.dedup();
-    let per_s = |s: &tessera_interconnect::LinkSpec| {
-        s.bandwidth_bytes_per_cycle as u128 * s.clock_hz as u128
-    };
-    let mut bytes_per_s = hops.len() as u128 * per_s(&wiring.link_spec().0);
+    let here = Some(chiplet % n);
+    // The package links it sends on, as the link interface builds them (`link.rs`).
+    let links = topology
+        .links(n)
+        .into_iter()
+        .filter(|&(from, _)| from == here)
+        .count() as u128;
+    let per_s = |b: Bandwidth| b.bytes_per_cycle as u128 * b.clock_hz as u128;
+    let mut bytes_per_s = links * per_s(wiring.link_bandwidth());
     if ids.chiplets > n {
-        bytes_per_s += per_s(&wiring.gpu_link_spec().0);
+        bytes_per_s += per_s(wiring.gpu_link_bandwidth());
     }
-    let noc = wiring.noc_bandwidth();
-    let port = (noc.bytes_per_cycle.max(1) as u128 * noc.clock_hz.max(1) as u128).max(1);
+    let port = per_s(wiring.noc_bandwidth()).max(1);
     bytes_per_s.div_ceil(port).clamp(1, 1024) as u32
 }
