@@ -571,17 +571,23 @@ fn summary(cfg: &GpuConfig, s: &RunStats) {
         pct(st.barrier, st.slots),
         pct(st.no_warp, st.slots)
     );
-    // The "no credit" stalls: SMs whose miss queue waited for NoC credit, and the packets.
-    let waits: u64 = s.chiplets.iter().map(|c| c.memory.noc_credit_waits).sum();
-    if st.no_credit > 0 || waits > 0 {
+    // The "no credit" stalls: SMs whose miss queue waited for NoC credit, and the packets;
+    // slices whose replies waited for room in their reply queues, and the requests they
+    // held back meanwhile.
+    let sum = |f: &dyn Fn(&tessera_partitions::mem::MemStats) -> u64| -> u64 {
+        s.chiplets.iter().map(|c| f(&c.memory)).sum()
+    };
+    let waits = sum(&|m| m.noc_credit_waits);
+    let replies = sum(&|m| m.noc_reply_credit_waits);
+    if st.no_credit > 0 || waits > 0 || replies > 0 {
         outln!(
             "no credit: {:.1}% of issue slots with the LD/ST unit full; {waits} request \
-             packets waited for NoC credit, {} ps in all",
+             packets waited for NoC credit, {} ps in all; {replies} replies waited for room \
+             in their slice's reply queue, {} ps in all, {} requests held back meanwhile",
             pct(st.no_credit, st.slots),
-            s.chiplets
-                .iter()
-                .map(|c| c.memory.noc_credit_wait_ps)
-                .sum::<u64>()
+            sum(&|m| m.noc_credit_wait_ps),
+            sum(&|m| m.noc_reply_credit_wait_ps),
+            sum(&|m| m.l2_held_requests)
         );
     }
 }

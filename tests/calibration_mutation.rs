@@ -82,13 +82,6 @@ const UNDETECTABLE: &[(&str, &[f64], &str)] = &[
         "as dram.t_rfc_ps: the refresh share moves the triad by under 3 points",
     ),
     (
-        "noc.bandwidth_bytes_per_cycle",
-        &[0.7],
-        "x0.7 (28 B flits): the TITAN V L2 stream falls from 1,459 to 1,239 B/clk, 1.3 B/clk \
-         inside the lower edge of its 10% tolerance (1,237.5) below the measured 1,375; \
-         x1.3 is detected",
-    ),
-    (
         "l2.bandwidth_bytes_per_cycle",
         &[1.3],
         "x1.3: the TITAN V L2 stream is then bound by the crossbar's 40 B flits (1,455 \

@@ -314,6 +314,85 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
 }
 
 #[test]
+fn a_slice_reply_queue_of_one_packet_paces_its_replies_and_holds_its_requests_back() {
+    // `l2.reply_queue_packets=1`: a slice sends a reply into its crossbar input only with
+    // the one credit, which comes back when the crossbar grants the packet (no sooner than
+    // its arrival, `noc.latency_cycles - 1` cycles after it left) plus 1 NoC cycle: at most
+    // one reply per slice every `latency_cycles` NoC cycles, so the run lasts at least
+    // replies / slices x latency (an analytical bound; 48 slices on titanv.yaml). Unbounded
+    // queues beat that bound, so it is the credits that hold the replies back; while a
+    // reply waits its slice takes no request, so the request queues fill too, and no
+    // slice's input ever holds more than its one packet.
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "stream", &["n=65536"]);
+    let t = tst.to_str().unwrap();
+    let noc = [
+        "--set",
+        "noc.clock_hz=1000000000",
+        "--set",
+        "noc.latency_cycles=40",
+    ];
+    let run = |q: &str, extra: &[&str]| {
+        let queue = format!("l2.reply_queue_packets={q}");
+        run_stats(
+            "titanv.yaml",
+            &[&["--trace", t][..], &XBAR, &noc, &["--set", &queue], extra].concat(),
+        )
+        .0
+    };
+    let bound =
+        |s: &Value| u(&s["chiplets"][0]["crossbar"]["replies"], "packets") as f64 * 40_000.0 / 48.0;
+    let span = |s: &Value| u(&s["totals"], "sim_time_ps") as f64;
+    let free = json(&run("0", &[]));
+    let one = run("1", &["--threads", "1"]);
+    let s = json(&one);
+    assert!(span(&free) < bound(&free), "unbounded: {} ps", span(&free));
+    assert!(span(&s) >= bound(&s), "{} ps < {} ps", span(&s), bound(&s));
+    let (m, x) = (&s["chiplets"][0]["memory"], &s["chiplets"][0]["crossbar"]);
+    assert_eq!(u(&x["replies"], "max_input_packets"), 1, "{x}");
+    assert!(u(m, "noc_reply_credit_waits") > 0 && u(m, "noc_reply_credit_wait_ps") > 0);
+    assert!(u(m, "l2_held_requests") > 0, "{m}");
+    assert!(u(&x["requests"], "queue_full") > 0, "{x}");
+    let (fm, fx) = (
+        &free["chiplets"][0]["memory"],
+        &free["chiplets"][0]["crossbar"],
+    );
+    assert!(u(&fx["replies"], "max_input_packets") > 1, "{fx}");
+    assert_eq!(
+        u(fm, "noc_reply_credit_waits") + u(fm, "l2_held_requests"),
+        0
+    );
+    // Threads, cuts and run-ahead change nothing, here and where the queues are an LLC
+    // slice's too (a private L2) or the replies cross the link interfaces (4 chiplets).
+    same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "titanv.yaml");
+    for cfg in ["a100-4chiplet.yaml", "radeon7-4chiplet.yaml"] {
+        let run = |extra: &[&str]| {
+            run_stats(
+                cfg,
+                &[
+                    &["--trace", t][..],
+                    &XBAR,
+                    &["--set", "l2.reply_queue_packets=2"],
+                    extra,
+                ]
+                .concat(),
+            )
+            .0
+        };
+        let seq = run(&["--threads", "1"]);
+        let s = json(&seq);
+        let chiplets = s["chiplets"].as_array().unwrap();
+        let waits: u64 = chiplets
+            .iter()
+            .map(|c| u(&c["memory"], "noc_reply_credit_waits"))
+            .sum();
+        // (`max_input_packets` counts the link interface's inputs too, which hold more.)
+        assert!(waits > 0, "{cfg}: no reply waited");
+        same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
+    }
+}
+
+#[test]
 fn the_summary_says_what_the_crossbar_did() {
     // The summary's NoC line counts the packets the stats count; the ports model has none.
     let args = ["--workload", "vectoradd", "-p", "n=20000"];
@@ -331,4 +410,20 @@ fn the_summary_says_what_the_crossbar_did() {
         &[&args[..], &["--set", "noc.model=ports"]].concat(),
     );
     assert!(!ports.contains("NoC:"), "{ports}");
+    // With reply queues of one packet, the "no credit" line counts the replies that waited
+    // and the requests held back, as the stats do.
+    let (stats, out) = run_stats_full(
+        "titanv.yaml",
+        &[&args[..], &["--set", "l2.reply_queue_packets=1"]].concat(),
+    );
+    let m = &json(&stats)["chiplets"][0]["memory"];
+    let want = format!(
+        "{} replies waited for room in their slice's reply queue, {} ps in all, {} requests \
+         held back meanwhile",
+        u(m, "noc_reply_credit_waits"),
+        u(m, "noc_reply_credit_wait_ps"),
+        u(m, "l2_held_requests")
+    );
+    assert!(u(m, "noc_reply_credit_waits") > 0);
+    assert!(out.contains(&want), "{want:?} not in:\n{out}");
 }

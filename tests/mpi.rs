@@ -177,12 +177,15 @@ fn ranks_never_change_results_with_the_crossbar() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "stream", &["n=65536"]);
     let t = tst.to_str().unwrap();
-    // Request queues of two entries, so that the slices' credits bind.
+    // Request and reply queues of two entries, so that the slices' credits bind both
+    // ways.
     let set = [
         "--set",
         "noc.model=crossbar",
         "--set",
         "l2.request_queue_packets=2",
+        "--set",
+        "l2.reply_queue_packets=2",
         "--set",
         "partitioning.mode=sm_cluster",
         "--set",
@@ -196,6 +199,7 @@ fn ranks_never_change_results_with_the_crossbar() {
     let s = json(&seq);
     assert!(s["chiplets"][0]["crossbar"].is_object());
     assert!(s["chiplets"][0]["crossbar"]["requests"]["queue_full"].as_u64() > Some(0));
+    assert!(s["chiplets"][0]["memory"]["noc_reply_credit_waits"].as_u64() > Some(0));
     for np in [2, 3] {
         let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &set);
         assert!(got == seq, "-np {np} differs from --threads 1");

@@ -91,7 +91,7 @@ impl UnitParams {
             &ldst.noc,
             &cp,
             &link,
-            cfg.l2.request_queue_packets,
+            (cfg.l2.request_queue_packets, cfg.l2.reply_queue_packets),
         );
         UnitParams {
             map,
@@ -365,7 +365,7 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
             units.register(u.ldst.unit(), stats);
         }
         for c in p.channels {
-            units.register(c.unit(), UnitStats::Channel(*c.stats(), c.per_kernel()));
+            units.register(c.unit(), UnitStats::Channel(c.stats(), c.per_kernel()));
         }
         for l in p.links {
             let entries = l

@@ -850,7 +850,7 @@ impl<'t> GpuPartition<'t> {
     }
 
     /// Runs DRAM channel unit `i` (unit id `u`) from `t` on, ahead of the other units, as
-    /// [`GpuPartition::run_sm`] runs an SM: a channel acts only on arrivals, and every
+    /// [`GpuPartition::run_sm`] runs an SM: a channel acts on arrivals and on its own replies leaving (no packet sooner), and every
     /// packet to it is a request or reply (at least the NoC latency after its sender's
     /// time), a host copy or a kernel-boundary flush (not before the CPs'
     /// [`CommandProcessor::channel_floor`]), or one from another partition (not before the
@@ -871,8 +871,9 @@ impl<'t> GpuPartition<'t> {
         self.run_ahead(u, t, |p, t| p.process_channel(i, u, t), |_| horizon)
     }
 
-    /// Takes the packets that have arrived at channel unit `i` (unit id `u`) by `t`; returns
-    /// the next arrival's time.
+    /// Takes the packets that have arrived at channel unit `i` (unit id `u`) by `t`, then
+    /// runs its own events at `t` (its slices' replies leaving); returns its next event's
+    /// time.
     fn process_channel(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         while let Some((at, src, pkt)) = self.wires.pop_arrived(u, t) {
             if let Packet::Control(Control::Flush { kernel }) = pkt {
@@ -899,7 +900,13 @@ impl<'t> GpuPartition<'t> {
                 .on_packet(at, src, pkt, &mut self.wires)
                 .map_err(|e| GpuError::Protocol(e.to_string()))?;
         }
-        Ok(self.wires.inbox_head(u))
+        let ch = &mut self.channels[i];
+        ch.advance(t, &mut self.wires)
+            .map_err(|e| GpuError::Protocol(e.to_string()))?;
+        Ok(match (ch.next_event(), self.wires.inbox_head(u)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
     }
 
     fn process_cp(&mut self, i: usize, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
@@ -1474,7 +1481,12 @@ mod tests {
             }
         }
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/rtx3070.yaml");
-        let set = [("noc.model".to_string(), model.to_string())];
+        // Reply queues with credit for every reply (no crossbar returns any here): each
+        // reply waits in its slice until its departure, and leaves then.
+        let set = [
+            ("noc.model".to_string(), model.to_string()),
+            ("l2.reply_queue_packets".to_string(), "1000000".to_string()),
+        ];
         let cfg = crate::config::GpuConfig::load(p, &set).expect("rtx3070.yaml loads");
         let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
         let params = crate::mem::ChannelParams::from_config(&cfg);
@@ -1533,6 +1545,9 @@ mod tests {
             net.0.clear();
             ch.on_packet(now, sm, pkt.into(), &mut net)
                 .expect("a request homed here");
+            while let Some(t) = ch.next_event() {
+                ch.advance(t, &mut net).expect("replies leave");
+            }
             let replies: Vec<Picos> = net
                 .0
                 .iter()

@@ -8,8 +8,9 @@
 //! so the two cannot disagree. A connection's bandwidth and depth ([`Wiring::connection`])
 //! are read from here too, by the unit that models them: the NoC crossbar serializes at the
 //! NoC's bandwidth (`crossbar.rs`; with `noc.model: ports` the SMs' and slices' NoC ports),
-//! the LD/ST unit holds the credits of its crossbar input, the crossbar those of the
-//! slices' request queues, and a link interface serializes on its
+//! the LD/ST unit holds the credits of its crossbar input, a channel unit those of its
+//! slices' crossbar inputs (their reply queues), the crossbar those of the slices' request
+//! queues, and a link interface serializes on its
 //! [`tessera_interconnect::ChipletLink`]s (built with no latency of their own) and holds
 //! the credits of the far end's buffers. What is neither stays in the sender's model: a
 //! host copy's transfer time, a command processor's processing time.
@@ -17,7 +18,8 @@
 //! | connection | bandwidth | depth (credits at the sender) |
 //! |---|---|---|
 //! | an SM to its chiplet's crossbar | `noc.bandwidth_bytes_per_cycle` per NoC cycle | `noc.input_buffer_flits` |
-//! | a channel or link interface to the crossbar | the same | none (answers to bounded requests) |
+//! | a channel to the crossbar | the same | `l2.reply_queue_packets` per slice (replies and acknowledgements; its requests to an LLC slice: none) |
+//! | a link interface to the crossbar | the same | none (answers to requests its far end's credits bound) |
 //! | the crossbar to a channel | the same | `l2.request_queue_packets` per slice (requests) |
 //! | the crossbar to an SM or the link interface | the same | none |
 //! | the NoC without a crossbar (`noc.model: ports`) | the same, at each SM's and slice's ports | none |
@@ -150,11 +152,13 @@ pub struct Wiring {
     /// By `from * gpu_chiplets + to` (chiplets inside a GPU): a package link joins them,
     /// directly or through the package switch.
     package: Vec<bool>,
-    /// The NoC's bandwidth, the flits of an SM's crossbar input and the requests of a
-    /// slice's request queue (0: no credits; the queue always 0 without the crossbar).
+    /// The NoC's bandwidth, the flits of an SM's crossbar input, the requests of a
+    /// slice's request queue and the packets of its reply queue (0: no credits; the queues
+    /// always 0 without the crossbar).
     noc: Bandwidth,
     sm_input_flits: u64,
     slice_queue: u32,
+    reply_queue: u32,
     /// One direction of a package link and of a chiplet's port to the GPU switch, and the
     /// bytes of the buffers at their far ends.
     link: LinkSpec,
@@ -172,19 +176,20 @@ impl Wiring {
             &NocParams::from_config(cfg),
             &CpParams::from_config(cfg),
             &LinkParams::from_config(cfg),
-            cfg.l2.request_queue_packets,
+            (cfg.l2.request_queue_packets, cfg.l2.reply_queue_packets),
         )
     }
 
     /// The wiring of units `ids` from their parameters (`private`: `package.l2: private`;
-    /// `request_queue`: `l2.request_queue_packets`).
+    /// `(request_queue, reply_queue)`: `l2.request_queue_packets`,
+    /// `l2.reply_queue_packets`).
     pub(crate) fn new(
         ids: UnitIds,
         private: bool,
         noc: &NocParams,
         cp: &CpParams,
         link: &LinkParams,
-        request_queue: u32,
+        (request_queue, reply_queue): (u32, u32),
     ) -> Wiring {
         let noc_ps = noc.latency_ps;
         let d = cp.cta_dispatch_ps;
@@ -277,6 +282,7 @@ impl Wiring {
             },
             sm_input_flits: noc.input_buffer_flits,
             slice_queue: if crossbar { request_queue } else { 0 },
+            reply_queue: if crossbar { reply_queue } else { 0 },
             link: link.link,
             link_buffer: link.link_buffer,
             gpu_link: link.gpu_link,
@@ -293,6 +299,7 @@ impl Wiring {
         let (bandwidth, depth) = match (self.kind(src), self.kind(dst)) {
             (SM, XBAR) if self.sm_input_flits > 0 => (noc, Depth::Flits(self.sm_input_flits)),
             (XBAR, CHANNEL) if self.slice_queue > 0 => (noc, Depth::Packets(self.slice_queue)),
+            (CHANNEL, XBAR) if self.reply_queue > 0 => (noc, Depth::Packets(self.reply_queue)),
             (LINK, LINK) => {
                 let (cs, cd) = (self.ids.chiplet_of(src), self.ids.chiplet_of(dst));
                 if self.ids.gpu_of_chiplet(cs) == self.ids.gpu_of_chiplet(cd) {
@@ -341,6 +348,12 @@ impl Wiring {
     /// (0: unbounded).
     pub fn slice_queue_packets(&self) -> u32 {
         self.slice_queue
+    }
+
+    /// The replies and acknowledgements a slice's reply queue (its crossbar input) holds,
+    /// which the slice holds credits for (0: unbounded).
+    pub fn slice_reply_packets(&self) -> u32 {
+        self.reply_queue
     }
 
     /// One direction of a package link (its latency is the connection's, added by the
@@ -745,7 +758,7 @@ mod tests {
     /// Each connection declares its bandwidth and the depth at its far end from the
     /// configuration's keys, and the units that model them read them here: an SM's
     /// crossbar input (`noc.input_buffer_flits`), a slice's request queue
-    /// (`l2.request_queue_packets`), a package link's buffer (`package.link.buffer_bytes`);
+    /// (`l2.request_queue_packets`) and reply queue (`l2.reply_queue_packets`), a package link's buffer (`package.link.buffer_bytes`);
     /// control connections carry no bandwidth; without the crossbar the NoC's connections
     /// run SM to channel, unbounded.
     #[test]
@@ -761,6 +774,7 @@ mod tests {
             &p,
             &sets(&[
                 ("l2.request_queue_packets", "8"),
+                ("l2.reply_queue_packets", "6"),
                 ("package.link.buffer_bytes", "4096"),
             ]),
         )
@@ -785,6 +799,10 @@ mod tests {
         );
         assert_eq!(
             w.connection(ch, xbar).map(|c| c.depth),
+            Some(Depth::Packets(6))
+        );
+        assert_eq!(
+            w.connection(ids.link(0), xbar).map(|c| c.depth),
             Some(Depth::Unbounded)
         );
         let c = w
@@ -804,6 +822,13 @@ mod tests {
         let w = Wiring::from_config(&GpuConfig::load(&p, &s).expect("loads"));
         let c = w.connection(sm, ch).expect("SM to channel");
         assert_eq!((c.bandwidth, c.depth), (noc, Depth::Unbounded));
-        assert_eq!((w.sm_input_flits(), w.slice_queue_packets()), (0, 0));
+        assert_eq!(
+            (
+                w.sm_input_flits(),
+                w.slice_queue_packets(),
+                w.slice_reply_packets()
+            ),
+            (0, 0, 0)
+        );
     }
 }

@@ -136,6 +136,19 @@ impl AddressMap {
         )
     }
 
+    /// The slice of channel unit `unit` (on chiplet `chiplet`) whose NoC port a packet
+    /// about `line` enters or leaves by: with a memory-side L2 the line's home slice; with
+    /// a private L2 the chiplet's slice for it when that is in `unit`, else `None` (the
+    /// unit's LLC slice). The crossbar's ports and the slices' reply queues both follow it.
+    pub(crate) fn noc_slice(&self, chiplet: u32, unit: u32, line: u64) -> Option<usize> {
+        if self.private {
+            let (ch, slice, _) = self.private_slot(chiplet, line);
+            (self.ids.channel(ch) == unit).then_some(slice)
+        } else {
+            Some(self.l2_home(line).1)
+        }
+    }
+
     /// The home of an L2 line: `(channel, slice inside the channel, set inside the slice)`,
     /// the channel numbered across the package (the home chiplet's channels, then the
     /// memory-side hash of the module documentation on the chiplet-local address).

@@ -136,6 +136,11 @@ impl<P> Credits<P> {
         }
     }
 
+    /// Packets waiting for credit on channel `vc`.
+    pub(crate) fn waiting_on(&self, vc: u32) -> usize {
+        self.vcs.get(vc as usize).map_or(0, |v| v.queue.len())
+    }
+
     /// Packets waiting for credit, over every channel.
     pub(crate) fn waiting(&self) -> usize {
         self.vcs.iter().map(|v| v.queue.len()).sum()

@@ -27,8 +27,11 @@
 //! the request network, flits it spends when it sends a packet; the crossbar returns them,
 //! a timed message back to the SM, when it grants the packet. A packet without credit
 //! waits in the SM's L1 miss queue, and a full miss queue stops the SM issuing memory
-//! instructions (`ldst.rs`, `sm/issue.rs`). The inputs of slices and link interfaces are
-//! unbounded (what they send answers requests that the SMs' credits bound).
+//! instructions (`ldst.rs`, `sm/issue.rs`). Likewise each slice holds credits for its
+//! input to the reply network (`l2.reply_queue_packets` > 0, one per packet), returned
+//! when the crossbar grants the packet (`slice_out.rs`). The inputs of link interfaces are
+//! unbounded (what they send answers requests that the far ends' credits bound), as are a
+//! private L2 slice's requests to the LLC (bounded by its MSHRs).
 //!
 //! The request network's outputs to the slices hold credits for the slices' request
 //! queues (`l2.request_queue_packets` > 0), one per request: an output without one grants
@@ -93,8 +96,10 @@ pub struct CrossbarUnit {
     /// The last cycle stepped.
     done: Option<u64>,
     granted: Vec<(u32, u32, Queued)>,
-    /// SMs hold credits for their request inputs (`noc.input_buffer_flits` > 0).
+    /// SMs hold credits for their request inputs (`noc.input_buffer_flits` > 0), slices
+    /// for their reply inputs (`l2.reply_queue_packets` > 0).
     credits: bool,
+    reply_credits: bool,
 }
 
 /// One network: FIFO inputs or virtual output queues with iSLIP (`noc.arbiter`).
@@ -223,6 +228,7 @@ impl CrossbarUnit {
             done: None,
             granted: Vec::new(),
             credits: wiring.sm_input_flits() > 0,
+            reply_credits: wiring.slice_reply_packets() > 0,
             map,
         }
     }
@@ -315,17 +321,10 @@ impl CrossbarUnit {
         self.llc_ports + c
     }
 
-    /// The slice of channel unit `unit` that caches `line`: its home slice with a
-    /// memory-side L2, with a private L2 this chiplet's slice for it when that is in
-    /// `unit` (else `None`: the unit's LLC slice).
+    /// The slice of channel unit `unit` whose port a packet about `line` uses
+    /// ([`AddressMap::noc_slice`]).
     fn slice_of(&self, unit: u32, line: u64) -> Option<usize> {
-        let ids = &self.map.ids;
-        if self.map.private {
-            let (ch, slice, _) = self.map.private_slot(self.chiplet, line);
-            (ids.channel(ch) == unit).then_some(slice)
-        } else {
-            Some(self.map.l2_home(line).1)
-        }
+        self.map.noc_slice(self.chiplet, unit, line)
     }
 
     /// The port `pkt` enters by from unit `src`: an SM's, the link interface's, or the
@@ -423,17 +422,30 @@ impl CrossbarUnit {
         {
             g.clear();
             x.step(cycle, &mut g);
-            for &(_, _, q) in &g {
+            for &(i, _, q) in &g {
                 net.send(self.unit, q.dst, now, q.pkt);
-                // The packet has left its input: an SM's credits come back.
-                if k == 0 && self.credits && matches!(ids.unit(q.src), Some(Unit::Sm(_))) {
-                    let c = Control::Credit {
+                // The packet has left its input: an SM's credits come back, or a slice's
+                // (`link` 0 an L2 slice's, `vc` which; 1 the LLC slice's).
+                let c = if k == 0 && self.credits && matches!(ids.unit(q.src), Some(Unit::Sm(_))) {
+                    Control::Credit {
                         link: 0,
                         vc: 0,
                         bytes: q.flits,
+                    }
+                } else if k == 1
+                    && self.reply_credits
+                    && (self.slice_ports..self.link_port).contains(&i)
+                {
+                    let (link, vc) = if i < self.llc_ports {
+                        (0, (i - self.slice_ports) % self.spc)
+                    } else {
+                        (1, 0)
                     };
-                    net.send(self.unit, q.src, now, c.into());
-                }
+                    Control::Credit { link, vc, bytes: 1 }
+                } else {
+                    continue;
+                };
+                net.send(self.unit, q.src, now, c.into());
             }
         }
         self.granted = g;

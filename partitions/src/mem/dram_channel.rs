@@ -18,6 +18,7 @@ use super::l2_slice::Slice;
 use super::llc_slice::LlcSliceParams;
 use super::prefetch::HomeMemo;
 use super::private_l2::PrivSlice;
+use super::slice_out::{ReplyQueueStats, SliceOutputs};
 use super::{
     popcount, Ctx, L2SliceStats, LlcSliceStats, Net, NocStats, Packet, PrivateL2Stats, Request,
     Response, HEADER_BYTES,
@@ -93,7 +94,7 @@ unit_counters! {
 }
 
 /// The counters of one channel unit: its L2 slices (and with a private L2 their flushes),
-/// its LLC slice, its DRAM channel and its NoC replies.
+/// its LLC slice, its DRAM channel, its NoC replies and its slices' reply queues.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChannelStats {
     pub l2: L2SliceStats,
@@ -101,6 +102,7 @@ pub struct ChannelStats {
     pub llc: LlcSliceStats,
     pub dram: DramStats,
     pub noc: NocStats,
+    pub reply_queue: ReplyQueueStats,
 }
 
 impl ChannelStats {
@@ -111,6 +113,7 @@ impl ChannelStats {
         self.llc.add(&o.llc);
         self.dram.add(&o.dram);
         self.noc.add(&o.noc);
+        self.reply_queue.add(&o.reply_queue);
     }
 }
 
@@ -145,6 +148,10 @@ pub struct MemChannel {
     request_queue: u32,
     /// The NoC's bandwidth (a flush's write-backs leave at it).
     pub(super) noc: crate::gpu::wiring::Bandwidth,
+    /// With the crossbar and `l2.reply_queue_packets` > 0: its slices' reply queues, and
+    /// the packets they let go at a visit.
+    out: Option<SliceOutputs>,
+    go: Vec<(u32, Packet)>,
 }
 
 impl MemChannel {
@@ -157,6 +164,8 @@ impl MemChannel {
         wiring: &crate::gpu::Wiring,
     ) -> MemChannel {
         let l2 = &params.l2;
+        // Its slices' reply queues: the L2 slices', then the LLC slice's.
+        let queues = map.slices_per_channel.d as usize + usize::from(map.private);
         let slices = (0..map.slices_per_channel.d)
             .map(|_| Slice::new(l2, wiring, l2.sets, l2.assoc, l2.mshrs))
             .collect::<Vec<Slice>>();
@@ -188,6 +197,9 @@ impl MemChannel {
             taken: 0,
             request_queue: wiring.slice_queue_packets(),
             noc: wiring.noc_bandwidth(),
+            out: (wiring.slice_reply_packets() > 0)
+                .then(|| SliceOutputs::new(queues, wiring.slice_reply_packets())),
+            go: Vec::new(),
         }
     }
 
@@ -201,8 +213,19 @@ impl MemChannel {
         self.channel
     }
 
-    pub fn stats(&self) -> &ChannelStats {
-        &self.stats
+    /// Its counters, its slices' reply queues' included.
+    pub fn stats(&self) -> ChannelStats {
+        let mut s = self.stats;
+        if let Some(o) = &self.out {
+            s.reply_queue = o.stats();
+        }
+        s
+    }
+
+    /// When it next has something of its own to do: a packet computed ahead is due to
+    /// leave its slice.
+    pub fn next_event(&self) -> Option<Picos> {
+        self.out.as_ref().and_then(|o| o.next())
     }
 
     /// Work of `ctx` begins: what the counters grew by since the last change of context
@@ -280,10 +303,116 @@ impl MemChannel {
     }
 
     /// A packet arrives at `now` from unit `src` (an SM, this chiplet's link interface, or
-    /// with `noc.model: crossbar` the crossbar). A request from the crossbar held a place
+    /// with `noc.model: crossbar` the crossbar; the module documentation of `slice_out.rs`
+    /// for the reply queues). A request from the crossbar held a place
     /// in its slice's request queue (`l2.request_queue_packets`): when the slice has taken
-    /// it, the credit goes back.
+    /// it, the credit goes back. With reply queues (`l2.reply_queue_packets`), a request
+    /// for a slice whose reply waits for credit is held until it can go, and a credit from
+    /// the crossbar lets a slice's waiting replies go.
     pub fn on_packet(
+        &mut self,
+        now: Picos,
+        src: u32,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) -> Result<(), ChannelError> {
+        if self.out.is_some() {
+            let xbar = self.map.ids.xbar(self.chiplet());
+            match pkt {
+                Packet::Control(crate::gpu::control::Control::Credit { link, vc, bytes })
+                    if src == xbar =>
+                {
+                    let queue = if link == 0 {
+                        vc
+                    } else {
+                        self.slices.len() as u32
+                    };
+                    let mut go = std::mem::take(&mut self.go);
+                    if let Some(o) = &mut self.out {
+                        o.credit(now, queue, bytes, &mut go);
+                    }
+                    self.send_go(now, &mut go, net);
+                    self.go = go;
+                    return self.release(now, net);
+                }
+                Packet::Request(r) => {
+                    self.depart(now, net);
+                    let (q, slice) = self.request_queue_of(&r);
+                    let queue = if q == 0 {
+                        slice
+                    } else {
+                        self.slices.len() as u32
+                    };
+                    if let Some(o) = self.out.as_mut().filter(|o| o.holds(queue)) {
+                        o.hold(queue, now, src, pkt);
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.take_queued(now, src, pkt, net)
+    }
+
+    /// Its events at `t` after the arrivals: the packets due leave their slices, and the
+    /// requests held for slices whose reply queues have room are taken.
+    pub fn advance(&mut self, t: Picos, net: &mut dyn Net) -> Result<(), ChannelError> {
+        if self.out.is_none() {
+            return Ok(());
+        }
+        self.depart(t, net);
+        self.release(t, net)
+    }
+
+    /// Takes at `t` the requests held for slices that can reply again.
+    fn release(&mut self, t: Picos, net: &mut dyn Net) -> Result<(), ChannelError> {
+        while let Some((_, src, pkt)) = self.out.as_mut().and_then(|o| o.release()) {
+            self.take_queued(t, src, pkt, net)?;
+            self.depart(t, net);
+        }
+        Ok(())
+    }
+
+    /// The packets due by `t` leave their slices, those with credit now.
+    fn depart(&mut self, t: Picos, net: &mut dyn Net) {
+        let mut go = std::mem::take(&mut self.go);
+        if let Some(o) = &mut self.out {
+            o.depart(t, &mut go);
+        }
+        self.send_go(t, &mut go, net);
+        self.go = go;
+    }
+
+    fn send_go(&mut self, t: Picos, go: &mut Vec<(u32, Packet)>, net: &mut dyn Net) {
+        for (dst, pkt) in go.drain(..) {
+            net.send(self.unit, dst, t, pkt);
+        }
+    }
+
+    /// Sends `pkt` from its slice to unit `dst` at `te`: on the NoC then, or with reply
+    /// queues through its slice's (the slice whose crossbar port it takes,
+    /// [`AddressMap::noc_slice`]).
+    #[inline(always)]
+    fn emit(&mut self, dst: u32, te: Picos, pkt: Packet, net: &mut dyn Net) {
+        if self.out.is_none() {
+            net.send(self.unit, dst, te, pkt);
+            return;
+        }
+        let llc = self.slices.len() as u32;
+        let queue = match pkt {
+            Packet::Response(r @ (Response::Reply { .. } | Response::WriteAck { .. })) => self
+                .map
+                .noc_slice(self.chiplet(), self.unit, r.line())
+                .map_or(llc, |s| s as u32),
+            _ => llc,
+        };
+        if let Some(o) = &mut self.out {
+            o.push(te, queue, dst, pkt);
+        }
+    }
+
+    /// Takes request or reply `pkt` (see [`MemChannel::on_packet`]).
+    fn take_queued(
         &mut self,
         now: Picos,
         src: u32,
@@ -541,7 +670,7 @@ impl MemChannel {
         let te = s.noc_out.reserve(now, done, HEADER_BYTES);
         let pkt = Response::WriteAck { line, tag, sm, ctx };
         let dst = self.toward(sm);
-        net.send(self.unit, dst, te, pkt.into());
+        self.emit(dst, te, pkt.into(), net);
     }
 
     /// Where a packet for unit `dst` leaves this channel to: `dst` itself on this chiplet,
@@ -582,7 +711,7 @@ impl MemChannel {
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
         let dst = self.toward(dst);
-        net.send(self.unit, dst, te, pkt);
+        self.emit(dst, te, pkt, net);
     }
 
     /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);

@@ -59,6 +59,16 @@ section! {
         /// `-gpgpu_dram_partition_queues` (its first field, interconnect to L2: 64 in
         /// every Accel-Sim config).
         request_queue_packets: u32 = Kind::U32, unit "requests", Some("64"), range (0, 1_000_000);
+        /// With `noc.model: crossbar`, the queue between each slice (and with a private L2
+        /// each LLC slice) and its input to the reply crossbar, in packets (replies and
+        /// write acknowledgements): the slice holds as many credits, spends one when a
+        /// packet leaves it, and the crossbar returns it, a timed message, when it grants
+        /// the packet. A packet ready without one waits in the slice, and while one waits
+        /// the slice takes no further request (its request queue fills, and then the
+        /// crossbar's output to it). 0: unbounded. Presets: the simulator config's
+        /// `-gpgpu_dram_partition_queues` (its fourth field, L2 to interconnect: 64 in
+        /// every Accel-Sim config).
+        reply_queue_packets: u32 = Kind::U32, unit "packets", Some("64"), range (0, 1_000_000);
         /// Bytes a slice can return per L2 cycle. Presets: vendor L2 bandwidth over the
         /// slices, or one 32 B sector per cycle.
         bandwidth_bytes_per_cycle: u32 = Kind::U32, unit "bytes per L2 cycle", None, range (1, 65_536);

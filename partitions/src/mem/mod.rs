@@ -108,9 +108,11 @@
 //!   over virtual output queues, or FIFO inputs with head-of-line blocking), 1 cycle from
 //!   it; a packet holds its input and output for its flits, which is then the NoC's
 //!   serialization (the SMs' and slices' ports above do not delay it again). Its buffers are bounded by credits: each SM's input (`noc.input_buffer_flits`,
-//!   the L1 miss queue `l1d.miss_queue_packets` behind it) and each slice's request queue
-//!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice); the
-//!   inputs of slices and link interfaces carry answers to requests those bound. With
+//!   the L1 miss queue `l1d.miss_queue_packets` behind it), each slice's request queue
+//!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice) and each
+//!   slice's reply queue, its input to the reply network (`l2.reply_queue_packets`,
+//!   credits at the slice, `slice_out.rs`: a slice whose reply waits takes no request);
+//!   the inputs of link interfaces carry answers to requests the links' credits bound. With
 //!   `noc.model: ports` nothing bounds the NoC's buffers: the L1 MSHRs bound the reads in
 //!   flight, the write acknowledgements the stores. The package links and the GPU fabric
 //!   have credits (`link.rs`, `credits.rs`); the DRAM scheduler queue holds
@@ -209,6 +211,7 @@ mod prefetch;
 mod private_l2;
 mod request;
 pub(crate) mod shared_mem;
+mod slice_out;
 mod stats;
 mod tag_hash;
 mod unit_ids;

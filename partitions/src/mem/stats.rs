@@ -80,6 +80,15 @@ mem_stats! {
         noc_credit_waits,
         /// Picoseconds those packets waited, summed.
         noc_credit_wait_ps,
+        /// Replies and write acknowledgements that found their slice's reply queue (its
+        /// crossbar input, `l2.reply_queue_packets`) full and waited in the slice: the "no
+        /// credit" stall of the slices.
+        noc_reply_credit_waits,
+        /// Picoseconds those packets waited, summed.
+        noc_reply_credit_wait_ps,
+        /// Requests a slice held back in its request queue while a reply of its waited
+        /// for room in its reply queue (how the reply side pushes back on the requests).
+        l2_held_requests,
         /// DRAM bytes read.
         dram_read_bytes,
         /// DRAM bytes written.
@@ -169,5 +178,8 @@ impl MemStats {
         self.dram_write_bytes += d.write_bytes;
         self.noc_request_bytes += s.noc.request_bytes;
         self.noc_reply_bytes += s.noc.reply_bytes;
+        self.noc_reply_credit_waits += s.reply_queue.credit_waits;
+        self.noc_reply_credit_wait_ps += s.reply_queue.credit_wait_ps;
+        self.l2_held_requests += s.reply_queue.held_requests;
     }
 }

@@ -227,7 +227,7 @@ impl MemSystem {
             m.add_ldst(&s.stats());
         }
         for c in &self.channels {
-            m.add_channel(c.stats());
+            m.add_channel(&c.stats());
         }
         m
     }
