@@ -427,3 +427,49 @@ fn the_summary_says_what_the_crossbar_did() {
     assert!(u(m, "noc_reply_credit_waits") > 0);
     assert!(out.contains(&want), "{want:?} not in:\n{out}");
 }
+
+#[test]
+fn a_link_interface_queue_of_one_packet_per_port_backs_up_into_the_crossbar() {
+    // `package.link.noc_queue_packets=1` on 4 chiplets with links narrowed to 64 B per
+    // cycle, so that the remote traffic waits at the link interfaces: each of an
+    // interface's crossbar ports then holds one packet per network, its output's credit
+    // spent until the packet's last byte has left on its link, so the reply network's
+    // outputs (only the interfaces' have credits there) run out; unbounded, they never do.
+    // The run completes, and threads, cuts and run-ahead change nothing.
+    let args = |q: &str| {
+        vec![
+            "--workload".to_string(),
+            "stream".to_string(),
+            "-p".to_string(),
+            "n=65536".to_string(),
+            "--set".to_string(),
+            "package.link.bandwidth_bytes_per_cycle=64".to_string(),
+            "--set".to_string(),
+            format!("package.link.noc_queue_packets={q}"),
+        ]
+    };
+    let run = |q: &str, extra: &[&str]| {
+        let a = args(q);
+        let a: Vec<&str> = a
+            .iter()
+            .map(|s| s.as_str())
+            .chain(extra.iter().copied())
+            .collect();
+        run_stats("a100-4chiplet.yaml", &a).0
+    };
+    let full = |s: &Value| -> u64 {
+        s["chiplets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["crossbar"]["replies"], "queue_full"))
+            .sum()
+    };
+    let one = run("1", &["--threads", "1"]);
+    let s = json(&one);
+    assert!(full(&s) > 0, "no link interface queue filled");
+    let free = json(&run("0", &[]));
+    assert_eq!(full(&free), 0);
+    assert!(u(&s["totals"], "sim_time_ps") >= u(&free["totals"], "sim_time_ps"));
+    same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "a100-4chiplet.yaml");
+}

@@ -350,9 +350,10 @@ pub struct CrossbarNet {
     pub wait_cycles: u64,
     /// The most packets one input FIFO held.
     pub max_input_packets: u64,
-    /// Times an output spent its last credit for the buffer behind it (the request network:
-    /// a slice's request queue filled up, `l2.request_queue_packets`), after which it
-    /// granted nothing until the slice returned one.
+    /// Times an output spent its last credit for the buffer behind it (a slice's request
+    /// queue filled up, `l2.request_queue_packets`, or a link interface's queue,
+    /// `package.link.noc_queue_packets`), after which it granted nothing until the unit
+    /// returned one.
     pub queue_full: u64,
 }
 

@@ -21,7 +21,8 @@
 //! | a channel to the crossbar | the same | `l2.reply_queue_packets` per slice (replies and acknowledgements; its requests to an LLC slice: none) |
 //! | a link interface to the crossbar | the same | none (answers to requests its far end's credits bound) |
 //! | the crossbar to a channel | the same | `l2.request_queue_packets` per slice (requests) |
-//! | the crossbar to an SM or the link interface | the same | none |
+//! | the crossbar to the link interface | the same | `package.link.noc_queue_packets` per port and network |
+//! | the crossbar to an SM | the same | none (an SM takes a reply as it arrives) |
 //! | the NoC without a crossbar (`noc.model: ports`) | the same, at each SM's and slice's ports | none |
 //! | a link interface to the next along the package topology | `package.link.bandwidth_bytes_per_cycle` | `package.link.buffer_bytes` per virtual channel |
 //! | a link interface to another GPU's | `system.gpu_link.bandwidth_bytes_per_cycle` | `system.gpu_link.buffer_bytes` per virtual channel |
@@ -159,6 +160,9 @@ pub struct Wiring {
     sm_input_flits: u64,
     slice_queue: u32,
     reply_queue: u32,
+    /// The packets per port and network of a link interface's queue from the crossbar
+    /// (0: unbounded; always 0 without the crossbar or with one chiplet).
+    link_queue: u32,
     /// One direction of a package link and of a chiplet's port to the GPU switch, and the
     /// bytes of the buffers at their far ends.
     link: LinkSpec,
@@ -283,6 +287,11 @@ impl Wiring {
             sm_input_flits: noc.input_buffer_flits,
             slice_queue: if crossbar { request_queue } else { 0 },
             reply_queue: if crossbar { reply_queue } else { 0 },
+            link_queue: if crossbar && ids.chiplets > 1 {
+                link.noc_queue
+            } else {
+                0
+            },
             link: link.link,
             link_buffer: link.link_buffer,
             gpu_link: link.gpu_link,
@@ -300,6 +309,7 @@ impl Wiring {
             (SM, XBAR) if self.sm_input_flits > 0 => (noc, Depth::Flits(self.sm_input_flits)),
             (XBAR, CHANNEL) if self.slice_queue > 0 => (noc, Depth::Packets(self.slice_queue)),
             (CHANNEL, XBAR) if self.reply_queue > 0 => (noc, Depth::Packets(self.reply_queue)),
+            (XBAR, LINK) if self.link_queue > 0 => (noc, Depth::Packets(self.link_queue)),
             (LINK, LINK) => {
                 let (cs, cd) = (self.ids.chiplet_of(src), self.ids.chiplet_of(dst));
                 if self.ids.gpu_of_chiplet(cs) == self.ids.gpu_of_chiplet(cd) {
@@ -354,6 +364,12 @@ impl Wiring {
     /// which the slice holds credits for (0: unbounded).
     pub fn slice_reply_packets(&self) -> u32 {
         self.reply_queue
+    }
+
+    /// The packets of a link interface's queue from the crossbar, per port and network,
+    /// which the crossbar holds credits for (0: unbounded).
+    pub fn link_queue_packets(&self) -> u32 {
+        self.link_queue
     }
 
     /// One direction of a package link (its latency is the connection's, added by the
@@ -775,6 +791,7 @@ mod tests {
             &sets(&[
                 ("l2.request_queue_packets", "8"),
                 ("l2.reply_queue_packets", "6"),
+                ("package.link.noc_queue_packets", "5"),
                 ("package.link.buffer_bytes", "4096"),
             ]),
         )
@@ -804,6 +821,10 @@ mod tests {
         assert_eq!(
             w.connection(ids.link(0), xbar).map(|c| c.depth),
             Some(Depth::Unbounded)
+        );
+        assert_eq!(
+            w.connection(xbar, ids.link(0)).map(|c| c.depth),
+            Some(Depth::Packets(5))
         );
         let c = w
             .connection(ids.link(0), ids.link(1))

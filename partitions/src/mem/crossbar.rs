@@ -37,7 +37,10 @@
 //! queues (`l2.request_queue_packets` > 0), one per request: an output without one grants
 //! nothing, and the slice returns it, a timed `Control::Credit` from its channel unit, when
 //! it takes the request (`dram_channel.rs`). The other outputs (to SMs and the link
-//! interface) hold none.
+//! interface) hold none; with several chiplets and `package.link.noc_queue_packets` > 0 the
+//! outputs to the link interface hold credits for its queue per port and network, which it
+//! returns when a packet's last byte has left on its link (`link.rs`). The outputs to the
+//! SMs hold none: an SM takes a reply as it arrives.
 
 use std::sync::Arc;
 
@@ -210,6 +213,14 @@ impl CrossbarUnit {
                 requests.set_output_credits(port, request_queue);
             }
         }
+        let mut replies = Network::new(spec, arbiter);
+        let link_queue = wiring.link_queue_packets();
+        if link_queue > 0 {
+            for port in link_port..ports {
+                requests.set_output_credits(port, link_queue);
+                replies.set_output_credits(port, link_queue);
+            }
+        }
         CrossbarUnit {
             unit: ids.xbar(chiplet),
             base: ids.cp(chiplet),
@@ -224,7 +235,7 @@ impl CrossbarUnit {
             flit_bytes: noc.bytes_per_cycle.max(1),
             sector_bytes,
             requests,
-            replies: Network::new(spec, arbiter),
+            replies,
             done: None,
             granted: Vec::new(),
             credits: wiring.sm_input_flits() > 0,
@@ -356,8 +367,7 @@ impl CrossbarUnit {
             Packet::Response(r) => r.line(),
             Packet::Control(_) => 0,
         };
-        let k = (line / self.line_bytes) % self.link_ports.max(1) as u64;
-        self.link_port + k as u32
+        self.link_port + link_port_offset(line, self.line_bytes, self.link_ports)
     }
 
     /// A packet from unit `src` arrives at `now`: it joins the FIFO of its sender's input.
@@ -368,6 +378,16 @@ impl CrossbarUnit {
             pkt,
         };
         if let Packet::Control(Control::Credit { link, vc, bytes }) = pkt {
+            if src == self.map.ids.link(self.chiplet) && vc < self.link_ports {
+                // The link interface's queue passed a packet on (`link`: the network,
+                // `vc`: the port).
+                let net = match link {
+                    0 => &mut self.requests,
+                    _ => &mut self.replies,
+                };
+                net.return_credits(self.link_port + vc, bytes);
+                return Ok(());
+            }
             // A slice's request queue passed requests on: its output's credits come back.
             if !matches!(self.map.ids.unit(src), Some(Unit::Channel(_)))
                 || self.map.ids.chiplet_of(src) != self.chiplet
@@ -469,10 +489,21 @@ impl CrossbarUnit {
     }
 }
 
+/// Which of the link interface's `ports` crossbar ports a packet about `line` takes: lines
+/// of `line_bytes` interleave over them.
+pub(crate) fn link_port_offset(line: u64, line_bytes: u64, ports: u32) -> u32 {
+    ((line / line_bytes.max(1)) % ports.max(1) as u64) as u32
+}
+
 /// The ports the link interface of chiplet `chiplet` needs on the crossbar: its links'
 /// bandwidth (each package link it sends on, and its port to the GPU switch in a system
 /// of several GPUs) over one port's, a flit per NoC cycle, rounded up.
-fn link_ports(map: &AddressMap, topology: Topology, wiring: &Wiring, chiplet: u32) -> u32 {
+pub(crate) fn link_ports(
+    map: &AddressMap,
+    topology: Topology,
+    wiring: &Wiring,
+    chiplet: u32,
+) -> u32 {
     let ids = &map.ids;
     let n = ids.gpu_chiplets.max(1);
     let here = Some(chiplet % n);

@@ -114,6 +114,18 @@ section! {
         /// the largest packet (an 8 B header, an L2 line and the overhead). Presets: 0 (no
         /// study in the references gives the buffers).
         buffer_bytes: u64 = Kind::U64, unit "bytes", Some("0"), range (0, 1_099_511_627_776);
+        /// With `noc.model: crossbar` and several chiplets, the link interface's queue for
+        /// packets from its chiplet's crossbar, in packets, per crossbar port of the
+        /// interface and per network (requests, replies): the crossbar's output to the
+        /// port holds as many credits, spends one per packet it grants, and the interface
+        /// returns it, a timed message, when the packet's last byte has left on its link (a
+        /// packet waiting for link credit keeps its place). 0: unbounded. Presets: 0 (no
+        /// study in the references gives the interface's buffers, and bounded at 64 or 512
+        /// the queues cut a saturated remote stream on `a100-4chiplet.yaml` from 91% of its
+        /// links to 85% and 89%: they fill with packets waiting for the far end's credits,
+        /// and the backpressure reaches the SMs' local traffic; development log,
+        /// 2026-12-07).
+        noc_queue_packets: u32 = Kind::U32, unit "packets", Some("0"), range (0, 1_000_000);
     }
 }
 
@@ -166,6 +178,10 @@ pub struct LinkParams {
     /// crossbars take them from there.
     pub(crate) link_buffer: u64,
     pub(crate) gpu_link_buffer: u64,
+    /// `package.link.noc_queue_packets` (read by the wiring) and the L2 line, which
+    /// interleaves packets over the interface's crossbar ports.
+    pub(crate) noc_queue: u32,
+    pub(crate) line_bytes: u64,
 }
 
 /// The receive buffer per virtual channel of a link of `spec` carrying lines of
@@ -217,6 +233,8 @@ impl LinkParams {
             sector_bytes: Geometry::new(cfg.l2.line_bytes, cfg.l2.sector_bytes).sector_bytes,
             link_buffer: 0,
             gpu_link_buffer: 0,
+            noc_queue: l.noc_queue_packets,
+            line_bytes: (cfg.l2.line_bytes as u64).max(1),
         };
         let line = cfg.l2.line_bytes as u64;
         p.link_buffer = buffer_bytes(l.buffer_bytes, &p.link, line);
@@ -304,6 +322,10 @@ pub struct LinkInterface {
     gpu_link_overhead: u64,
     link_buffer: u64,
     gpu_link_buffer: u64,
+    /// With a bounded queue from the crossbar (`package.link.noc_queue_packets`): the
+    /// crossbar's unit and the interface's ports on it, whose credits a packet from it
+    /// owes.
+    xbar_queue: Option<(u32, u32)>,
 }
 
 impl LinkInterface {
@@ -358,6 +380,10 @@ impl LinkInterface {
             gpu_link_overhead: gpu_link.packet_overhead_bytes,
             link_buffer,
             gpu_link_buffer,
+            xbar_queue: (wiring.link_queue_packets() > 0).then(|| {
+                let ports = super::crossbar::link_ports(&map, topology, wiring, chiplet);
+                (map.ids.xbar(chiplet), ports)
+            }),
             params,
             map,
             chiplet,
@@ -460,10 +486,25 @@ impl LinkInterface {
         class + 2 * left
     }
 
-    /// The credit a packet from unit `src` going to chiplet `dst` owes the link it came on
-    /// (`None`: it came over the NoC, or down a switch's port, which have no credits).
+    /// The credit a packet from unit `src` going to chiplet `dst` owes the link it came on,
+    /// or the crossbar's output it came from (`None`: it came down a switch's port, or
+    /// from a crossbar without credits, which have none).
     fn owed(&self, src: u32, pkt: &Packet, dst: u32) -> Option<Owed> {
         let ids = &self.map.ids;
+        if let Some((xbar, ports)) = self.xbar_queue.filter(|&(x, _)| x == src) {
+            // `link`: the network; `vc`: the interface's port on it.
+            let line = match pkt {
+                Packet::Request(r) => r.line(),
+                Packet::Response(r) => r.line(),
+                Packet::Control(_) => 0,
+            };
+            return Some(Owed {
+                unit: xbar,
+                link: u32::from(matches!(pkt, Packet::Response(_))),
+                vc: super::crossbar::link_port_offset(line, self.params.line_bytes, ports),
+                bytes: 1,
+            });
+        }
         let Some(Unit::Link(k)) = ids.unit(src) else {
             return None;
         };

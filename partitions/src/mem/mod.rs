@@ -112,7 +112,9 @@
 //!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice) and each
 //!   slice's reply queue, its input to the reply network (`l2.reply_queue_packets`,
 //!   credits at the slice, `slice_out.rs`: a slice whose reply waits takes no request);
-//!   the inputs of link interfaces carry answers to requests the links' credits bound. With
+//!   the link interfaces' queues from the crossbar (`package.link.noc_queue_packets`,
+//!   credits at the crossbar's outputs to them); the inputs of link interfaces carry
+//!   answers to requests the links' credits bound, and an SM takes a reply as it arrives. With
 //!   `noc.model: ports` nothing bounds the NoC's buffers: the L1 MSHRs bound the reads in
 //!   flight, the write acknowledgements the stores. The package links and the GPU fabric
 //!   have credits (`link.rs`, `credits.rs`); the DRAM scheduler queue holds
