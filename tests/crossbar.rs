@@ -245,14 +245,20 @@ fn credits_that_could_never_send_a_packet_are_refused() {
     assert_clean_failure(&o, &["noc.input_buffer_flits", "l2.write_acks"]);
 }
 
-#[test]
-fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip() {
-    // `l2.request_queue_packets=1`: the crossbar grants a slice one request, then waits for
-    // the slice to take it (no sooner than its arrival, 1 NoC cycle after the grant) and
-    // for the credit to come back (`noc.latency_cycles - 1` cycles): at most one request
-    // per slice every `latency_cycles` NoC cycles, so the run lasts at least requests /
-    // slices x latency (an analytical bound; 48 slices on titanv.yaml). Unbounded queues
-    // beat that bound here, so it is the credits that hold the requests back.
+/// With `key` = 1, a slice queue behind one credit per packet of `network` ("requests"
+/// or "replies") paces the slices by the credit round trip: on titanv.yaml with a NoC of
+/// 40 cycles at 1 GHz, at most one packet per slice every 40 ns, so the run lasts at least
+/// packets / 48 slices x 40 ns (an analytical bound), which unbounded queues (`key` = 0)
+/// beat, so it is the credits that hold the packets back. Then `check(unbounded, one)`;
+/// the same bytes on threads, cuts and run-ahead, also with queues of two where the queues
+/// are an LLC slice's too (a private L2) or meet the link interface (4 chiplets), whose
+/// stats `multi(cfg, stats)` checks.
+fn one_credit_paces_the_slices(
+    key: &str,
+    network: &str,
+    check: impl Fn(&Value, &Value),
+    multi: impl Fn(&str, &Value),
+) {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "stream", &["n=65536"]);
     let t = tst.to_str().unwrap();
@@ -263,77 +269,7 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
         "noc.latency_cycles=40",
     ];
     let run = |q: &str, extra: &[&str]| {
-        let queue = format!("l2.request_queue_packets={q}");
-        run_stats(
-            "titanv.yaml",
-            &[&["--trace", t][..], &XBAR, &noc, &["--set", &queue], extra].concat(),
-        )
-        .0
-    };
-    let bound = |s: &Value| {
-        u(&s["chiplets"][0]["crossbar"]["requests"], "packets") as f64 * 40_000.0 / 48.0
-    };
-    let free = json(&run("0", &[]));
-    let one = run("1", &["--threads", "1"]);
-    let s = json(&one);
-    let span = |s: &Value| u(&s["totals"], "sim_time_ps") as f64;
-    assert!(span(&free) < bound(&free), "unbounded: {} ps", span(&free));
-    assert!(span(&s) >= bound(&s), "{} ps < {} ps", span(&s), bound(&s));
-    assert!(u(&s["chiplets"][0]["crossbar"]["requests"], "queue_full") > 0);
-    assert_eq!(
-        u(&free["chiplets"][0]["crossbar"]["requests"], "queue_full"),
-        0
-    );
-    // Threads, cuts and run-ahead change nothing, here and where the queues are an LLC's
-    // (a private L2) or take requests from the link interface (4 chiplets).
-    same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "titanv.yaml");
-    for cfg in ["a100-4chiplet.yaml", "radeon7-4chiplet.yaml"] {
-        let run = |extra: &[&str]| {
-            run_stats(
-                cfg,
-                &[
-                    &["--trace", t][..],
-                    &XBAR,
-                    &["--set", "l2.request_queue_packets=2"],
-                    extra,
-                ]
-                .concat(),
-            )
-            .0
-        };
-        let seq = run(&["--threads", "1"]);
-        let full: u64 = json(&seq)["chiplets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| u(&c["crossbar"]["requests"], "queue_full"))
-            .sum();
-        assert!(full > 0, "{cfg}: no request queue filled");
-        same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
-    }
-}
-
-#[test]
-fn a_slice_reply_queue_of_one_packet_paces_its_replies_and_holds_its_requests_back() {
-    // `l2.reply_queue_packets=1`: a slice sends a reply into its crossbar input only with
-    // the one credit, which comes back when the crossbar grants the packet (no sooner than
-    // its arrival, `noc.latency_cycles - 1` cycles after it left) plus 1 NoC cycle: at most
-    // one reply per slice every `latency_cycles` NoC cycles, so the run lasts at least
-    // replies / slices x latency (an analytical bound; 48 slices on titanv.yaml). Unbounded
-    // queues beat that bound, so it is the credits that hold the replies back; while a
-    // reply waits its slice takes no request, so the request queues fill too, and no
-    // slice's input ever holds more than its one packet.
-    let tmp = tempfile::tempdir().unwrap();
-    let tst = gen(tmp.path(), "stream", &["n=65536"]);
-    let t = tst.to_str().unwrap();
-    let noc = [
-        "--set",
-        "noc.clock_hz=1000000000",
-        "--set",
-        "noc.latency_cycles=40",
-    ];
-    let run = |q: &str, extra: &[&str]| {
-        let queue = format!("l2.reply_queue_packets={q}");
+        let queue = format!("{key}={q}");
         run_stats(
             "titanv.yaml",
             &[&["--trace", t][..], &XBAR, &noc, &["--set", &queue], extra].concat(),
@@ -341,55 +277,89 @@ fn a_slice_reply_queue_of_one_packet_paces_its_replies_and_holds_its_requests_ba
         .0
     };
     let bound =
-        |s: &Value| u(&s["chiplets"][0]["crossbar"]["replies"], "packets") as f64 * 40_000.0 / 48.0;
+        |s: &Value| u(&s["chiplets"][0]["crossbar"][network], "packets") as f64 * 40_000.0 / 48.0;
     let span = |s: &Value| u(&s["totals"], "sim_time_ps") as f64;
     let free = json(&run("0", &[]));
     let one = run("1", &["--threads", "1"]);
     let s = json(&one);
     assert!(span(&free) < bound(&free), "unbounded: {} ps", span(&free));
     assert!(span(&s) >= bound(&s), "{} ps < {} ps", span(&s), bound(&s));
-    let (m, x) = (&s["chiplets"][0]["memory"], &s["chiplets"][0]["crossbar"]);
-    assert_eq!(u(&x["replies"], "max_input_packets"), 1, "{x}");
-    assert!(u(m, "noc_reply_credit_waits") > 0 && u(m, "noc_reply_credit_wait_ps") > 0);
-    assert!(u(m, "l2_held_requests") > 0, "{m}");
-    assert!(u(&x["requests"], "queue_full") > 0, "{x}");
-    let (fm, fx) = (
-        &free["chiplets"][0]["memory"],
-        &free["chiplets"][0]["crossbar"],
-    );
-    assert!(u(&fx["replies"], "max_input_packets") > 1, "{fx}");
-    assert_eq!(
-        u(fm, "noc_reply_credit_waits") + u(fm, "l2_held_requests"),
-        0
-    );
-    // Threads, cuts and run-ahead change nothing, here and where the queues are an LLC
-    // slice's too (a private L2) or the replies cross the link interfaces (4 chiplets).
+    check(&free, &s);
     same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "titanv.yaml");
+    let two = format!("{key}=2");
     for cfg in ["a100-4chiplet.yaml", "radeon7-4chiplet.yaml"] {
         let run = |extra: &[&str]| {
             run_stats(
                 cfg,
-                &[
-                    &["--trace", t][..],
-                    &XBAR,
-                    &["--set", "l2.reply_queue_packets=2"],
-                    extra,
-                ]
-                .concat(),
+                &[&["--trace", t][..], &XBAR, &["--set", &two], extra].concat(),
             )
             .0
         };
         let seq = run(&["--threads", "1"]);
-        let s = json(&seq);
-        let chiplets = s["chiplets"].as_array().unwrap();
-        let waits: u64 = chiplets
-            .iter()
-            .map(|c| u(&c["memory"], "noc_reply_credit_waits"))
-            .sum();
-        // (`max_input_packets` counts the link interface's inputs too, which hold more.)
-        assert!(waits > 0, "{cfg}: no reply waited");
+        multi(cfg, &json(&seq));
         same_on_threads_cuts_and_run_ahead(&seq, run, cfg);
     }
+}
+
+/// The sum over chiplets of `f` of each chiplet's stats.
+fn over_chiplets(s: &Value, f: impl Fn(&Value) -> u64) -> u64 {
+    s["chiplets"].as_array().unwrap().iter().map(f).sum()
+}
+
+#[test]
+fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip() {
+    // The crossbar grants a slice one request, then waits for the slice to take it (no
+    // sooner than its arrival, 1 NoC cycle after the grant) and for the credit to come back
+    // (`noc.latency_cycles - 1` cycles).
+    one_credit_paces_the_slices(
+        "l2.request_queue_packets",
+        "requests",
+        |free, s| {
+            assert!(u(&s["chiplets"][0]["crossbar"]["requests"], "queue_full") > 0);
+            assert_eq!(
+                u(&free["chiplets"][0]["crossbar"]["requests"], "queue_full"),
+                0
+            );
+        },
+        |cfg, s| {
+            let full = over_chiplets(s, |c| u(&c["crossbar"]["requests"], "queue_full"));
+            assert!(full > 0, "{cfg}: no request queue filled");
+        },
+    );
+}
+
+#[test]
+fn a_slice_reply_queue_of_one_packet_paces_its_replies_and_holds_its_requests_back() {
+    // A slice sends a reply into its crossbar input only with its one credit, which comes
+    // back when the crossbar grants the packet (no sooner than its arrival,
+    // `noc.latency_cycles - 1` cycles after it left) plus 1 NoC cycle. While a reply waits
+    // its slice takes no request, so the request queues fill too, and no slice's input
+    // ever holds more than its one packet.
+    one_credit_paces_the_slices(
+        "l2.reply_queue_packets",
+        "replies",
+        |free, s| {
+            let (m, x) = (&s["chiplets"][0]["memory"], &s["chiplets"][0]["crossbar"]);
+            assert_eq!(u(&x["replies"], "max_input_packets"), 1, "{x}");
+            assert!(u(m, "noc_reply_credit_waits") > 0 && u(m, "noc_reply_credit_wait_ps") > 0);
+            assert!(u(m, "l2_held_requests") > 0, "{m}");
+            assert!(u(&x["requests"], "queue_full") > 0, "{x}");
+            let (fm, fx) = (
+                &free["chiplets"][0]["memory"],
+                &free["chiplets"][0]["crossbar"],
+            );
+            assert!(u(&fx["replies"], "max_input_packets") > 1, "{fx}");
+            assert_eq!(
+                u(fm, "noc_reply_credit_waits") + u(fm, "l2_held_requests"),
+                0
+            );
+        },
+        // (`max_input_packets` counts the link interface's inputs too, which hold more.)
+        |cfg, s| {
+            let waits = over_chiplets(s, |c| u(&c["memory"], "noc_reply_credit_waits"));
+            assert!(waits > 0, "{cfg}: no reply waited");
+        },
+    );
 }
 
 #[test]
@@ -457,14 +427,7 @@ fn a_link_interface_queue_of_one_packet_per_port_backs_up_into_the_crossbar() {
             .collect();
         run_stats("a100-4chiplet.yaml", &a).0
     };
-    let full = |s: &Value| -> u64 {
-        s["chiplets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| u(&c["crossbar"]["replies"], "queue_full"))
-            .sum()
-    };
+    let full = |s: &Value| over_chiplets(s, |c| u(&c["crossbar"]["replies"], "queue_full"));
     let one = run("1", &["--threads", "1"]);
     let s = json(&one);
     assert!(full(&s) > 0, "no link interface queue filled");
