@@ -337,15 +337,18 @@ impl MemChannel {
                 }
                 Packet::Request(r) => {
                     self.depart(now, net);
-                    let (q, slice) = self.request_queue_of(&r);
-                    let queue = if q == 0 {
-                        slice
-                    } else {
-                        self.slices.len() as u32
-                    };
-                    if let Some(o) = self.out.as_mut().filter(|o| o.holds(queue)) {
-                        o.hold(queue, now, src, pkt);
-                        return Ok(());
+                    // (Which slice it is for only matters while some slice holds.)
+                    if self.out.as_ref().is_some_and(|o| o.holding()) {
+                        let (q, slice) = self.request_queue_of(&r);
+                        let queue = if q == 0 {
+                            slice
+                        } else {
+                            self.slices.len() as u32
+                        };
+                        if let Some(o) = self.out.as_mut().filter(|o| o.holds(queue)) {
+                            o.hold(queue, now, src, pkt);
+                            return Ok(());
+                        }
                     }
                 }
                 _ => {}
@@ -389,18 +392,20 @@ impl MemChannel {
         }
     }
 
-    /// Sends `pkt` from its slice to unit `dst` at `te`: on the NoC then, or with reply
-    /// queues through its slice's (the slice whose crossbar port it takes,
-    /// [`AddressMap::noc_slice`]).
+    /// Sends `pkt` from slice `from` to unit `dst` at `te`: on the NoC then, or with reply
+    /// queues through the reply queue of the slice whose crossbar port it takes
+    /// ([`AddressMap::noc_slice`]: `from` itself with a memory-side L2; with a private L2 an
+    /// LLC slice's reply for a line the unit's L2 slice caches takes that slice's port).
     #[inline(always)]
-    fn emit(&mut self, dst: u32, te: Picos, pkt: Packet, net: &mut dyn Net) {
+    fn emit(&mut self, from: From, dst: u32, te: Picos, pkt: Packet, net: &mut dyn Net) {
         if self.out.is_none() {
             net.send(self.unit, dst, te, pkt);
             return;
         }
         let llc = self.slices.len() as u32;
-        let queue = match pkt {
-            Packet::Response(r @ (Response::Reply { .. } | Response::WriteAck { .. })) => self
+        let queue = match (from, pkt) {
+            (From::L2(i), _) if !self.map.private => i as u32,
+            (_, Packet::Response(r @ (Response::Reply { .. } | Response::WriteAck { .. }))) => self
                 .map
                 .noc_slice(self.chiplet(), self.unit, r.line())
                 .map_or(llc, |s| s as u32),
@@ -670,7 +675,7 @@ impl MemChannel {
         let te = s.noc_out.reserve(now, done, HEADER_BYTES);
         let pkt = Response::WriteAck { line, tag, sm, ctx };
         let dst = self.toward(sm);
-        self.emit(dst, te, pkt.into(), net);
+        self.emit(from, dst, te, pkt.into(), net);
     }
 
     /// Where a packet for unit `dst` leaves this channel to: `dst` itself on this chiplet,
@@ -711,7 +716,7 @@ impl MemChannel {
         let td = s.data_port.reserve(now, ready, data);
         let te = s.noc_out.reserve(now, td, data + HEADER_BYTES);
         let dst = self.toward(dst);
-        self.emit(dst, te, pkt, net);
+        self.emit(from, dst, te, pkt, net);
     }
 
     /// Reads or writes `sectors` of `line` in this channel's DRAM from `t` (counted);

@@ -74,6 +74,8 @@ pub(super) struct SliceOutputs {
     credits: Credits<(u32, Packet)>,
     /// By slice: the requests held back, with when they arrived and from which unit.
     held: Vec<VecDeque<(Picos, u32, Packet)>>,
+    /// Requests held now, over every slice, and ever.
+    held_any: usize,
     held_requests: u64,
 }
 
@@ -85,6 +87,7 @@ impl SliceOutputs {
             seq: 0,
             credits: Credits::new(depth as u64),
             held: (0..queues).map(|_| VecDeque::new()).collect(),
+            held_any: 0,
             held_requests: 0,
         }
     }
@@ -132,19 +135,29 @@ impl SliceOutputs {
             || self.held.get(queue as usize).is_some_and(|h| !h.is_empty())
     }
 
+    /// Whether any slice has a packet waiting for credit or requests held.
+    pub(super) fn holding(&self) -> bool {
+        self.credits.waiting() > 0 || self.held_any > 0
+    }
+
     /// Holds request `pkt` from unit `src`, arrived at `at`, for slice `queue`.
     pub(super) fn hold(&mut self, queue: u32, at: Picos, src: u32, pkt: Packet) {
         if let Some(h) = self.held.get_mut(queue as usize) {
             h.push_back((at, src, pkt));
             self.held_requests += 1;
+            self.held_any += 1;
         }
     }
 
     /// A request held for a slice that has no packet waiting for credit (the first such
     /// slice's oldest), with the slice and the unit it came from.
     pub(super) fn release(&mut self) -> Option<(u32, u32, Packet)> {
+        if self.held_any == 0 {
+            return None;
+        }
         for (q, h) in self.held.iter_mut().enumerate() {
             if !h.is_empty() && self.credits.waiting_on(q as u32) == 0 {
+                self.held_any -= 1;
                 return h.pop_front().map(|(_, src, pkt)| (q as u32, src, pkt));
             }
         }
@@ -204,14 +217,14 @@ mod tests {
         o.depart(30, &mut go);
         // Slice 0 had 2 credits: packets 1 and 2; packet 3 waits. Slice 1 passes.
         assert_eq!(tags(&go), [2, 9]);
-        assert!(o.holds(0) && !o.holds(1));
+        assert!(o.holds(0) && !o.holds(1) && o.holding());
         o.hold(0, 31, 7, ack(100));
         assert!(o.release().is_none(), "slice 0 still waits for credit");
         go.clear();
         o.credit(40, 0, 1, &mut go);
         assert_eq!(tags(&go), [3]);
         assert!(matches!(o.release(), Some((0, 7, _))));
-        assert!(!o.holds(0));
+        assert!(!o.holds(0) && !o.holding());
         let s = o.stats();
         assert_eq!((s.credit_waits, s.credit_wait_ps), (1, 40 - 30));
         assert_eq!((s.held_requests, s.peak_packets), (1, 2));
