@@ -119,13 +119,13 @@ section! {
         /// interface and per network (requests, replies): the crossbar's output to the
         /// port holds as many credits, spends one per packet it grants, and the interface
         /// returns it, a timed message, when the packet's last byte has left on its link (a
-        /// packet waiting for link credit keeps its place). 0: unbounded. Presets: 0 (no
-        /// study in the references gives the interface's buffers, and bounded at 64 or 512
-        /// the queues cut a saturated remote stream on `a100-4chiplet.yaml` from 91% of its
-        /// links to 85% and 89%: they fill with packets waiting for the far end's credits,
-        /// and the backpressure reaches the SMs' local traffic; development log,
+        /// packet waiting for link credit keeps its place). 0: unbounded. Presets: 1,024
+        /// (stated, not sourced: no study in the references gives the interface's buffers;
+        /// at 64 and 512 a saturated remote stream on `a100-4chiplet.yaml` loses 6 and 2
+        /// points of its links' bandwidth, its requests waiting for the far end's credits
+        /// through the switch; from 1,024 it keeps what it has unbounded; development log,
         /// 2026-12-07).
-        noc_queue_packets: u32 = Kind::U32, unit "packets", Some("0"), range (0, 1_000_000);
+        noc_queue_packets: u32 = Kind::U32, unit "packets", Some("1024"), range (0, 1_000_000);
     }
 }
 
