@@ -436,3 +436,49 @@ fn a_link_interface_queue_of_one_packet_per_port_backs_up_into_the_crossbar() {
     assert!(u(&s["totals"], "sim_time_ps") >= u(&free["totals"], "sim_time_ps"));
     same_on_threads_cuts_and_run_ahead(&one, |e| run("1", e), "a100-4chiplet.yaml");
 }
+
+#[test]
+fn every_crossbar_input_stays_within_its_credits_on_four_chiplets() {
+    // Inputs of 8 flits (`noc.input_buffer_flits`: the SMs' and, per port and network, the
+    // link interfaces') and slice reply queues of 8 packets, on 4 chiplets with links
+    // narrowed to 64 B per cycle so that remote traffic backs up: no input of either
+    // network ever holds more than 8 packets (each is at least a flit), where without
+    // credits the link interfaces' inputs hold more; the run completes, and threads, cuts
+    // and run-ahead change nothing.
+    let base = [
+        "--workload",
+        "stream",
+        "-p",
+        "n=65536",
+        "--set",
+        "package.link.bandwidth_bytes_per_cycle=64",
+        "--set",
+        "l2.reply_queue_packets=8",
+    ];
+    let run = |flits: &str, extra: &[&str]| {
+        let set = format!("noc.input_buffer_flits={flits}");
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend(["--set", &set]);
+        a.extend(extra);
+        run_stats("a100-4chiplet.yaml", &a).0
+    };
+    let most = |s: &Value| -> u64 {
+        s["chiplets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| {
+                ["requests", "replies"].map(|n| u(&c["crossbar"][n], "max_input_packets"))
+            })
+            .max()
+            .unwrap()
+    };
+    let seq = run("8", &["--threads", "1"]);
+    assert!(most(&json(&seq)) <= 8, "{}", most(&json(&seq)));
+    let free = json(&run("0", &[]));
+    assert!(
+        most(&free) > 8,
+        "unbounded inputs never held more than 8 packets"
+    );
+    same_on_threads_cuts_and_run_ahead(&seq, |e| run("8", e), "a100-4chiplet.yaml");
+}

@@ -19,7 +19,7 @@
 //! |---|---|---|
 //! | an SM to its chiplet's crossbar | `noc.bandwidth_bytes_per_cycle` per NoC cycle | `noc.input_buffer_flits` |
 //! | a channel to the crossbar | the same | `l2.reply_queue_packets` per slice (replies and acknowledgements; its requests to an LLC slice: none) |
-//! | a link interface to the crossbar | the same | none (answers to requests its far end's credits bound) |
+//! | a link interface to the crossbar | the same | `noc.input_buffer_flits` per port and network |
 //! | the crossbar to a channel | the same | `l2.request_queue_packets` per slice (requests) |
 //! | the crossbar to the link interface | the same | `package.link.noc_queue_packets` per port and network |
 //! | the crossbar to an SM | the same | none (an SM takes a reply as it arrives) |
@@ -161,8 +161,10 @@ pub struct Wiring {
     slice_queue: u32,
     reply_queue: u32,
     /// The packets per port and network of a link interface's queue from the crossbar
-    /// (0: unbounded; always 0 without the crossbar or with one chiplet).
+    /// (0: unbounded; always 0 without the crossbar or with one chiplet), and the flits of
+    /// each of its crossbar inputs (likewise).
     link_queue: u32,
+    link_input: u64,
     /// One direction of a package link and of a chiplet's port to the GPU switch, and the
     /// bytes of the buffers at their far ends.
     link: LinkSpec,
@@ -292,6 +294,11 @@ impl Wiring {
             } else {
                 0
             },
+            link_input: if crossbar && ids.chiplets > 1 {
+                noc.input_buffer_flits
+            } else {
+                0
+            },
             link: link.link,
             link_buffer: link.link_buffer,
             gpu_link: link.gpu_link,
@@ -309,6 +316,7 @@ impl Wiring {
             (SM, XBAR) if self.sm_input_flits > 0 => (noc, Depth::Flits(self.sm_input_flits)),
             (XBAR, CHANNEL) if self.slice_queue > 0 => (noc, Depth::Packets(self.slice_queue)),
             (CHANNEL, XBAR) if self.reply_queue > 0 => (noc, Depth::Packets(self.reply_queue)),
+            (LINK, XBAR) if self.link_input > 0 => (noc, Depth::Flits(self.link_input)),
             (XBAR, LINK) if self.link_queue > 0 => (noc, Depth::Packets(self.link_queue)),
             (LINK, LINK) => {
                 let (cs, cd) = (self.ids.chiplet_of(src), self.ids.chiplet_of(dst));
@@ -364,6 +372,13 @@ impl Wiring {
     /// which the slice holds credits for (0: unbounded).
     pub fn slice_reply_packets(&self) -> u32 {
         self.reply_queue
+    }
+
+    /// The flits of each of a link interface's crossbar inputs (per port and network),
+    /// which it holds credits for: `noc.input_buffer_flits`, with several chiplets and the
+    /// crossbar (0: unbounded).
+    pub fn link_input_flits(&self) -> u64 {
+        self.link_input
     }
 
     /// The packets of a link interface's queue from the crossbar, per port and network,
@@ -820,7 +835,7 @@ mod tests {
         );
         assert_eq!(
             w.connection(ids.link(0), xbar).map(|c| c.depth),
-            Some(Depth::Unbounded)
+            Some(Depth::Flits(cfg.noc.input_buffer_flits as u64))
         );
         assert_eq!(
             w.connection(xbar, ids.link(0)).map(|c| c.depth),

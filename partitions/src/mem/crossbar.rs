@@ -29,9 +29,11 @@
 //! waits in the SM's L1 miss queue, and a full miss queue stops the SM issuing memory
 //! instructions (`ldst.rs`, `sm/issue.rs`). Likewise each slice holds credits for its
 //! input to the reply network (`l2.reply_queue_packets` > 0, one per packet), returned
-//! when the crossbar grants the packet (`slice_out.rs`). The inputs of link interfaces are
-//! unbounded (what they send answers requests that the far ends' credits bound), as are a
-//! private L2 slice's requests to the LLC (bounded by its MSHRs).
+//! when the crossbar grants the packet (`slice_out.rs`), and with several chiplets the
+//! link interface for each of its inputs (per port and network, `noc.input_buffer_flits`
+//! flits: a packet from a link waits in the link's receive buffer, its credit unpaid,
+//! until its input has room; `link.rs`). A private L2 slice's requests to the LLC are
+//! unbounded at its input (bounded by its MSHRs).
 //!
 //! The request network's outputs to the slices hold credits for the slices' request
 //! queues (`l2.request_queue_packets` > 0), one per request: an output without one grants
@@ -103,6 +105,9 @@ pub struct CrossbarUnit {
     /// for their reply inputs (`l2.reply_queue_packets` > 0).
     credits: bool,
     reply_credits: bool,
+    /// The link interface holds credits for its inputs (`noc.input_buffer_flits`, several
+    /// chiplets).
+    link_input_credits: bool,
 }
 
 /// One network: FIFO inputs or virtual output queues with iSLIP (`noc.arbiter`).
@@ -240,6 +245,7 @@ impl CrossbarUnit {
             granted: Vec::new(),
             credits: wiring.sm_input_flits() > 0,
             reply_credits: wiring.slice_reply_packets() > 0,
+            link_input_credits: wiring.link_input_flits() > 0,
             map,
         }
     }
@@ -450,6 +456,13 @@ impl CrossbarUnit {
                     Control::Credit {
                         link: 0,
                         vc: 0,
+                        bytes: q.flits,
+                    }
+                } else if self.link_input_credits && i >= self.link_port {
+                    // The link interface's input of this network (`vc`: network and port).
+                    Control::Credit {
+                        link: 0,
+                        vc: k as u32 * self.link_ports + (i - self.link_port),
                         bytes: q.flits,
                     }
                 } else if k == 1

@@ -30,8 +30,10 @@
 //! channel: the packet's class and the package links it still has to cross). A packet
 //! without credit waits in the interface, behind the packets of its channel; the far end
 //! returns the credit as a timed message over the reverse connection when the packet leaves
-//! its buffer (on to the NoC at once, or when its last byte has left on the next link or
-//! down the switch's port). The waits are the links' "no credit" stall
+//! its buffer (on to the NoC when its crossbar input has room, at once without the
+//! crossbar's credits: `noc.input_buffer_flits` per port and network, credits the
+//! interface holds and the crossbar returns as it grants; or when its last byte has left
+//! on the next link or down the switch's port). The waits are the links' "no credit" stall
 //! (`links[].credit_waits` in the stats).
 //!
 //! Packets cross it unchanged, their context ([`crate::packet::Packet::ctx`]) included, so
@@ -326,6 +328,20 @@ pub struct LinkInterface {
     /// crossbar's unit and the interface's ports on it, whose credits a packet from it
     /// owes.
     xbar_queue: Option<(u32, u32)>,
+    /// With the crossbar on several chiplets: the credits of its inputs to the crossbar,
+    /// in flits, one virtual channel per network and port (`network * ports + port`;
+    /// `noc.input_buffer_flits`), the crossbar's unit, its ports and the NoC's flit.
+    noc_in: Option<NocInputs>,
+}
+
+/// The credits of a link interface's crossbar inputs: a packet that arrived for this
+/// chiplet leaves the link's receive buffer (and pays the link its credit) only when its
+/// input has room; the crossbar returns the flits when it grants the packet.
+struct NocInputs {
+    credits: Credits<Held>,
+    xbar: u32,
+    ports: u32,
+    flit_bytes: u64,
 }
 
 impl LinkInterface {
@@ -383,6 +399,12 @@ impl LinkInterface {
             xbar_queue: (wiring.link_queue_packets() > 0).then(|| {
                 let ports = super::crossbar::link_ports(&map, topology, wiring, chiplet);
                 (map.ids.xbar(chiplet), ports)
+            }),
+            noc_in: (wiring.link_input_flits() > 0).then(|| NocInputs {
+                credits: Credits::new(wiring.link_input_flits()),
+                xbar: map.ids.xbar(chiplet),
+                ports: super::crossbar::link_ports(&map, topology, wiring, chiplet),
+                flit_bytes: wiring.noc_bandwidth().bytes_per_cycle.max(1),
             }),
             params,
             map,
@@ -552,6 +574,20 @@ impl LinkInterface {
     ) -> Result<(), RouteError> {
         let chiplet = self.chiplet;
         let err = || RouteError { chiplet, pkt };
+        if let Packet::Control(Control::Credit { vc, bytes, .. }) = pkt {
+            if let Some(n) = self.noc_in.as_mut().filter(|n| n.xbar == src) {
+                // The crossbar granted packets from an input: what waited for room there
+                // goes on, and leaves the link's receive buffer.
+                let mut go = std::mem::take(&mut self.go);
+                n.credits.credit(now, vc, bytes as u64, &mut go);
+                for h in go.drain(..) {
+                    net.send(self.unit, h.hop, now, h.pkt);
+                    self.pay(h.owed, now, net);
+                }
+                self.go = go;
+                return Ok(());
+            }
+        }
         if let Packet::Control(Control::Credit { link, vc, bytes }) = pkt {
             let out = match link {
                 GPU_UP => Out::GpuUp,
@@ -615,6 +651,29 @@ impl LinkInterface {
             _ => {}
         }
         if dst == self.chiplet {
+            // On over the NoC, when its crossbar input has room.
+            if let Some(n) = &mut self.noc_in {
+                let (network, line) = match pkt {
+                    Packet::Request(r) => (0, r.line()),
+                    Packet::Response(r) => (1, r.line()),
+                    Packet::Control(_) => (1, 0),
+                };
+                let line_bytes = self.params.line_bytes;
+                let vc = network * n.ports
+                    + super::crossbar::link_port_offset(line, line_bytes, n.ports);
+                let flits = bytes.div_ceil(n.flit_bytes);
+                let h = Held {
+                    pkt,
+                    bytes,
+                    hop: to,
+                    owed,
+                };
+                if let Some(h) = n.credits.offer(now, vc, flits, h) {
+                    net.send(self.unit, h.hop, now, h.pkt);
+                    self.pay(h.owed, now, net);
+                }
+                return Ok(());
+            }
             net.send(self.unit, to, now, pkt);
             self.pay(owed, now, net);
             return Ok(());

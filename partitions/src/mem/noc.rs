@@ -63,9 +63,11 @@ section! {
         /// flits (`bandwidth_bytes_per_cycle` bytes): the SM's LD/ST unit holds as many
         /// credits, spends a packet's flits when it sends it, and without them the packet
         /// waits in the L1 miss queue (`l1d.miss_queue_packets`); the crossbar returns them
-        /// when it grants the packet, a timed message back to the SM. 0: unbounded, no
-        /// credits. (The slices' inputs: `l2.reply_queue_packets`; the link interfaces'
-        /// are unbounded.) Else at least
+        /// when it grants the packet, a timed message back to the SM. With several
+        /// chiplets each of the link interface's inputs (per port and network) holds as
+        /// many, and a packet that arrived over a link waits in the link's receive buffer
+        /// until its input has room. 0: unbounded, no credits. (The slices' inputs:
+        /// `l2.reply_queue_packets`.) Else at least
         /// the flits of the largest packet (an 8 B header and an L2 line). Presets: the
         /// simulator config's `-icnt_in_buffer_limit` (512 in every Accel-Sim config).
         input_buffer_flits: u32 = Kind::U32, unit "flits", Some("512"), range (0, 1_000_000);
