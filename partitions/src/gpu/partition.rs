@@ -1470,6 +1470,69 @@ mod tests {
         }
     }
 
+    /// With the crossbar a private L2 slice's NoC port does not delay its flush's
+    /// write-backs, its crossbar input does (a flit per NoC cycle each): the flush is
+    /// acknowledged no sooner than they could all have left that input, one after another
+    /// (an analytical bound: write-backs x their flits x the NoC cycle).
+    #[test]
+    fn a_private_flush_waits_for_its_write_backs_to_cross_the_slice_input() {
+        struct Sink(Wiring);
+        impl Net for Sink {
+            fn wiring(&self) -> &Wiring {
+                &self.0
+            }
+            fn deliver(&mut self, _src: u32, _dst: u32, _at: Picos, _pkt: Packet) {}
+        }
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../configs/radeon7-2chiplet.yaml");
+        let set = [("noc.model".to_string(), "crossbar".to_string())];
+        let cfg = crate::config::GpuConfig::load(p, &set).expect("radeon7-2chiplet.yaml loads");
+        let map = Arc::new(crate::mem::AddressMap::from_config(&cfg));
+        let params = crate::mem::ChannelParams::from_config(&cfg);
+        let wiring = Wiring::from_config(&cfg);
+        let (flit, period) = (
+            cfg.noc.bandwidth_bytes_per_cycle as u64,
+            cfg.noc_period_ps(),
+        );
+        let (line_bytes, sector_bytes) = (cfg.l2.line_bytes as u64, cfg.l2.sector_bytes as u64);
+        let sectors = line_bytes / sector_bytes;
+        let mut ch = MemChannel::new(&params, map.clone(), 0, &wiring);
+        let sm = map.ids.sm(0);
+        // Whole lines homed on chiplet 0 that it caches in channel 0's slice 0, written
+        // (write-back: dirty; a line homed elsewhere is written through).
+        let lines: Vec<u64> = (0u64..)
+            .map(|k| k * line_bytes)
+            .filter(|&l| {
+                let (c, s, _) = map.private_slot(0, l);
+                let home = map.ids.chiplet_of_channel(map.llc_home(l).0);
+                (c, s, home) == (0, 0, 0)
+            })
+            .take(32)
+            .collect();
+        let mut net = Sink(wiring);
+        for (k, &line) in lines.iter().enumerate() {
+            let w = Request::Write {
+                line,
+                sectors: (1 << sectors) - 1,
+                tag: Request::NO_ACK,
+                sm,
+                ctx: Ctx::default(),
+            };
+            ch.on_packet(1_000 * k as Picos, sm, w.into(), &mut net)
+                .expect("a write for this unit");
+        }
+        let now = 100_000_000;
+        let done = ch.flush(now, Ctx::default(), &mut net);
+        assert_eq!(ch.stats().private_l2.flush_writeback_sectors, 32 * sectors);
+        // Each write-back: a header and a whole line.
+        let flits = (8 + line_bytes).div_ceil(flit);
+        let bound = now + 32 * flits * period;
+        assert!(
+            done >= bound,
+            "acknowledged at {done} ps, before {bound} ps"
+        );
+    }
+
     fn l2_reply_no_sooner_than_the_sm_lookahead(model: &str) {
         struct Replies(Vec<(Picos, Packet)>, Wiring);
         impl Net for Replies {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::cache::Evicted;
 use super::dram_channel::{ChannelError, From, MemChannel};
+use super::port::BwPort;
 use super::{popcount, Ctx, Net, Packet, Request, HEADER_BYTES};
 use crate::counters::unit_counters;
 use crate::observe::MemLevel;
@@ -408,6 +409,17 @@ impl MemChannel {
             return last;
         }
         self.set_ctx(ctx);
+        // With the crossbar a slice's NoC port does not delay its write-backs: they leave
+        // at once and its crossbar input holds each for its flits, one after another. The
+        // acknowledgement waits until they could all have left it.
+        let flit = self.noc.bytes_per_cycle.max(1);
+        let mut input: Vec<BwPort> = if self.map.ids.xbar {
+            (0..self.slices.len())
+                .map(|_| BwPort::new(flit, self.noc.clock_hz))
+                .collect()
+        } else {
+            Vec::new()
+        };
         for slice in 0..self.slices.len() {
             for i in 0..self.slices[slice].cache.ways() {
                 let c = &self.slices[slice].cache;
@@ -425,10 +437,16 @@ impl MemChannel {
                         ctx,
                     };
                     let start = self.send_to_llc(now, slice, now, line, pkt.into(), bytes, net);
-                    // Its last byte has left when its serialization on the NoC port ends.
-                    let rate = self.noc.bytes_per_cycle as u128 * self.noc.clock_hz as u128;
-                    let ser = (bytes as u128 * 1_000_000_000_000).div_ceil(rate.max(1));
-                    last = last.max(start + ser as Picos);
+                    if let Some(port) = input.get_mut(slice) {
+                        port.reserve(now, now, bytes.div_ceil(flit) * flit);
+                        last = last.max(port.free_at());
+                    } else {
+                        // Its last byte has left when its serialization on the NoC port
+                        // ends.
+                        let rate = self.noc.bytes_per_cycle as u128 * self.noc.clock_hz as u128;
+                        let ser = (bytes as u128 * 1_000_000_000_000).div_ceil(rate.max(1));
+                        last = last.max(start + ser as Picos);
+                    }
                 }
                 self.slices[slice].cache.invalidate_sectors(i, valid);
                 self.private[slice].flushed[i] |= valid;
