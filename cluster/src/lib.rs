@@ -133,7 +133,7 @@ pub use engine::{Engine, Progress, WindowStats};
 pub use error::EngineError;
 #[cfg(feature = "mpi")]
 pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
-pub use routing::Routing;
+pub use routing::{PairLookahead, Routing};
 #[cfg(feature = "mpi")]
 pub use system::run_rank_threads;
 pub use system::{

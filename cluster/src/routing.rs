@@ -123,9 +123,147 @@ impl Routing {
     }
 }
 
+/// The lookahead per partition pair (DESIGN.md section 4, issue 23): `D(q, p)`, the
+/// least time anything partition `q` does can take to reach partition `p`, the shortest
+/// path over the links that cross partitions (an indirect path through a third partition
+/// that is faster than any direct link counts; moving inside a partition is taken as
+/// free, which only makes `D` smaller, so never unsafe). [`Picos::MAX`] where no path
+/// exists. The engine does not use it yet: its windows are still the global minimum
+/// ([`Routing::lookahead`], which is the least `D(q, p)` over `q != p`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairLookahead {
+    n: usize,
+    /// `d[q * n + p]`.
+    d: Vec<Picos>,
+}
+
+impl PairLookahead {
+    /// `D(q, p)` (`Picos::MAX` for `q == p` or no path; out of range: `Picos::MAX`).
+    pub fn get(&self, q: usize, p: usize) -> Picos {
+        if q == p || q >= self.n || p >= self.n {
+            return Picos::MAX;
+        }
+        self.d[q * self.n + p]
+    }
+
+    /// The least `D(q, p)` over `q != p`: the global lookahead.
+    pub fn min(&self) -> Option<Picos> {
+        (0..self.n)
+            .flat_map(|q| (0..self.n).map(move |p| (q, p)))
+            .map(|(q, p)| self.get(q, p))
+            .filter(|&d| d != Picos::MAX)
+            .min()
+    }
+}
+
+impl Routing {
+    /// [`PairLookahead`] for this partitioning from the modelled `links` (the same errors
+    /// as [`Routing::lookahead`]): the least crossing latency per ordered pair, closed
+    /// over paths (Floyd and Warshall, `O(partitions^3)`, once per run).
+    pub fn pair_lookahead(
+        &self,
+        links: impl IntoIterator<Item = Link>,
+    ) -> Result<PairLookahead, EngineError> {
+        let n = self.partitions;
+        let mut d = vec![Picos::MAX; n * n];
+        for link in links {
+            let a = self
+                .partition_of(link.src)
+                .ok_or(EngineError::UnroutedPort { port: link.src })?;
+            let b = self
+                .partition_of(link.dst)
+                .ok_or(EngineError::UnroutedPort { port: link.dst })?;
+            if a == b {
+                continue;
+            }
+            if link.latency == 0 {
+                return Err(EngineError::ZeroLatencyLink {
+                    src: link.src,
+                    dst: link.dst,
+                });
+            }
+            let e = &mut d[a * n + b];
+            *e = (*e).min(link.latency);
+        }
+        for k in 0..n {
+            for q in 0..n {
+                let qk = d[q * n + k];
+                if q == k || qk == Picos::MAX {
+                    continue;
+                }
+                for p in 0..n {
+                    let kp = d[k * n + p];
+                    if p == k || p == q || kp == Picos::MAX {
+                        continue;
+                    }
+                    let via = qk.saturating_add(kp);
+                    let e = &mut d[q * n + p];
+                    *e = (*e).min(via);
+                }
+            }
+        }
+        Ok(PairLookahead { n, d })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn link(s: u32, d: u32, latency: Picos) -> Link {
+        Link {
+            src: PortId(s),
+            dst: PortId(d),
+            latency,
+        }
+    }
+
+    #[test]
+    fn pair_lookahead_takes_the_shortest_path_over_crossing_links() {
+        // Four partitions of one port each. A ring 0 -> 1 -> 2 -> 3 -> 0 of 100 ps links,
+        // and a direct 0 -> 2 link of 500 ps that the ring (200 ps through partition 1)
+        // beats; 2 -> 0 has no direct link: 3 -> 0 after 2 -> 3, 200 ps.
+        let r = Routing::new(4, (0..4).map(|p| (PortId(p), p as usize))).unwrap();
+        let links = [
+            link(0, 1, 100),
+            link(1, 2, 100),
+            link(2, 3, 100),
+            link(3, 0, 100),
+            link(0, 2, 500),
+        ];
+        let d = r.pair_lookahead(links).unwrap();
+        assert_eq!(d.get(0, 1), 100);
+        assert_eq!(d.get(0, 2), 200, "the indirect path is the shorter");
+        assert_eq!(d.get(2, 0), 200);
+        assert_eq!(d.get(1, 0), 300);
+        assert_eq!(d.get(0, 0), Picos::MAX);
+        // The global lookahead is the least pair, as `lookahead` computes it.
+        assert_eq!(d.min(), r.lookahead(links).unwrap());
+        // A switch: every partition reaches every other through partition 0 (the switch)
+        // in two 50 ps hops, while a direct 1 -> 2 link takes 150 ps.
+        let links = [
+            link(1, 0, 50),
+            link(0, 1, 50),
+            link(2, 0, 50),
+            link(0, 2, 50),
+            link(3, 0, 50),
+            link(0, 3, 50),
+            link(1, 2, 150),
+        ];
+        let d = r.pair_lookahead(links).unwrap();
+        assert_eq!((d.get(1, 2), d.get(2, 3), d.get(3, 1)), (100, 100, 100));
+        // Unconnected partitions never bound each other; errors as `lookahead`'s.
+        let d = r.pair_lookahead([link(0, 1, 10)]).unwrap();
+        assert_eq!((d.get(1, 0), d.get(0, 3)), (Picos::MAX, Picos::MAX));
+        assert!(matches!(
+            r.pair_lookahead([link(2, 1, 0)]).unwrap_err(),
+            EngineError::ZeroLatencyLink { .. }
+        ));
+        assert!(matches!(
+            r.pair_lookahead([link(2, 9, 10)]).unwrap_err(),
+            EngineError::UnroutedPort { port: PortId(9) }
+        ));
+    }
 
     #[test]
     fn dense_and_sparse_lookups_agree() {
