@@ -102,24 +102,33 @@ impl Routing {
     ) -> Result<Option<Picos>, EngineError> {
         let mut l: Option<Picos> = None;
         for link in links {
-            let a = self
-                .partition_of(link.src)
-                .ok_or(EngineError::UnroutedPort { port: link.src })?;
-            let b = self
-                .partition_of(link.dst)
-                .ok_or(EngineError::UnroutedPort { port: link.dst })?;
-            if a == b {
-                continue;
+            if self.crossing(&link)?.is_some() {
+                l = Some(l.map_or(link.latency, |x| x.min(link.latency)));
             }
-            if link.latency == 0 {
-                return Err(EngineError::ZeroLatencyLink {
-                    src: link.src,
-                    dst: link.dst,
-                });
-            }
-            l = Some(l.map_or(link.latency, |x| x.min(link.latency)));
         }
         Ok(l)
+    }
+
+    /// The partitions `(from, to)` that `link` joins when it crosses partitions (`None`
+    /// inside one); a crossing link of zero latency, or an end missing from the table, is
+    /// an error naming it.
+    fn crossing(&self, link: &Link) -> Result<Option<(usize, usize)>, EngineError> {
+        let a = self
+            .partition_of(link.src)
+            .ok_or(EngineError::UnroutedPort { port: link.src })?;
+        let b = self
+            .partition_of(link.dst)
+            .ok_or(EngineError::UnroutedPort { port: link.dst })?;
+        if a == b {
+            return Ok(None);
+        }
+        if link.latency == 0 {
+            return Err(EngineError::ZeroLatencyLink {
+                src: link.src,
+                dst: link.dst,
+            });
+        }
+        Ok(Some((a, b)))
     }
 }
 
@@ -167,23 +176,10 @@ impl Routing {
         let n = self.partitions;
         let mut d = vec![Picos::MAX; n * n];
         for link in links {
-            let a = self
-                .partition_of(link.src)
-                .ok_or(EngineError::UnroutedPort { port: link.src })?;
-            let b = self
-                .partition_of(link.dst)
-                .ok_or(EngineError::UnroutedPort { port: link.dst })?;
-            if a == b {
-                continue;
+            if let Some((a, b)) = self.crossing(&link)? {
+                let e = &mut d[a * n + b];
+                *e = (*e).min(link.latency);
             }
-            if link.latency == 0 {
-                return Err(EngineError::ZeroLatencyLink {
-                    src: link.src,
-                    dst: link.dst,
-                });
-            }
-            let e = &mut d[a * n + b];
-            *e = (*e).min(link.latency);
         }
         for k in 0..n {
             for q in 0..n {

@@ -368,12 +368,7 @@ impl CrossbarUnit {
 
     /// The link interface's port for `pkt`: by its line, interleaved.
     fn link_port_of(&self, pkt: &Packet) -> u32 {
-        let line = match pkt {
-            Packet::Request(r) => r.line(),
-            Packet::Response(r) => r.line(),
-            Packet::Control(_) => 0,
-        };
-        self.link_port + link_port_offset(line, self.line_bytes, self.link_ports)
+        self.link_port + link_port_offset(pkt, self.line_bytes, self.link_ports)
     }
 
     /// A packet from unit `src` arrives at `now`: it joins the FIFO of its sender's input.
@@ -502,9 +497,14 @@ impl CrossbarUnit {
     }
 }
 
-/// Which of the link interface's `ports` crossbar ports a packet about `line` takes: lines
-/// of `line_bytes` interleave over them.
-pub(crate) fn link_port_offset(line: u64, line_bytes: u64, ports: u32) -> u32 {
+/// Which of the link interface's `ports` crossbar ports `pkt` takes: lines of
+/// `line_bytes` interleave over them (a control packet takes the first).
+pub(crate) fn link_port_offset(pkt: &Packet, line_bytes: u64, ports: u32) -> u32 {
+    let line = match pkt {
+        Packet::Request(r) => r.line(),
+        Packet::Response(r) => r.line(),
+        Packet::Control(_) => 0,
+    };
     ((line / line_bytes.max(1)) % ports.max(1) as u64) as u32
 }
 

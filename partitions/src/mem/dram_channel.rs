@@ -322,17 +322,8 @@ impl MemChannel {
                 Packet::Control(crate::gpu::control::Control::Credit { link, vc, bytes })
                     if src == xbar =>
                 {
-                    let queue = if link == 0 {
-                        vc
-                    } else {
-                        self.slices.len() as u32
-                    };
-                    let mut go = std::mem::take(&mut self.go);
-                    if let Some(o) = &mut self.out {
-                        o.credit(now, queue, bytes, &mut go);
-                    }
-                    self.send_go(now, &mut go, net);
-                    self.go = go;
+                    let queue = self.reply_queue(link, vc);
+                    self.let_go(now, net, |o, go| o.credit(now, queue, bytes, go));
                     return self.release(now, net);
                 }
                 Packet::Request(r) => {
@@ -340,11 +331,7 @@ impl MemChannel {
                     // (Which slice it is for only matters while some slice holds.)
                     if self.out.as_ref().is_some_and(|o| o.holding()) {
                         let (q, slice) = self.request_queue_of(&r);
-                        let queue = if q == 0 {
-                            slice
-                        } else {
-                            self.slices.len() as u32
-                        };
+                        let queue = self.reply_queue(q, slice);
                         if let Some(o) = self.out.as_mut().filter(|o| o.holds(queue)) {
                             o.hold(queue, now, src, pkt);
                             return Ok(());
@@ -378,17 +365,33 @@ impl MemChannel {
 
     /// The packets due by `t` leave their slices, those with credit now.
     fn depart(&mut self, t: Picos, net: &mut dyn Net) {
+        self.let_go(t, net, |o, go| o.depart(t, go));
+    }
+
+    /// Sends at `t` the packets `f` lets go from the slices' reply queues.
+    fn let_go(
+        &mut self,
+        t: Picos,
+        net: &mut dyn Net,
+        f: impl FnOnce(&mut SliceOutputs, &mut Vec<(u32, Packet)>),
+    ) {
         let mut go = std::mem::take(&mut self.go);
         if let Some(o) = &mut self.out {
-            o.depart(t, &mut go);
+            f(o, &mut go);
         }
-        self.send_go(t, &mut go, net);
+        for (dst, pkt) in go.drain(..) {
+            net.send(self.unit, dst, t, pkt);
+        }
         self.go = go;
     }
 
-    fn send_go(&mut self, t: Picos, go: &mut Vec<(u32, Packet)>, net: &mut dyn Net) {
-        for (dst, pkt) in go.drain(..) {
-            net.send(self.unit, dst, t, pkt);
+    /// The reply queue of the slice a credit or request queue names: `(0, slice)` an L2
+    /// slice's, `(1, _)` the LLC slice's, numbered after the L2 slices.
+    fn reply_queue(&self, link: u32, slice: u32) -> u32 {
+        if link == 0 {
+            slice
+        } else {
+            self.slices.len() as u32
         }
     }
 

@@ -375,6 +375,9 @@ impl LinkInterface {
             Vec::new()
         };
         let gpus = map.ids.gpus() > 1;
+        // Its ports on the crossbar, whose queues and inputs may hold credits.
+        let xbar = map.ids.xbar(chiplet);
+        let xbar_ports = super::crossbar::link_ports(&map, topology, wiring, chiplet);
         let gs = LinkSpec {
             latency_ps: 0,
             ..gpu_link
@@ -396,14 +399,11 @@ impl LinkInterface {
             gpu_link_overhead: gpu_link.packet_overhead_bytes,
             link_buffer,
             gpu_link_buffer,
-            xbar_queue: (wiring.link_queue_packets() > 0).then(|| {
-                let ports = super::crossbar::link_ports(&map, topology, wiring, chiplet);
-                (map.ids.xbar(chiplet), ports)
-            }),
+            xbar_queue: (wiring.link_queue_packets() > 0).then_some((xbar, xbar_ports)),
             noc_in: (wiring.link_input_flits() > 0).then(|| NocInputs {
                 credits: Credits::new(wiring.link_input_flits()),
-                xbar: map.ids.xbar(chiplet),
-                ports: super::crossbar::link_ports(&map, topology, wiring, chiplet),
+                xbar,
+                ports: xbar_ports,
                 flit_bytes: wiring.noc_bandwidth().bytes_per_cycle.max(1),
             }),
             params,
@@ -515,15 +515,10 @@ impl LinkInterface {
         let ids = &self.map.ids;
         if let Some((xbar, ports)) = self.xbar_queue.filter(|&(x, _)| x == src) {
             // `link`: the network; `vc`: the interface's port on it.
-            let line = match pkt {
-                Packet::Request(r) => r.line(),
-                Packet::Response(r) => r.line(),
-                Packet::Control(_) => 0,
-            };
             return Some(Owed {
                 unit: xbar,
                 link: u32::from(matches!(pkt, Packet::Response(_))),
-                vc: super::crossbar::link_port_offset(line, self.params.line_bytes, ports),
+                vc: super::crossbar::link_port_offset(pkt, self.params.line_bytes, ports),
                 bytes: 1,
             });
         }
@@ -653,14 +648,9 @@ impl LinkInterface {
         if dst == self.chiplet {
             // On over the NoC, when its crossbar input has room.
             if let Some(n) = &mut self.noc_in {
-                let (network, line) = match pkt {
-                    Packet::Request(r) => (0, r.line()),
-                    Packet::Response(r) => (1, r.line()),
-                    Packet::Control(_) => (1, 0),
-                };
-                let line_bytes = self.params.line_bytes;
+                let network = u32::from(!matches!(pkt, Packet::Request(_)));
                 let vc = network * n.ports
-                    + super::crossbar::link_port_offset(line, line_bytes, n.ports);
+                    + super::crossbar::link_port_offset(&pkt, self.params.line_bytes, n.ports);
                 let flits = bytes.div_ceil(n.flit_bytes);
                 let h = Held {
                     pkt,
