@@ -88,6 +88,7 @@ struct CaseFile {
     threads: Option<u32>,
     ranks: Option<u32>,
     placement: Option<String>,
+    windows: Option<String>,
     #[serde(default)]
     tolerance: Mapping,
     #[serde(default)]
@@ -117,11 +118,20 @@ struct Case {
     threads: u32,
     ranks: u32,
     placement: String,
+    windows: String,
     tolerance: Tolerances,
     /// The case whose simulated results this one must reproduce byte for byte.
     same_as: Option<usize>,
     skip_if_missing: bool,
     timeout: Duration,
+}
+
+/// A case's `windows` (`pair` when absent), checked.
+fn case_windows(c: &CaseFile) -> Result<String, String> {
+    let w = c.windows.clone().unwrap_or_else(|| "pair".into());
+    w.parse::<tessera_cluster::Windows>()
+        .map(|w| w.name().to_string())
+        .map_err(|e| format!("windows: {e}"))
 }
 
 fn scalar(v: &serde_norway::Value) -> Option<String> {
@@ -218,6 +228,7 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
                 format!("placement: expected contiguous or round_robin, got {placement:?}"),
             ));
         }
+        let windows = case_windows(c).map_err(|e| err(&c.name, e))?;
         let threads = c.threads.unwrap_or(1);
         let ranks = c.ranks.unwrap_or(1);
         if threads == 0 || ranks == 0 {
@@ -288,6 +299,7 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
             threads,
             ranks,
             placement,
+            windows,
             tolerance: Tolerances(tol),
             same_as: None,
             skip_if_missing: c.skip_if_missing,
@@ -315,6 +327,7 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
             threads: c.threads.unwrap_or(1),
             ranks: c.ranks.unwrap_or(1),
             placement: c.placement.clone().unwrap_or_else(|| "contiguous".into()),
+            windows: case_windows(c).map_err(|e| err(&c.name, e))?,
             tolerance: Tolerances::default(),
             same_as: Some(r),
             timeout: Duration::from_secs(c.timeout_s.unwrap_or(default_timeout)),
@@ -512,6 +525,8 @@ fn run_cases(
                 c.threads.to_string(),
                 "--placement".into(),
                 c.placement.clone(),
+                "--windows".into(),
+                c.windows.clone(),
                 "--stats-out".into(),
             ]
             .map(OsString::from),

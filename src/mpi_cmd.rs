@@ -217,7 +217,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         &setup.cfg,
         &setup.trace,
         &world,
-        (a.mpi_exchange, a.placement, a.threads as usize),
+        (
+            a.mpi_exchange,
+            tessera_cluster::Schedule {
+                placement: a.placement,
+                windows: a.windows,
+            },
+            a.threads as usize,
+        ),
         &setup.limits,
         report,
     );

@@ -124,6 +124,72 @@ pub const RUN_KEYS: &[DocKey] = &[
               (or, under MPI, to the ranks).",
     },
     DocKey {
+        path: "run.windows",
+        unit: "text",
+        doc: "`pair` or `global`: the engine's windows (`tessera run --windows`).",
+    },
+    DocKey {
+        path: "run.engine",
+        unit: "object",
+        doc: "The engine's side of the run (worker 0's view; docs/performance.md).",
+    },
+    DocKey {
+        path: "run.engine.windows",
+        unit: "count",
+        doc: "Exchanges between workers (threads or ranks): one per window.",
+    },
+    DocKey {
+        path: "run.engine.sub_windows",
+        unit: "count",
+        doc: "Worker 0's local sub-windows: rounds in which its partitions ran and \
+              delivered messages to each other (per-pair windows; one per window with \
+              global windows).",
+    },
+    DocKey {
+        path: "run.engine.messages",
+        unit: "count",
+        doc: "Messages between partitions, all workers.",
+    },
+    DocKey {
+        path: "run.engine.max_window_messages",
+        unit: "count",
+        doc: "The most messages exchanged between workers' partitions in one window.",
+    },
+    DocKey {
+        path: "run.engine.imbalance",
+        unit: "ratio",
+        doc: "Load imbalance: over all windows, the sum of the busiest worker's busy time \
+              over the sum of the mean worker's (1.0: balanced; null with no window).",
+    },
+    DocKey {
+        path: "run.engine.critical_s",
+        unit: "s",
+        doc: "The sum over windows of the busiest worker's busy time: the run's host time \
+              with free exchanges.",
+    },
+    DocKey {
+        path: "run.engine.workers",
+        unit: "list",
+        doc: "Per worker (threads of rank 0, then of rank 1, ...), its host time.",
+    },
+    DocKey {
+        path: "run.engine.workers[].busy_s",
+        unit: "s",
+        doc: "Time running its partitions and delivering their messages.",
+    },
+    DocKey {
+        path: "run.engine.workers[].wait_s",
+        unit: "s",
+        doc: "Time in the exchanges and reductions: waiting for the other workers, and \
+              the transport's own cost.",
+    },
+    DocKey {
+        path: "run.engine.workers[].busy_hist",
+        unit: "list",
+        doc: "Windows by this worker's busy time in them: entry b counts windows of \
+              [2^(b-1), 2^b) ns (entry 0: none), 32 entries, the last open-ended.",
+    },
+    DocKey {
         path: "run.mpi_exchange",
         unit: "text",
         doc: "`all` or `linked`: how ranks exchanged messages (only under MPI).",
@@ -180,6 +246,10 @@ pub struct RunInfo<'a> {
     pub threads: usize,
     pub ranks: usize,
     pub placement: &'a str,
+    /// `pair` or `global`.
+    pub windows: &'a str,
+    /// The engine's counters (worker 0's).
+    pub engine: &'a tessera_cluster::WindowStats,
     /// `all` or `linked` under MPI, `None` otherwise.
     pub mpi_exchange: Option<&'a str>,
     pub wall_s: f64,
@@ -249,6 +319,39 @@ pub fn stats_value(
     r.insert("threads".into(), run.threads.into());
     r.insert("ranks".into(), run.ranks.into());
     r.insert("placement".into(), run.placement.into());
+    r.insert("windows".into(), run.windows.into());
+    let mut e = Map::new();
+    e.insert("windows".into(), run.engine.windows.into());
+    e.insert("sub_windows".into(), run.engine.sub_windows.into());
+    e.insert("messages".into(), run.engine.messages.into());
+    e.insert(
+        "max_window_messages".into(),
+        run.engine.max_window_messages.into(),
+    );
+    e.insert(
+        "imbalance".into(),
+        run.engine
+            .imbalance()
+            .map_or(Value::Null, |x| round3(x).into()),
+    );
+    e.insert(
+        "critical_s".into(),
+        round6(run.engine.critical_ns as f64 / 1e9).into(),
+    );
+    let workers: Vec<Value> = run
+        .engine
+        .workers
+        .iter()
+        .map(|w| {
+            let mut m = Map::new();
+            m.insert("busy_s".into(), round6(w.busy_ns as f64 / 1e9).into());
+            m.insert("wait_s".into(), round6(w.wait_ns as f64 / 1e9).into());
+            m.insert("busy_hist".into(), w.busy_hist.to_vec().into());
+            Value::Object(m)
+        })
+        .collect();
+    e.insert("workers".into(), workers.into());
+    r.insert("engine".into(), Value::Object(e));
     if let Some(x) = run.mpi_exchange {
         r.insert("mpi_exchange".into(), x.into());
     }
@@ -300,6 +403,10 @@ pub fn pretty(v: &Value) -> Result<String> {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 /// This machine's name (Linux: the kernel's; elsewhere `$HOSTNAME`), or `unknown`.

@@ -57,6 +57,14 @@ pub struct RunArgs {
         default_value = "contiguous"
     )]
     pub(crate) placement: tessera_cluster::Placement,
+    /// The engine's windows: `pair` (partition p runs up to the least of
+    /// next_q + D(q, p) over the others, D the shortest path of links between them; a
+    /// thread or rank advances its own partitions by themselves and meets the others only
+    /// at the least D between them) or `global` (every partition runs a window of the
+    /// least link latency of the whole system, then all exchange). Results are the same
+    /// bytes either way; `pair` meets less often where slow links join fast groups.
+    #[arg(long, value_name = "pair|global", default_value = "pair")]
+    pub(crate) windows: tessera_cluster::Windows,
     /// Stop the run at this many core cycles of simulated time (`core.clock_hz`): every
     /// event before it is simulated, none after, the same for any threads, placement or
     /// partitioning. The stats are then partial (their `run_limit` says so).
@@ -297,7 +305,11 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     let mut show = |p: GpuProgress| bar.report(p);
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         crate::progress::enabled().then_some(&mut show);
-    let res = run_gpu_limited(cfg, trace, threads, a.placement, report, &s.limits);
+    let schedule = tessera_cluster::Schedule {
+        placement: a.placement,
+        windows: a.windows,
+    };
+    let res = run_gpu_limited(cfg, trace, threads, schedule, report, &s.limits);
     bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));
     let (stats, windows) = res.map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
     let how = How {
@@ -346,6 +358,8 @@ pub(crate) fn report_run(
             threads: how.threads,
             ranks: how.ranks,
             placement,
+            windows: a.windows.name(),
+            engine: windows,
             mpi_exchange: how.mpi_exchange,
             wall_s: secs,
         };
@@ -381,9 +395,17 @@ pub(crate) fn report_run(
     let parts = cfg.partition_count();
     if parts > 1 {
         // The engine's side of the run: how often the partitions synchronized.
+        let imbalance = match (how.threads * how.ranks > 1, windows.imbalance()) {
+            (true, Some(x)) => format!(", imbalance {x:.2}"),
+            _ => String::new(),
+        };
         eprintln!(
-            "engine: {parts} partitions, {} windows, {} messages between partitions",
-            windows.windows, windows.messages
+            "engine: {parts} partitions, {} windows ({}), {} local sub-windows on worker 0, \
+             {} messages between partitions{imbalance}",
+            windows.windows,
+            a.windows.name(),
+            windows.sub_windows,
+            windows.messages
         );
     }
     Ok(())

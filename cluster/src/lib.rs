@@ -129,7 +129,7 @@ mod system;
 mod threads;
 mod transport;
 
-pub use engine::{Engine, Progress, WindowStats};
+pub use engine::{Engine, Lookahead, Progress, WindowStats, Windows, WorkerTime, BUSY_BUCKETS};
 pub use error::EngineError;
 #[cfg(feature = "mpi")]
 pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
@@ -139,7 +139,7 @@ pub use system::run_rank_threads;
 pub use system::{
     run_engine_stepped, run_sequential, run_sequential_paused, run_sequential_paused_until,
     run_threads, run_threads_placed, run_threads_stepped, run_threads_until, run_threads_with,
-    run_threads_with_until, Pauses, Stepped, UntilDone,
+    run_threads_with_until, Pauses, Schedule, Stepped, UntilDone,
 };
 pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};

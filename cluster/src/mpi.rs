@@ -23,7 +23,7 @@
 //! rank failed; the caller prints the error once and ends the job with `MPI_Abort`
 //! ([`abort_job`]), which stops every rank, including those waiting in a collective.
 
-use mpi::collective::CommunicatorCollectives;
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::datatype::{Partition as MpiPartition, PartitionMut};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -77,6 +77,9 @@ pub struct MpiTransport {
     send_displs: Vec<Count>,
     recv_displs: Vec<Count>,
     reports: Vec<u64>,
+    /// The buffers of [`Transport::gather`]: n partitions + ranks words each.
+    gather_send: Vec<u64>,
+    gather_recv: Vec<u64>,
 }
 
 /// The rank of each partition: contiguous blocks, as even as possible (rank `r` hosts
@@ -156,7 +159,9 @@ impl MpiTransport {
             recv_counts: vec![0; ranks],
             send_displs: vec![0; ranks],
             recv_displs: vec![0; ranks],
-            reports: vec![0; 2 * ranks],
+            reports: vec![0; (1 + REPORT_WORDS) * ranks],
+            gather_send: Vec::new(),
+            gather_recv: Vec::new(),
         })
     }
 
@@ -367,6 +372,10 @@ fn count(n: usize) -> Result<Count, BoxError> {
 
 const NONE: u64 = u64::MAX;
 
+/// The words of a [`WindowReport`] on the wire, next event aside: messages, busy time,
+/// the most busy time, workers.
+const REPORT_WORDS: usize = 4;
+
 impl Transport for MpiTransport {
     fn partition_count(&self) -> usize {
         self.owner.len()
@@ -385,17 +394,73 @@ impl Transport for MpiTransport {
     }
 
     fn reduce(&mut self, local: WindowReport) -> Result<WindowReport, BoxError> {
-        let mine = [local.next_event.unwrap_or(NONE), local.messages];
+        let mine = [
+            local.next_event.unwrap_or(NONE),
+            local.messages,
+            local.busy_ns,
+            local.max_busy_ns,
+            local.workers,
+        ];
         self.world.all_gather_into(&mine[..], &mut self.reports[..]);
         let mut out = WindowReport::default();
-        for r in self.reports.chunks_exact(2) {
+        for r in self.reports.chunks_exact(1 + REPORT_WORDS) {
             let next: Option<Picos> = (r[0] != NONE).then_some(r[0]);
             out = out.combine(WindowReport {
                 next_event: next,
                 messages: r[1],
+                busy_ns: r[2],
+                max_busy_ns: r[3],
+                workers: r[4],
             });
         }
         Ok(out)
+    }
+
+    fn gather(
+        &mut self,
+        next: &mut [Picos],
+        local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
+        let n = self.owner.len();
+        if next.len() != n {
+            return Err(format!("{} next events for {n} partitions", next.len()).into());
+        }
+        // One `MPI_Allreduce` (minimum) over every partition's next event and every rank's
+        // report, each entry written by its owner only (the others give the identity,
+        // u64::MAX): n + 4 x ranks words.
+        let words = n + REPORT_WORDS * self.ranks;
+        self.gather_send.clear();
+        self.gather_send.resize(words, NONE);
+        for &p in &self.hosted {
+            self.gather_send[p] = next[p];
+        }
+        let at = n + REPORT_WORDS * self.rank;
+        self.gather_send[at..at + REPORT_WORDS].copy_from_slice(&[
+            local.messages,
+            local.busy_ns,
+            local.max_busy_ns,
+            local.workers,
+        ]);
+        self.gather_recv.clear();
+        self.gather_recv.resize(words, NONE);
+        self.world.all_reduce_into(
+            &self.gather_send[..],
+            &mut self.gather_recv[..],
+            SystemOperation::min(),
+        );
+        next.copy_from_slice(&self.gather_recv[..n]);
+        Ok(self.gather_recv[n..].chunks_exact(REPORT_WORDS).fold(
+            WindowReport::default(),
+            |acc, r| {
+                acc.combine(WindowReport {
+                    next_event: None,
+                    messages: r[0],
+                    busy_ns: r[1],
+                    max_busy_ns: r[2],
+                    workers: r[3],
+                })
+            },
+        ))
     }
 
     fn abort(&mut self) {
@@ -452,6 +517,8 @@ impl<L: RankLevel> RankThreads<L> {
 pub trait RankLevel {
     fn exchange(&mut self, mail: &mut [Vec<Message>]) -> Result<(), BoxError>;
     fn reduce(&mut self, rank: WindowReport) -> Result<WindowReport, BoxError>;
+    fn gather(&mut self, next: &mut [Picos], local: WindowReport)
+        -> Result<WindowReport, BoxError>;
     fn abort(&mut self);
 }
 
@@ -461,6 +528,13 @@ impl RankLevel for MpiTransport {
     }
     fn reduce(&mut self, rank: WindowReport) -> Result<WindowReport, BoxError> {
         Transport::reduce(self, rank)
+    }
+    fn gather(
+        &mut self,
+        next: &mut [Picos],
+        local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
+        Transport::gather(self, next, local)
     }
     fn abort(&mut self) {
         Transport::abort(self)
@@ -472,6 +546,13 @@ impl RankLevel for NotLeader {
         Ok(())
     }
     fn reduce(&mut self, _rank: WindowReport) -> Result<WindowReport, BoxError> {
+        Ok(WindowReport::default())
+    }
+    fn gather(
+        &mut self,
+        _next: &mut [Picos],
+        _local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
         Ok(WindowReport::default())
     }
     fn abort(&mut self) {}
@@ -496,6 +577,20 @@ impl<L: RankLevel> Transport for RankThreads<L> {
         let rank = self.threads.reduce(local)?;
         let global = self.rank.reduce(rank)?;
         self.threads.reduce(global)
+    }
+
+    /// As `reduce`: the rank's threads gather (worker 0 then holds the rank's entries and
+    /// count), worker 0 gathers over the ranks, and a second thread gather hands every
+    /// thread the other ranks' entries (worker 0's, as the thread map says) and the global
+    /// count (worker 0 gives it, the others 0).
+    fn gather(
+        &mut self,
+        next: &mut [Picos],
+        local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
+        let rank = self.threads.gather(next, local)?;
+        let global = self.rank.gather(next, rank)?;
+        self.threads.gather(next, global)
     }
 
     fn abort(&mut self) {

@@ -137,28 +137,45 @@ impl Routing {
 /// path over the links that cross partitions (an indirect path through a third partition
 /// that is faster than any direct link counts; moving inside a partition is taken as
 /// free, which only makes `D` smaller, so never unsafe). [`Picos::MAX`] where no path
-/// exists. The engine does not use it yet: its windows are still the global minimum
-/// ([`Routing::lookahead`], which is the least `D(q, p)` over `q != p`).
+/// exists. The engine's per-pair windows run on it ([`crate::Lookahead::Pairs`]); the
+/// global windows on [`Routing::lookahead`], the least `D(q, p)` over `q != p`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairLookahead {
     n: usize,
     /// `d[q * n + p]`.
     d: Vec<Picos>,
+    /// The least latency of a direct crossing link, `direct[q * n + p]`.
+    direct: Vec<Picos>,
 }
 
 impl PairLookahead {
-    /// `D(q, p)` (`Picos::MAX` for `q == p` or no path; out of range: `Picos::MAX`).
+    /// `D(q, p)` (`Picos::MAX` for no path; out of range: `Picos::MAX`). `D(p, p)` is
+    /// the shortest cycle from `p` back to itself through other partitions: how soon
+    /// what `p` sends can come back to it.
     pub fn get(&self, q: usize, p: usize) -> Picos {
-        if q == p || q >= self.n || p >= self.n {
+        if q >= self.n || p >= self.n {
             return Picos::MAX;
         }
         self.d[q * self.n + p]
     }
 
+    /// The least latency of a link from `q` straight to `p` (`Picos::MAX`: none).
+    pub fn direct(&self, q: usize, p: usize) -> Picos {
+        if q >= self.n || p >= self.n {
+            return Picos::MAX;
+        }
+        self.direct[q * self.n + p]
+    }
+
+    /// Number of partitions.
+    pub fn partition_count(&self) -> usize {
+        self.n
+    }
+
     /// The least `D(q, p)` over `q != p`: the global lookahead.
     pub fn min(&self) -> Option<Picos> {
         (0..self.n)
-            .flat_map(|q| (0..self.n).map(move |p| (q, p)))
+            .flat_map(|q| (0..self.n).filter(move |&p| p != q).map(move |p| (q, p)))
             .map(|(q, p)| self.get(q, p))
             .filter(|&d| d != Picos::MAX)
             .min()
@@ -181,15 +198,18 @@ impl Routing {
                 *e = (*e).min(link.latency);
             }
         }
+        let direct = d.clone();
+        // With no link from a partition to itself the diagonal starts at infinity, and
+        // the closure leaves the shortest cycle through each partition there.
         for k in 0..n {
             for q in 0..n {
                 let qk = d[q * n + k];
-                if q == k || qk == Picos::MAX {
+                if qk == Picos::MAX {
                     continue;
                 }
                 for p in 0..n {
                     let kp = d[k * n + p];
-                    if p == k || p == q || kp == Picos::MAX {
+                    if kp == Picos::MAX {
                         continue;
                     }
                     let via = qk.saturating_add(kp);
@@ -198,7 +218,7 @@ impl Routing {
                 }
             }
         }
-        Ok(PairLookahead { n, d })
+        Ok(PairLookahead { n, d, direct })
     }
 }
 
@@ -232,7 +252,7 @@ mod tests {
         assert_eq!(d.get(0, 2), 200, "the indirect path is the shorter");
         assert_eq!(d.get(2, 0), 200);
         assert_eq!(d.get(1, 0), 300);
-        assert_eq!(d.get(0, 0), Picos::MAX);
+        assert_eq!(d.get(0, 0), 400, "around the ring");
         // The global lookahead is the least pair, as `lookahead` computes it.
         assert_eq!(d.min(), r.lookahead(links).unwrap());
         // A switch: every partition reaches every other through partition 0 (the switch)
@@ -251,6 +271,7 @@ mod tests {
         // Unconnected partitions never bound each other; errors as `lookahead`'s.
         let d = r.pair_lookahead([link(0, 1, 10)]).unwrap();
         assert_eq!((d.get(1, 0), d.get(0, 3)), (Picos::MAX, Picos::MAX));
+        assert_eq!(d.get(0, 0), Picos::MAX, "no way back");
         assert!(matches!(
             r.pair_lookahead([link(2, 1, 0)]).unwrap_err(),
             EngineError::ZeroLatencyLink { .. }

@@ -7,7 +7,24 @@ use tessera_interconnect::{Link, Partition, Picos, PortId};
 
 use crate::threads::{AbortHandle, Aborted, Placement, ThreadTransport, WorkerMap};
 use crate::Transport;
-use crate::{Engine, EngineError, Routing, WindowStats};
+use crate::{Engine, EngineError, Lookahead, Routing, WindowStats, Windows};
+
+/// How a run is spread over workers: which worker hosts each partition, and which
+/// windows they run ([`Windows::Pairs`] by default). Neither changes results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub placement: Placement,
+    pub windows: Windows,
+}
+
+impl From<Placement> for Schedule {
+    fn from(placement: Placement) -> Schedule {
+        Schedule {
+            placement,
+            windows: Windows::default(),
+        }
+    }
+}
 
 /// Stack of each worker thread: the size of a main thread's, since the sequential run the
 /// workers stand in for runs on one.
@@ -23,7 +40,7 @@ pub fn run_sequential<P: Partition>(
     links: impl IntoIterator<Item = Link>,
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
     let routing = Routing::new(partitions.len(), ports)?;
-    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let lookahead = Windows::default().lookahead(&routing, links)?;
     let mut engine = Engine::sequential(lookahead, routing, partitions)?;
     let stats = engine.run()?;
     Ok((engine.into_partitions(), stats))
@@ -51,11 +68,12 @@ pub fn run_threads_placed<P: Partition + Send>(
     ports: impl IntoIterator<Item = (PortId, usize)>,
     links: impl IntoIterator<Item = Link>,
     threads: usize,
-    placement: Placement,
+    schedule: impl Into<Schedule>,
 ) -> Result<(Vec<P>, WindowStats), EngineError> {
+    let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
-    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
-    let map = WorkerMap::place(partitions.len(), threads, placement)?;
+    let lookahead = schedule.windows.lookahead(&routing, links)?;
+    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
     run_threads_with(lookahead, routing, partitions, &map)
 }
 
@@ -72,12 +90,13 @@ pub fn run_threads_until<P: Partition + Send>(
     ports: impl IntoIterator<Item = (PortId, usize)>,
     links: impl IntoIterator<Item = Link>,
     threads: usize,
-    placement: Placement,
+    schedule: impl Into<Schedule>,
     stop: Picos,
 ) -> Result<UntilDone<P>, EngineError> {
+    let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
-    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
-    let map = WorkerMap::place(partitions.len(), threads, placement)?;
+    let lookahead = schedule.windows.lookahead(&routing, links)?;
+    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
     run_threads_with_until(lookahead, routing, partitions, &map, stop)
 }
 
@@ -109,16 +128,17 @@ pub fn run_threads_stepped<P: Partition + Send>(
     ports: impl IntoIterator<Item = (PortId, usize)>,
     links: impl IntoIterator<Item = Link>,
     threads: usize,
-    placement: Placement,
+    schedule: impl Into<Schedule>,
     (step, pauses): (Picos, Pauses),
     stop: Picos,
     on_pause: &mut dyn FnMut(&[&P], Picos) -> bool,
 ) -> Result<Stepped<P>, EngineError> {
+    let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
-    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
-    let map = WorkerMap::place(partitions.len(), threads, placement)?;
+    let lookahead = schedule.windows.lookahead(&routing, links)?;
+    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
     let step = step.max(1);
-    let cut = pauses == Pauses::Exact || lookahead > step;
+    let cut = pauses == Pauses::Exact || lookahead.min() > step;
     if map.workers() == 1 {
         if partitions.len() != map.partition_count() {
             return Err(EngineError::PartitionCountMismatch {
@@ -135,7 +155,7 @@ pub fn run_threads_stepped<P: Partition + Send>(
             &mut |e, at| on_pause(&all_parts(e), at),
         )?;
         let [engine] = engines;
-        let stats = *engine.stats();
+        let stats = engine.stats().clone();
         return Ok((engine.into_partitions(), stats, at));
     }
     let per_worker = map.split(partitions)?;
@@ -145,7 +165,12 @@ pub fn run_threads_stepped<P: Partition + Send>(
     };
     let mut engines = Vec::with_capacity(map.workers());
     for (parts, transport) in per_worker.into_iter().zip(transports) {
-        engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
+        engines.push(Engine::new(
+            lookahead.clone(),
+            routing.clone(),
+            parts,
+            transport,
+        )?);
     }
     let at = step_loop(
         &mut engines,
@@ -154,9 +179,19 @@ pub fn run_threads_stepped<P: Partition + Send>(
         stop,
         &mut |e, at| on_pause(&all_parts(e), at),
     )?;
-    let stats = engines.first().map(|e| *e.stats()).unwrap_or_default();
+    let stats = merged(engines.iter().map(|e| e.stats().clone()));
     let parts = engines.into_iter().map(Engine::into_partitions).collect();
     Ok((map.join(parts)?, stats, at))
+}
+
+/// Worker 0's window counters with every worker's host time, in worker order.
+fn merged(per_worker: impl IntoIterator<Item = WindowStats>) -> WindowStats {
+    let mut all = per_worker.into_iter();
+    let mut first = all.next().unwrap_or_default();
+    for s in all {
+        first.workers.extend(s.workers);
+    }
+    first
 }
 
 /// Every partition of `engines`, in no particular order.
@@ -305,7 +340,7 @@ fn step_all<P: Partition + Send, T: Transport + Send>(
 /// stalls are merged over all workers, by partition. A worker that panics makes the others
 /// stop, and the panic is resumed here once all have.
 pub fn run_threads_with<P: Partition + Send>(
-    lookahead: Picos,
+    lookahead: impl Into<Lookahead>,
     routing: Routing,
     partitions: Vec<P>,
     map: &WorkerMap,
@@ -317,12 +352,13 @@ pub fn run_threads_with<P: Partition + Send>(
 
 /// [`run_threads_with`] stopped at `stop` ([`run_threads_until`]).
 pub fn run_threads_with_until<P: Partition + Send>(
-    lookahead: Picos,
+    lookahead: impl Into<Lookahead>,
     routing: Routing,
     partitions: Vec<P>,
     map: &WorkerMap,
     stop: Picos,
 ) -> Result<UntilDone<P>, EngineError> {
+    let lookahead = lookahead.into();
     if map.workers() == 1 {
         if partitions.len() != map.partition_count() {
             return Err(EngineError::PartitionCountMismatch {
@@ -332,7 +368,7 @@ pub fn run_threads_with_until<P: Partition + Send>(
         }
         let mut engine = Engine::sequential(lookahead, routing, partitions)?;
         let finished = engine.run_to(stop)?;
-        let stats = *engine.stats();
+        let stats = engine.stats().clone();
         return Ok((engine.into_partitions(), stats, finished));
     }
     let per_worker = map.split(partitions)?;
@@ -342,7 +378,12 @@ pub fn run_threads_with_until<P: Partition + Send>(
     };
     let mut engines = Vec::with_capacity(map.workers());
     for (parts, transport) in per_worker.into_iter().zip(transports) {
-        engines.push(Engine::new(lookahead, routing.clone(), parts, transport)?);
+        engines.push(Engine::new(
+            lookahead.clone(),
+            routing.clone(),
+            parts,
+            transport,
+        )?);
     }
     let mut engines = engines.into_iter();
     let Some(first) = engines.next() else {
@@ -374,7 +415,7 @@ where
 {
     fn work<P: Partition, T: Transport>(mut e: Engine<P, T>, stop: Picos) -> Done<P> {
         let finished = e.run_to(stop)?;
-        let stats = *e.stats();
+        let stats = e.stats().clone();
         Ok((e.into_partitions(), stats, finished))
     }
     on_workers(
@@ -444,22 +485,23 @@ fn on_workers<T: Send, R: Send>(
 /// The partitions back in index order, or the error a sequential run would report.
 fn gather<P>(map: &WorkerMap, results: Vec<Done<P>>) -> Result<UntilDone<P>, EngineError> {
     let mut parts = Vec::with_capacity(results.len());
-    let mut stats = None;
+    let mut stats = Vec::with_capacity(results.len());
+    let mut finished = false;
     let mut errors = Vec::new();
     for r in results {
         match r {
             Ok((p, s, f)) => {
                 // Every worker counts the same windows and the global messages, and
                 // agrees on the end (the reduced next event).
-                stats.get_or_insert((s, f));
+                finished = f;
+                stats.push(s);
                 parts.push(p);
             }
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        let (stats, finished) = stats.unwrap_or_default();
-        return Ok((map.join(parts)?, stats, finished));
+        return Ok((map.join(parts)?, merged(stats), finished));
     }
     Err(first_error(errors))
 }
@@ -538,7 +580,7 @@ pub fn run_sequential_paused_until<P: Partition>(
     end: Picos,
 ) -> Result<UntilDone<P>, EngineError> {
     let routing = Routing::new(partitions.len(), ports)?;
-    let lookahead = routing.lookahead(links)?.unwrap_or(Picos::MAX);
+    let lookahead = Windows::default().lookahead(&routing, links)?;
     let mut engine = Engine::sequential(lookahead, routing, partitions)?;
     let mut stop = step.min(end);
     let finished = loop {
@@ -556,7 +598,7 @@ pub fn run_sequential_paused_until<P: Partition>(
             }
         }
     };
-    let stats = *engine.stats();
+    let stats = engine.stats().clone();
     Ok((engine.into_partitions(), stats, finished))
 }
 
@@ -568,7 +610,7 @@ pub fn run_sequential_paused_until<P: Partition>(
 #[cfg(feature = "mpi")]
 #[allow(clippy::too_many_arguments)]
 pub fn run_rank_threads<P: Partition + Send>(
-    lookahead: Picos,
+    lookahead: Lookahead,
     routing: Routing,
     partitions: Vec<P>,
     total: usize,
@@ -603,7 +645,7 @@ pub fn run_rank_threads<P: Partition + Send>(
     };
     let abort = t0.abort_handle();
     let leader = Engine::new(
-        lookahead,
+        lookahead.clone(),
         routing.clone(),
         p0,
         RankThreads::new(t0, rank, own(0)),
@@ -611,24 +653,30 @@ pub fn run_rank_threads<P: Partition + Send>(
     let mut others = Vec::with_capacity(t - 1);
     for (w, (tt, pp)) in transports.zip(parts).enumerate() {
         let transport = RankThreads::new(tt, NotLeader, own(w + 1));
-        others.push(Engine::new(lookahead, routing.clone(), pp, transport)?);
+        others.push(Engine::new(
+            lookahead.clone(),
+            routing.clone(),
+            pp,
+            transport,
+        )?);
     }
     let results = run_workers(leader, others, &abort, stop);
     let mut all = Vec::new();
-    let mut stats = None;
+    let mut stats = Vec::new();
+    let mut finished = false;
     let mut errors = Vec::new();
     for r in results {
         match r {
             Ok((p, w, f)) => {
-                stats.get_or_insert((w, f));
+                finished = f;
+                stats.push(w);
                 all.extend(p);
             }
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        let (w, f) = stats.unwrap_or_default();
-        Ok((all, w, f))
+        Ok((all, merged(stats), finished))
     } else {
         Err(first_error(errors))
     }

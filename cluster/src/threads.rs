@@ -27,7 +27,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use tessera_interconnect::Message;
+use tessera_interconnect::{Message, Picos};
 
 use crate::transport::{Transport, WindowReport};
 use crate::{BoxError, EngineError};
@@ -350,6 +350,10 @@ fn append(dst: &mut Vec<Message>, src: &mut Vec<Message>) {
     dst.append(src);
 }
 
+/// One worker's contribution to a gather: every partition's next event (its own
+/// partitions' entries are read) and its message count.
+type NextSlot = (Vec<Picos>, WindowReport);
+
 /// What the workers of one system share.
 #[derive(Debug)]
 struct Shared {
@@ -359,6 +363,9 @@ struct Shared {
     mail: [Vec<Padded<Mutex<Vec<Message>>>>; 2],
     /// `reports[parity][worker]`.
     reports: [Vec<Padded<Mutex<WindowReport>>>; 2],
+    /// `nexts[parity][worker]`: a worker's next-event vector and message count
+    /// ([`Transport::gather`]).
+    nexts: [Vec<Padded<Mutex<NextSlot>>>; 2],
 }
 
 /// One worker's end of the thread transport; make them all with
@@ -370,6 +377,7 @@ pub struct ThreadTransport {
     worker: usize,
     exchanges: usize,
     reduces: usize,
+    gathers: usize,
 }
 
 impl ThreadTransport {
@@ -382,11 +390,22 @@ impl ThreadTransport {
                 .map(|_| Padded::default())
                 .collect::<Vec<_>>()
         };
+        let nexts = || {
+            (0..map.workers())
+                .map(|_| {
+                    Padded(Mutex::new((
+                        vec![Picos::MAX; map.partition_count()],
+                        WindowReport::default(),
+                    )))
+                })
+                .collect::<Vec<_>>()
+        };
         let shared = Arc::new(Shared {
             map: map.clone(),
             barrier: WindowBarrier::new(map.workers()),
             mail: [mail(), mail()],
             reports: [reports(), reports()],
+            nexts: [nexts(), nexts()],
         });
         (0..map.workers())
             .map(|worker| ThreadTransport {
@@ -394,6 +413,7 @@ impl ThreadTransport {
                 worker,
                 exchanges: 0,
                 reduces: 0,
+                gathers: 0,
             })
             .collect()
     }
@@ -486,6 +506,35 @@ impl Transport for ThreadTransport {
         Ok(slots
             .iter()
             .fold(WindowReport::default(), |acc, s| acc.combine(*lock(&s.0))))
+    }
+
+    fn gather(
+        &mut self,
+        next: &mut [Picos],
+        local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
+        let sh = &*self.shared;
+        let n = sh.map.partition_count();
+        if next.len() != n {
+            return Err(format!("{} next events for {n} partitions", next.len()).into());
+        }
+        let slots = &sh.nexts[self.gathers & 1];
+        self.gathers = self.gathers.wrapping_add(1);
+        {
+            let mut mine = lock(&slots[self.worker].0);
+            mine.0.copy_from_slice(next);
+            mine.1 = local;
+        }
+        self.wait()?;
+        let mut total = WindowReport::default();
+        for (w, slot) in slots.iter().enumerate() {
+            let theirs = lock(&slot.0);
+            for &q in sh.map.hosted(w) {
+                next[q] = theirs.0[q];
+            }
+            total = total.combine(theirs.1);
+        }
+        Ok(total)
     }
 
     fn abort(&mut self) {

@@ -12,15 +12,36 @@ pub struct WindowReport {
     pub next_event: Option<Picos>,
     /// Cross-partition messages the worker's partitions sent in the window. Reduced by sum.
     pub messages: u64,
+    /// Host nanoseconds the worker spent simulating in the window. Reduced by sum.
+    pub busy_ns: u64,
+    /// The most any one worker spent. Reduced by maximum.
+    pub max_busy_ns: u64,
+    /// Workers reporting. Reduced by sum.
+    pub workers: u64,
 }
 
 impl WindowReport {
-    /// The reduction of two reports: minimum next event, summed messages. Associative and
-    /// commutative over integers, so any reduction tree gives the same result.
+    /// A worker's own report: its next event, messages and busy time.
+    pub fn of_worker(next_event: Option<Picos>, messages: u64, busy_ns: u64) -> WindowReport {
+        WindowReport {
+            next_event,
+            messages,
+            busy_ns,
+            max_busy_ns: busy_ns,
+            workers: 1,
+        }
+    }
+
+    /// The reduction of two reports: minimum next event, summed messages, busy time and
+    /// workers, the maximum busy time. Associative and commutative over integers, so any
+    /// reduction tree gives the same result.
     pub fn combine(self, other: WindowReport) -> WindowReport {
         WindowReport {
             next_event: min_time(self.next_event, other.next_event),
             messages: self.messages.saturating_add(other.messages),
+            busy_ns: self.busy_ns.saturating_add(other.busy_ns),
+            max_busy_ns: self.max_busy_ns.max(other.max_busy_ns),
+            workers: self.workers.saturating_add(other.workers),
         }
     }
 }
@@ -71,6 +92,16 @@ pub trait Transport {
     /// The global reduction ([`WindowReport::combine`]) of every worker's `local` report.
     fn reduce(&mut self, local: WindowReport) -> Result<WindowReport, BoxError>;
 
+    /// The collective of the per-pair windows ([`crate::Lookahead::Pairs`]): every worker
+    /// learns every partition's next event. `next` has an entry per partition of the
+    /// whole system, [`Picos::MAX`] for an idle one; on entry the entries of the
+    /// partitions this worker hosts are its own (the others are ignored), on return every
+    /// entry holds the value its host gave. `local` is this worker's report (its
+    /// `next_event` is not read); the combination of every worker's is returned, its
+    /// `next_event` not set.
+    fn gather(&mut self, next: &mut [Picos], local: WindowReport)
+        -> Result<WindowReport, BoxError>;
+
     /// Called once when this worker fails (a model error, a broken contract), before the
     /// engine returns the error: the transport must make every other worker fail too rather
     /// than wait forever in a collective (a poisoned barrier; `MPI_Abort` with the message).
@@ -110,6 +141,14 @@ impl Transport for Sequential {
         Ok(local)
     }
 
+    fn gather(
+        &mut self,
+        _next: &mut [Picos],
+        local: WindowReport,
+    ) -> Result<WindowReport, BoxError> {
+        Ok(local)
+    }
+
     fn abort(&mut self) {}
 }
 
@@ -119,23 +158,17 @@ mod tests {
 
     #[test]
     fn reports_combine_by_min_and_sum() {
-        let a = WindowReport {
-            next_event: Some(7),
-            messages: 2,
-        };
-        let b = WindowReport {
-            next_event: None,
-            messages: 5,
-        };
-        let c = WindowReport {
-            next_event: Some(3),
-            messages: 0,
-        };
+        let a = WindowReport::of_worker(Some(7), 2, 10);
+        let b = WindowReport::of_worker(None, 5, 30);
+        let c = WindowReport::of_worker(Some(3), 0, 20);
         assert_eq!(
             a.combine(b).combine(c),
             WindowReport {
                 next_event: Some(3),
-                messages: 7
+                messages: 7,
+                busy_ns: 60,
+                max_busy_ns: 30,
+                workers: 3,
             }
         );
         assert_eq!(b.combine(b).next_event, None);

@@ -70,7 +70,11 @@ fn ring_is_the_same_on_every_thread_count_and_grouping() {
                 let o = sys.run_threads(g, Some(l), Some(&map)).unwrap();
                 assert_same(&seq, &o, &what);
                 // Window counters too: windows, global messages, skipped time.
-                assert_eq!(seq.stats, o.stats, "{what}");
+                assert_eq!(
+                    common::counters(&seq.stats),
+                    common::counters(&o.stats),
+                    "{what}"
+                );
                 assert_eq!(seq.boundary_hits, o.boundary_hits, "{what}");
             }
         }
@@ -90,7 +94,7 @@ fn lookahead_computed_from_the_links_and_larger_windows() {
                 .run_threads(&g, None, Some(&WorkerMap::contiguous(4, t).unwrap()))
                 .unwrap();
             assert_same(&seq, &o, &format!("latency {lat}, {t} threads"));
-            assert_eq!(seq.stats, o.stats);
+            assert_eq!(common::counters(&seq.stats), common::counters(&o.stats));
         }
     }
 }
@@ -115,7 +119,9 @@ fn run_threads_clamps_and_refuses_zero_threads() {
         let (hosts, stats) = run_threads(sys.hosts(&g), ports(), sys.links(), t).unwrap();
         let o = common::outcome_of(hosts, stats, 0);
         assert_same(&seq, &o, &format!("{t} threads"));
-        assert_eq!(seq.stats, o.stats);
+        // The per-pair windows depend on which worker hosts what; the messages between
+        // partitions do not.
+        assert_eq!(seq.stats.messages, o.stats.messages);
     }
     let e = run_threads(sys.hosts(&g), ports(), sys.links(), 0)
         .err()
@@ -396,5 +402,5 @@ fn more_workers_than_cores_progress() {
     let seq = sys.run(&g, Some(L)).unwrap();
     let o = sys.run_threads(&g, Some(L), None).unwrap();
     assert_same(&seq, &o, "8 workers");
-    assert_eq!(seq.stats, o.stats);
+    assert_eq!(common::counters(&seq.stats), common::counters(&o.stats));
 }

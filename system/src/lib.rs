@@ -12,7 +12,8 @@
 //! which merges them into the bytes a sequential run writes.
 
 use tessera_cluster::{
-    run_threads_stepped, run_threads_until, EngineError, Pauses, Picos, Placement, WindowStats,
+    run_threads_stepped, run_threads_until, EngineError, Pauses, Picos, Placement, Schedule,
+    WindowStats,
 };
 #[cfg(feature = "mpi")]
 use tessera_cluster::{Engine, Routing};
@@ -66,20 +67,20 @@ pub fn run_gpu_progress(
     run_gpu_placed(cfg, trace, threads, Placement::Contiguous, on_progress)
 }
 
-/// [`run_gpu_progress`] with the partitions dealt to the threads as `placement` says
-/// (the stats are the same bytes for any placement).
+/// [`run_gpu_progress`] with the partitions dealt to the threads as `schedule` says
+/// (a [`Placement`], or with it the windows: the stats are the same bytes for any).
 pub fn run_gpu_placed(
     cfg: &GpuConfig,
     trace: &TraceFile,
     threads: usize,
-    placement: Placement,
+    schedule: impl Into<Schedule>,
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<(RunStats, WindowStats), GpuError> {
     run_gpu_limited(
         cfg,
         trace,
         threads,
-        placement,
+        schedule,
         on_progress,
         &RunLimits::default(),
     )
@@ -155,10 +156,11 @@ pub fn run_gpu_limited(
     cfg: &GpuConfig,
     trace: &TraceFile,
     threads: usize,
-    placement: Placement,
+    schedule: impl Into<Schedule>,
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
     limits: &RunLimits,
 ) -> Result<(RunStats, WindowStats), GpuError> {
+    let schedule = schedule.into();
     let stop = stop_time(cfg, limits)?;
     if limits.max_warp_insts == Some(0) {
         return Err(GpuError::Unsupported(
@@ -193,7 +195,7 @@ pub fn run_gpu_limited(
             sys.ports,
             sys.links,
             threads,
-            placement,
+            schedule,
             pauses,
             stop,
             &mut on_pause,
@@ -204,7 +206,7 @@ pub fn run_gpu_limited(
             sys.ports,
             sys.links,
             threads,
-            placement,
+            schedule,
             stop,
         )
         .map(|(p, w, finished)| (p, w, (!finished).then_some(stop)))
@@ -372,6 +374,57 @@ fn progress_of(parts: &[&GpuPartition<'_>], at: Picos) -> GpuProgress {
     p
 }
 
+/// Every rank's workers' host times, in rank order, on rank 0 (`MPI_Gatherv`); the
+/// others get their own back.
+#[cfg(feature = "mpi")]
+fn gather_worker_times(
+    world: &mpi::topology::SimpleCommunicator,
+    mine: &[tessera_cluster::WorkerTime],
+) -> Vec<tessera_cluster::WorkerTime> {
+    use mpi::collective::Root;
+    use mpi::topology::Communicator;
+    use tessera_cluster::{WorkerTime, BUSY_BUCKETS};
+    const WORDS: usize = 2 + BUSY_BUCKETS;
+    let mut flat = Vec::with_capacity(mine.len() * WORDS);
+    for w in mine {
+        flat.push(w.busy_ns);
+        flat.push(w.wait_ns);
+        flat.extend_from_slice(&w.busy_hist);
+    }
+    let root = world.process_at_rank(0);
+    let len = flat.len() as i32;
+    if world.rank() != 0 {
+        root.gather_into(&len);
+        root.gather_varcount_into(&flat[..]);
+        return mine.to_vec();
+    }
+    let ranks = world.size() as usize;
+    let mut lens = vec![0i32; ranks];
+    root.gather_into_root(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(ranks);
+    let mut total = 0i32;
+    for &l in &lens {
+        displs.push(total);
+        total += l;
+    }
+    let mut all = vec![0u64; total.max(0) as usize];
+    {
+        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(&flat[..], &mut buf);
+    }
+    all.chunks_exact(WORDS)
+        .map(|c| {
+            let mut w = WorkerTime {
+                busy_ns: c[0],
+                wait_ns: c[1],
+                ..WorkerTime::default()
+            };
+            w.busy_hist.copy_from_slice(&c[2..]);
+            w
+        })
+        .collect()
+}
+
 /// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
 #[cfg(feature = "mpi")]
 pub type MpiRun = Option<(RunStats, WindowStats)>;
@@ -402,7 +455,7 @@ pub fn run_gpu_mpi(
     cfg: &GpuConfig,
     trace: &TraceFile,
     world: &mpi::topology::SimpleCommunicator,
-    (exchange, placement, threads): (tessera_cluster::mpi::Exchange, Placement, usize),
+    (exchange, schedule, threads): (tessera_cluster::mpi::Exchange, Schedule, usize),
     limits: &RunLimits,
     mut on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<MpiRun, GpuError> {
@@ -419,8 +472,9 @@ pub fn run_gpu_mpi(
     let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
-    let owners = tessera_cluster::mpi::rank_owners(parts, world.size() as usize, placement)
-        .map_err(gpu_error)?;
+    let owners =
+        tessera_cluster::mpi::rank_owners(parts, world.size() as usize, schedule.placement)
+            .map_err(gpu_error)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
     let interval = sample_interval(cfg, limits.sample_every, limits.max_cycles)?;
     let mut sys = build_hosted(cfg, trace, &hosted)?;
@@ -428,10 +482,10 @@ pub fn run_gpu_mpi(
         sys.sample(i);
     }
     let routing = Routing::new(parts, sys.ports).map_err(gpu_error)?;
-    let lookahead = routing
-        .lookahead(sys.links.iter().cloned())
-        .map_err(gpu_error)?
-        .unwrap_or(Picos::MAX);
+    let lookahead = schedule
+        .windows
+        .lookahead(&routing, sys.links.iter().cloned())
+        .map_err(gpu_error)?;
     let transport = tessera_cluster::mpi::MpiTransport::new(
         world.duplicate(),
         owners,
@@ -442,11 +496,12 @@ pub fn run_gpu_mpi(
     .map_err(gpu_error)?;
     // Every rank takes the same branch (they all pause together, or none does).
     let (partitions, windows, cut) = if threads <= 1 {
+        let least = lookahead.min();
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
         let pauses = match limits.max_warp_insts {
             Some(_) => (WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()), true),
-            None => (PROGRESS_STEP_PS, lookahead > PROGRESS_STEP_PS),
+            None => (PROGRESS_STEP_PS, least > PROGRESS_STEP_PS),
         };
         let mut on_pause = |engine: &Engine<GpuPartition<'_>, _>, at: Picos| -> bool {
             let parts: Vec<&GpuPartition<'_>> = engine.partitions().iter().collect();
@@ -474,13 +529,13 @@ pub fn run_gpu_mpi(
         };
         let cut = tessera_cluster::run_engine_stepped(&mut engine, pauses, stop, &mut on_pause)
             .map_err(gpu_error)?;
-        let windows = *engine.stats();
+        let windows = engine.stats().clone();
         (engine.into_partitions(), windows, cut)
     } else if hosted.len() <= 1 {
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
         let finished = engine.run_to(stop).map_err(gpu_error)?;
-        let windows = *engine.stats();
+        let windows = engine.stats().clone();
         (
             engine.into_partitions(),
             windows,
@@ -511,6 +566,8 @@ pub fn run_gpu_mpi(
     } else {
         cut.unwrap_or(stop)
     };
+    let mut windows = windows;
+    windows.workers = gather_worker_times(world, &windows.workers);
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
         .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;

@@ -246,7 +246,7 @@ impl System {
 
 /// Collects the results of a finished (or paused) engine, in node order.
 pub fn outcome(engine: Engine<Host>) -> Outcome {
-    let stats = *engine.stats();
+    let stats = engine.stats().clone();
     let end = engine.now();
     outcome_of(engine.into_partitions(), stats, end)
 }
@@ -517,4 +517,15 @@ pub fn ring(n: u32, l: Picos, tokens: u32, hops: u32) -> System {
         route,
         log: true,
     }
+}
+
+/// The window protocol's counters (what any transport agrees on), without the host times.
+pub fn counters(s: &WindowStats) -> (u64, u64, u64, Picos, Picos) {
+    (
+        s.windows,
+        s.messages,
+        s.max_window_messages,
+        s.skipped_ps,
+        s.window_ps,
+    )
 }
