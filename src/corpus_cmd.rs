@@ -222,10 +222,12 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
             return Err(err(&c.name, "two cases have this name".into()));
         }
         let placement = c.placement.clone().unwrap_or_else(|| "contiguous".into());
-        if !["contiguous", "round_robin"].contains(&placement.as_str()) {
+        if !["contiguous", "round_robin", "weighted"].contains(&placement.as_str()) {
             return Err(err(
                 &c.name,
-                format!("placement: expected contiguous or round_robin, got {placement:?}"),
+                format!(
+                    "placement: expected contiguous, round_robin or weighted, got {placement:?}"
+                ),
             ));
         }
         let windows = case_windows(c).map_err(|e| err(&c.name, e))?;
@@ -307,6 +309,14 @@ fn load_manifest(path: &Path) -> Result<Vec<Case>> {
         });
     }
     for c in &files {
+        if c.placement.as_deref() == Some("weighted") && c.ranks.unwrap_or(1) > 1 {
+            return Err(err(
+                &c.name,
+                "placement: weighted under several ranks needs a stats file of costs \
+                 (`--weights`), which a case cannot give: use threads"
+                    .into(),
+            ));
+        }
         let Some(reference) = &c.same_as else {
             continue;
         };

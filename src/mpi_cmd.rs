@@ -171,11 +171,39 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         drop(universe);
         std::process::exit(1);
     }
+    // Every rank reads the same costs (a file; a profile's timings would differ between
+    // ranks, and so would their placements).
+    let costs = if a.placement == tessera_cluster::Placement::Weighted && a.weights.is_none() {
+        if rank == 0 {
+            eprintln!(
+                "error: {}: --placement weighted under MPI needs --weights STATS.json (a \
+                 stats file of an earlier run: every rank must deal the same way, and a \
+                 profile's timings differ between ranks)",
+                setup.label
+            );
+        }
+        drop(setup);
+        drop(universe);
+        std::process::exit(1);
+    } else {
+        match crate::run_cmd::placement_costs(&a, &setup, ranks as usize) {
+            Ok(c) => c,
+            Err(e) => {
+                if rank == 0 {
+                    eprintln!("error: {e}");
+                }
+                drop(setup);
+                drop(universe);
+                std::process::exit(1);
+            }
+        }
+    };
     // Every rank sees the same configuration, so every rank would find this: one says it.
-    if let Err(e) = tessera_cluster::rank_owners(
+    if let Err(e) = tessera_cluster::rank_owners_weighted(
         setup.cfg.partition_count() as usize,
         ranks as usize,
         a.placement,
+        costs.0.as_deref(),
     ) {
         if rank == 0 {
             eprintln!("error: {}: {e}", setup.label);
@@ -222,6 +250,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             tessera_cluster::Schedule {
                 placement: a.placement,
                 windows: a.windows,
+                costs: costs.0.clone(),
             },
             a.threads as usize,
         ),
@@ -247,6 +276,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         Ok(Some((stats, windows))) => {
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
+                costs_from: costs.1.as_deref(),
                 threads: a.threads as usize,
                 ranks: ranks as usize,
                 mpi_exchange: Some(&exchange),

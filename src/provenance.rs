@@ -120,8 +120,14 @@ pub const RUN_KEYS: &[DocKey] = &[
     DocKey {
         path: "run.placement",
         unit: "text",
-        doc: "`contiguous` or `round_robin`: how the partitions were dealt to the threads \
-              (or, under MPI, to the ranks).",
+        doc: "`contiguous`, `round_robin` or `weighted`: how the partitions were dealt to \
+              the threads (or, under MPI, to the ranks).",
+    },
+    DocKey {
+        path: "run.placement_costs",
+        unit: "text",
+        doc: "With `--placement weighted`: where the partitions' costs came from (a stats \
+              file, or a profile of so many cycles).",
     },
     DocKey {
         path: "run.windows",
@@ -182,6 +188,12 @@ pub const RUN_KEYS: &[DocKey] = &[
         unit: "s",
         doc: "Time in the exchanges and reductions: waiting for the other workers, and \
               the transport's own cost.",
+    },
+    DocKey {
+        path: "run.engine.partition_busy_s",
+        unit: "list",
+        doc: "Per partition, the host time spent simulating it: the costs \
+              `--placement weighted --weights` reads.",
     },
     DocKey {
         path: "run.engine.workers[].busy_hist",
@@ -250,6 +262,8 @@ pub struct RunInfo<'a> {
     pub windows: &'a str,
     /// The engine's counters (worker 0's).
     pub engine: &'a tessera_cluster::WindowStats,
+    /// Where a weighted placement's costs came from.
+    pub costs_from: Option<&'a str>,
     /// `all` or `linked` under MPI, `None` otherwise.
     pub mpi_exchange: Option<&'a str>,
     pub wall_s: f64,
@@ -319,6 +333,9 @@ pub fn stats_value(
     r.insert("threads".into(), run.threads.into());
     r.insert("ranks".into(), run.ranks.into());
     r.insert("placement".into(), run.placement.into());
+    if let Some(c) = run.costs_from {
+        r.insert("placement_costs".into(), c.into());
+    }
     r.insert("windows".into(), run.windows.into());
     let mut e = Map::new();
     e.insert("windows".into(), run.engine.windows.into());
@@ -351,6 +368,13 @@ pub fn stats_value(
         })
         .collect();
     e.insert("workers".into(), workers.into());
+    let busy: Vec<Value> = run
+        .engine
+        .partition_busy_ns
+        .iter()
+        .map(|&n| round6(n as f64 / 1e9).into())
+        .collect();
+    e.insert("partition_busy_s".into(), busy.into());
     r.insert("engine".into(), Value::Object(e));
     if let Some(x) = run.mpi_exchange {
         r.insert("mpi_exchange".into(), x.into());

@@ -48,15 +48,27 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: u32,
     /// How the partitions are dealt to the threads (or, under MPI, to the ranks):
-    /// `contiguous` blocks (neighbours together, fewer messages between workers) or
+    /// `contiguous` blocks (neighbours together, fewer messages between workers),
     /// `round_robin` (spreads partitions busy at the same time, such as GPUs whose kernels
-    /// are launched one after another). Results are the same bytes either way.
+    /// are launched one after another) or `weighted` (by each partition's measured cost,
+    /// the costliest first to the least loaded worker: from `--weights`, or else from a
+    /// profile of the first `--profile-cycles` on one thread). Results are the same bytes
+    /// either way.
     #[arg(
         long,
-        value_name = "contiguous|round_robin",
+        value_name = "contiguous|round_robin|weighted",
         default_value = "contiguous"
     )]
     pub(crate) placement: tessera_cluster::Placement,
+    /// With `--placement weighted`: the costs from this stats file of an earlier run of
+    /// the same system and partitioning (its `run.engine.partition_busy_s`), instead of a
+    /// profile. Required under MPI, where every rank must deal the same way.
+    #[arg(long, value_name = "STATS.json")]
+    pub(crate) weights: Option<PathBuf>,
+    /// With `--placement weighted` and no `--weights`: the core cycles of simulated time
+    /// the profile runs (on one thread, before the run) to measure each partition's cost.
+    #[arg(long, value_name = "CYCLES", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) profile_cycles: u64,
     /// The engine's windows: `pair` (partition p runs up to the least of
     /// next_q + D(q, p) over the others, D the shortest path of links between them; a
     /// thread or rank advances its own partitions by themselves and meets the others only
@@ -305,9 +317,11 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     let mut show = |p: GpuProgress| bar.report(p);
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         crate::progress::enabled().then_some(&mut show);
+    let (costs, costs_from) = placement_costs(&a, &s, threads)?;
     let schedule = tessera_cluster::Schedule {
         placement: a.placement,
         windows: a.windows,
+        costs,
     };
     let res = run_gpu_limited(cfg, trace, threads, schedule, report, &s.limits);
     bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));
@@ -316,8 +330,99 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
         threads,
         ranks: 1,
         mpi_exchange: None,
+        costs_from: costs_from.as_deref(),
     };
     report_run(&a, &s, &stats, &windows, t0, &how)
+}
+
+/// The cost of every partition for `--placement weighted` and where it came from
+/// (`None` for the other placements, or one worker): `--weights`' file, or a profile of
+/// the first `--profile-cycles` cycles on one thread.
+pub(crate) fn placement_costs(
+    a: &RunArgs,
+    s: &Setup,
+    workers: usize,
+) -> Result<(Option<Vec<u64>>, Option<String>)> {
+    if a.placement != tessera_cluster::Placement::Weighted {
+        return Ok((None, None));
+    }
+    let parts = s.cfg.partition_count() as usize;
+    if let Some(path) = &a.weights {
+        let costs = costs_of_file(path, parts)?;
+        return Ok((Some(costs), Some(path.display().to_string())));
+    }
+    if workers <= 1 {
+        // Nothing to deal: every partition on the one worker.
+        return Ok((Some(vec![1; parts]), Some("one worker: none needed".into())));
+    }
+    let t = Instant::now();
+    let limits = tessera_system::RunLimits {
+        max_cycles: Some(a.profile_cycles),
+        ..Default::default()
+    };
+    let (_, w) = run_gpu_limited(
+        &s.cfg,
+        &s.trace,
+        1,
+        tessera_cluster::Placement::Contiguous,
+        None,
+        &limits,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: the profile for --placement weighted: {e}", s.label))?;
+    // A partition that did nothing in the profile still costs something to host.
+    let costs: Vec<u64> = w.partition_busy_ns.iter().map(|&n| n.max(1)).collect();
+    eprintln!(
+        "placement: weighted by a profile of {} cycles on one thread ({:.2} s): \
+         partition costs {:?} ms",
+        a.profile_cycles,
+        t.elapsed().as_secs_f64(),
+        costs
+            .iter()
+            .map(|&n| (n as f64 / 1e6 * 10.0).round() / 10.0)
+            .collect::<Vec<_>>()
+    );
+    Ok((
+        Some(costs),
+        Some(format!("profile of {} cycles", a.profile_cycles)),
+    ))
+}
+
+/// The partitions' costs in a stats file (`run.engine.partition_busy_s`, nanoseconds
+/// here), which must have `parts` of them.
+fn costs_of_file(path: &Path, parts: usize) -> Result<Vec<u64>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--weights {}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("--weights {}: not a stats file: {e}", path.display()))?;
+    let Some(list) = v
+        .pointer("/run/engine/partition_busy_s")
+        .and_then(|x| x.as_array())
+    else {
+        anyhow::bail!(
+            "--weights {}: no run.engine.partition_busy_s (a stats file written by \
+             `tessera run --stats-out` of this version)",
+            path.display()
+        );
+    };
+    if list.len() != parts {
+        anyhow::bail!(
+            "--weights {}: run.engine.partition_busy_s has {} partitions, this run has \
+             {parts} (the same configuration and partitioning are needed)",
+            path.display(),
+            list.len()
+        );
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, x)| match x.as_f64() {
+            Some(s) if s.is_finite() && s >= 0.0 => Ok(((s * 1e9) as u64).max(1)),
+            _ => anyhow::bail!(
+                "--weights {}: run.engine.partition_busy_s[{i}] is {x}, expected seconds \
+                 (a number, 0 or more)",
+                path.display()
+            ),
+        })
+        .collect()
 }
 
 /// How a run was executed, for the summary and the stats file's `run` object.
@@ -325,6 +430,8 @@ pub(crate) struct How<'a> {
     pub threads: usize,
     pub ranks: usize,
     pub mpi_exchange: Option<&'a str>,
+    /// Where a weighted placement's costs came from.
+    pub costs_from: Option<&'a str>,
 }
 
 /// What every finished run reports: the stats file, the summary on stdout, the rate and the
@@ -350,16 +457,14 @@ pub(crate) fn report_run(
                 path: setup.trace.path(),
             },
         };
-        let placement = match a.placement {
-            tessera_cluster::Placement::Contiguous => "contiguous",
-            tessera_cluster::Placement::RoundRobin => "round_robin",
-        };
+        let placement = a.placement.name();
         let info = RunInfo {
             threads: how.threads,
             ranks: how.ranks,
             placement,
             windows: a.windows.name(),
             engine: windows,
+            costs_from: how.costs_from,
             mpi_exchange: how.mpi_exchange,
             wall_s: secs,
         };

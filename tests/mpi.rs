@@ -356,6 +356,77 @@ fn ranks_never_change_results_on_8_gpus_with_peer_traffic() {
     );
 }
 
+/// Eight GPUs of four chiplets (32 partitions): the per-pair windows (the default) and
+/// the global ones, ranks x threads, the linked exchange and a weighted placement from
+/// an earlier run's stats give the bytes of one thread; the per-pair windows exchange
+/// between ranks less often; a weighted placement without a stats file is refused.
+#[test]
+fn per_pair_windows_and_weighted_ranks_never_change_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "peer_stream", &["gpus=8", "n=4096"]);
+    let t = tst.to_str().unwrap();
+    let prev = tmp.path().join("prev.json");
+    let p = prev.to_str().unwrap();
+    tessera_ok(&run_args(
+        "dgx-8gpu-4chiplet.yaml",
+        &["--trace", t, "--threads", "2", "--stats-out", p],
+    ));
+    let seq = simulated(&std::fs::read_to_string(&prev).unwrap());
+    let cases: [&[&str]; 5] = [
+        &["--windows", "global"],
+        &["--mpi-exchange", "linked"],
+        &["--threads", "2"],
+        &["--placement", "weighted", "--weights", p],
+        &["--placement", "round_robin", "--windows", "global"],
+    ];
+    for extra in cases {
+        let got = mpi_stats(4, "dgx-8gpu-4chiplet.yaml", &tst, extra);
+        assert!(got == seq, "8 x 4-chiplet GPUs on 4 ranks {extra:?} differ");
+    }
+    let windows = |extra: &[&str]| -> u64 {
+        let out = tmp.path().join("w.json");
+        let cfg = config("dgx-8gpu-4chiplet.yaml");
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            "run".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "--trace".as_ref(),
+            tst.as_os_str(),
+            "--stats-out".as_ref(),
+            out.as_os_str(),
+        ];
+        a.extend(extra.iter().map(std::ffi::OsStr::new));
+        let o = mpirun(2, bin(), &a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = json(&std::fs::read_to_string(&out).unwrap());
+        assert_eq!(v["run"]["engine"]["workers"].as_array().unwrap().len(), 2);
+        v["run"]["engine"]["windows"].as_u64().unwrap()
+    };
+    let (pair, global) = (windows(&[]), windows(&["--windows", "global"]));
+    assert!(
+        pair * 3 < global,
+        "per-pair {pair} vs global {global} exchanges"
+    );
+    let cfg = config("dgx-8gpu-4chiplet.yaml");
+    let o = mpirun(
+        2,
+        bin(),
+        &[
+            "run".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            "--trace".as_ref(),
+            tst.as_os_str(),
+            "--placement".as_ref(),
+            "weighted".as_ref(),
+        ],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("needs --weights"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// More ranks than partitions: one clear error naming both counts, no stats file, no
 /// temporary trace left by any rank.
 #[test]

@@ -123,6 +123,10 @@ pub struct WindowStats {
     pub worker_count: u64,
     /// Per worker, in worker order (ranks first, then threads), its host time.
     pub workers: Vec<WorkerTime>,
+    /// Per partition of the whole system, the host time spent running it (nanoseconds;
+    /// a partition's own simulation, without routing and delivery): the cost a weighted
+    /// placement deals by. Summed over workers by the runners.
+    pub partition_busy_ns: Vec<u64>,
 }
 
 impl WindowStats {
@@ -385,6 +389,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
             failed: false,
             stats: WindowStats {
                 workers: vec![WorkerTime::default()],
+                partition_busy_ns: vec![0; count],
                 ..WindowStats::default()
             },
         })
@@ -511,11 +516,13 @@ impl<P: Partition, T: Transport> Engine<P, T> {
 
         let mut sent = 0u64;
         for (part, &g) in parts.iter_mut().zip(hosted.iter()) {
+            let t = Instant::now();
             part.run_until(end, outbox)
                 .map_err(|source| EngineError::Model {
                     partition: g,
                     source,
                 })?;
+            stats.partition_busy_ns[g] += ns_since(t);
             sent += outbox.len() as u64;
             for m in outbox.drain() {
                 let Some(dst) = routing.partition_of(m.dst_port) else {
@@ -711,11 +718,13 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                     continue;
                 }
                 let g = hosted[i];
+                let t = Instant::now();
                 part.run_until(end, outbox)
                     .map_err(|source| EngineError::Model {
                         partition: g,
                         source,
                     })?;
+                stats.partition_busy_ns[g] += ns_since(t);
                 pairs.reached[i] = end;
                 sent += outbox.len() as u64;
                 for m in outbox.drain() {

@@ -132,7 +132,9 @@ mod transport;
 pub use engine::{Engine, Lookahead, Progress, WindowStats, Windows, WorkerTime, BUSY_BUCKETS};
 pub use error::EngineError;
 #[cfg(feature = "mpi")]
-pub use mpi::{rank_owners, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads};
+pub use mpi::{
+    rank_owners, rank_owners_weighted, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads,
+};
 pub use routing::{PairLookahead, Routing};
 #[cfg(feature = "mpi")]
 pub use system::run_rank_threads;
@@ -141,7 +143,7 @@ pub use system::{
     run_threads, run_threads_placed, run_threads_stepped, run_threads_until, run_threads_with,
     run_threads_with_until, Pauses, Schedule, Stepped, UntilDone,
 };
-pub use threads::{Aborted, Placement, ThreadTransport, WorkerMap};
+pub use threads::{deal_weighted, Aborted, Placement, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 
 pub use tessera_interconnect::{

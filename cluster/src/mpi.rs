@@ -91,6 +91,16 @@ pub fn rank_owners(
     ranks: usize,
     placement: crate::Placement,
 ) -> Result<Vec<usize>, EngineError> {
+    rank_owners_weighted(partitions, ranks, placement, None)
+}
+
+/// [`rank_owners`] with `costs` (one per partition) for a weighted placement.
+pub fn rank_owners_weighted(
+    partitions: usize,
+    ranks: usize,
+    placement: crate::Placement,
+    costs: Option<&[u64]>,
+) -> Result<Vec<usize>, EngineError> {
     if partitions == 0 {
         return Err(EngineError::NoPartitions);
     }
@@ -103,9 +113,9 @@ pub fn rank_owners(
             ),
         });
     }
-    Ok((0..partitions)
-        .map(|p| placement.owner(p, partitions, ranks))
-        .collect())
+    placement
+        .owners(partitions, ranks, costs)
+        .map_err(|detail| EngineError::BadTransport { detail })
 }
 
 impl MpiTransport {

@@ -9,12 +9,15 @@ use crate::threads::{AbortHandle, Aborted, Placement, ThreadTransport, WorkerMap
 use crate::Transport;
 use crate::{Engine, EngineError, Lookahead, Routing, WindowStats, Windows};
 
-/// How a run is spread over workers: which worker hosts each partition, and which
-/// windows they run ([`Windows::Pairs`] by default). Neither changes results.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a run is spread over workers: which worker hosts each partition (with a cost per
+/// partition for [`Placement::Weighted`]), and which windows they run
+/// ([`Windows::Pairs`] by default). None of it changes results.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Schedule {
     pub placement: Placement,
     pub windows: Windows,
+    /// A cost per partition, for [`Placement::Weighted`].
+    pub costs: Option<Vec<u64>>,
 }
 
 impl From<Placement> for Schedule {
@@ -22,7 +25,15 @@ impl From<Placement> for Schedule {
         Schedule {
             placement,
             windows: Windows::default(),
+            costs: None,
         }
+    }
+}
+
+impl Schedule {
+    /// The workers of `partitions` partitions on `threads` threads.
+    pub fn map(&self, partitions: usize, threads: usize) -> Result<WorkerMap, EngineError> {
+        WorkerMap::place_weighted(partitions, threads, self.placement, self.costs.as_deref())
     }
 }
 
@@ -73,7 +84,7 @@ pub fn run_threads_placed<P: Partition + Send>(
     let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = schedule.windows.lookahead(&routing, links)?;
-    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
+    let map = schedule.map(partitions.len(), threads)?;
     run_threads_with(lookahead, routing, partitions, &map)
 }
 
@@ -96,7 +107,7 @@ pub fn run_threads_until<P: Partition + Send>(
     let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = schedule.windows.lookahead(&routing, links)?;
-    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
+    let map = schedule.map(partitions.len(), threads)?;
     run_threads_with_until(lookahead, routing, partitions, &map, stop)
 }
 
@@ -136,7 +147,7 @@ pub fn run_threads_stepped<P: Partition + Send>(
     let schedule = schedule.into();
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = schedule.windows.lookahead(&routing, links)?;
-    let map = WorkerMap::place(partitions.len(), threads, schedule.placement)?;
+    let map = schedule.map(partitions.len(), threads)?;
     let step = step.max(1);
     let cut = pauses == Pauses::Exact || lookahead.min() > step;
     if map.workers() == 1 {
@@ -190,6 +201,9 @@ fn merged(per_worker: impl IntoIterator<Item = WindowStats>) -> WindowStats {
     let mut first = all.next().unwrap_or_default();
     for s in all {
         first.workers.extend(s.workers);
+        for (a, b) in first.partition_busy_ns.iter_mut().zip(s.partition_busy_ns) {
+            *a += b;
+        }
     }
     first
 }

@@ -42,6 +42,10 @@ pub enum Placement {
     /// Partition `p` on worker `p mod W` (spreads partitions that are busy at the same
     /// time, such as GPUs whose kernels start one after another, over the workers).
     RoundRobin,
+    /// By cost ([`deal_weighted`]): the costliest partitions first, each to the worker
+    /// with the least cost so far, so that the workers' loads are as even as the costs
+    /// allow. Needs a cost per partition (measured: a profile or an earlier run).
+    Weighted,
 }
 
 impl std::str::FromStr for Placement {
@@ -50,21 +54,79 @@ impl std::str::FromStr for Placement {
         match s {
             "contiguous" => Ok(Placement::Contiguous),
             "round_robin" => Ok(Placement::RoundRobin),
+            "weighted" => Ok(Placement::Weighted),
             _ => Err(format!(
-                "unknown placement '{s}': expected contiguous or round_robin"
+                "unknown placement '{s}': expected contiguous, round_robin or weighted"
             )),
         }
     }
 }
 
 impl Placement {
-    /// The worker of partition `p` of `n` among `w` workers (`0 < w <= n`).
+    /// The name `--placement` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Contiguous => "contiguous",
+            Placement::RoundRobin => "round_robin",
+            Placement::Weighted => "weighted",
+        }
+    }
+
+    /// The worker of partition `p` of `n` among `w` workers (`0 < w <= n`); a weighted
+    /// placement without its costs is dealt as contiguous blocks here (see
+    /// [`Placement::owners`]).
     pub fn owner(self, p: usize, n: usize, w: usize) -> usize {
         match self {
-            Placement::Contiguous => p * w / n,
+            Placement::Contiguous | Placement::Weighted => p * w / n,
             Placement::RoundRobin => p % w,
         }
     }
+
+    /// The worker of every partition of `n` among `w` workers (`0 < w <= n`), with
+    /// `costs` (one per partition) for [`Placement::Weighted`], which without them (or
+    /// with a wrong count) is an error.
+    pub fn owners(self, n: usize, w: usize, costs: Option<&[u64]>) -> Result<Vec<usize>, String> {
+        match (self, costs) {
+            (Placement::Weighted, Some(c)) if c.len() == n => Ok(deal_weighted(c, w)),
+            (Placement::Weighted, Some(c)) => Err(format!(
+                "weighted placement: {} costs for {n} partitions",
+                c.len()
+            )),
+            (Placement::Weighted, None) => {
+                Err("weighted placement needs a cost per partition".into())
+            }
+            _ => Ok((0..n).map(|p| self.owner(p, n, w)).collect()),
+        }
+    }
+}
+
+/// Longest processing time first: the partitions by cost, highest first (ties by index),
+/// each to the worker with the least cost so far (ties: fewer partitions, then the lower
+/// number); the workers are then numbered by their lowest partition. Every worker gets a
+/// partition when `w <= costs.len()`. Deterministic: the same costs give the same map.
+pub fn deal_weighted(costs: &[u64], w: usize) -> Vec<usize> {
+    let n = costs.len();
+    let w = w.clamp(1, n.max(1));
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&p| (std::cmp::Reverse(costs[p]), p));
+    let mut load = vec![(0u64, 0usize); w];
+    let mut owner = vec![0usize; n];
+    for p in order {
+        let best = (0..w).min_by_key(|&k| (load[k], k)).unwrap_or(0);
+        owner[p] = best;
+        load[best].0 = load[best].0.saturating_add(costs[p]);
+        load[best].1 += 1;
+    }
+    // Renumber: worker 0 hosts partition 0, the next new worker met is 1, ...
+    let mut renum = vec![usize::MAX; w];
+    let mut next = 0;
+    for &o in &owner {
+        if renum[o] == usize::MAX {
+            renum[o] = next;
+            next += 1;
+        }
+    }
+    owner.iter().map(|&o| renum[o]).collect()
 }
 
 /// Which worker thread hosts each partition. Every worker hosts at least one partition.
@@ -86,18 +148,28 @@ impl WorkerMap {
         WorkerMap::from_owners((0..partitions).map(|p| p * t / partitions).collect())
     }
 
-    /// [`WorkerMap::contiguous`] or [`WorkerMap::round_robin`], as `placement` says.
+    /// [`WorkerMap::contiguous`] or [`WorkerMap::round_robin`], as `placement` says (a
+    /// weighted placement needs [`WorkerMap::place_weighted`]).
     pub fn place(
         partitions: usize,
         threads: usize,
         placement: Placement,
     ) -> Result<WorkerMap, EngineError> {
+        WorkerMap::place_weighted(partitions, threads, placement, None)
+    }
+
+    /// As `placement` says, with `costs` (one per partition) for [`Placement::Weighted`].
+    pub fn place_weighted(
+        partitions: usize,
+        threads: usize,
+        placement: Placement,
+        costs: Option<&[u64]>,
+    ) -> Result<WorkerMap, EngineError> {
         let t = Self::clamp(partitions, threads)?;
-        WorkerMap::from_owners(
-            (0..partitions)
-                .map(|p| placement.owner(p, partitions, t))
-                .collect(),
-        )
+        let owners = placement
+            .owners(partitions, t, costs)
+            .map_err(|detail| EngineError::BadTransport { detail })?;
+        WorkerMap::from_owners(owners)
     }
 
     /// Round-robin: worker `w` hosts partitions `w, w + t, w + 2t, ...`. `threads` is
@@ -574,6 +646,40 @@ mod tests {
         assert_eq!(split[1], vec![1, 4]);
         assert_eq!(r.join(split).unwrap(), parts);
         assert!(r.split(vec![1, 2]).is_err());
+    }
+
+    #[test]
+    fn weighted_placement_evens_the_loads() {
+        // One hot partition (85% of the work, as histogram's chiplet 0) and seven cool
+        // ones on 2 workers: the hot one alone on one worker.
+        let costs = [85, 2, 2, 2, 2, 2, 2, 3];
+        let owners = deal_weighted(&costs, 2);
+        assert_eq!(owners, vec![0, 1, 1, 1, 1, 1, 1, 1]);
+        // Even costs on 4 workers: 2 partitions each, every worker used.
+        let owners = deal_weighted(&[5; 8], 4);
+        for w in 0..4 {
+            assert_eq!(owners.iter().filter(|&&o| o == w).count(), 2);
+        }
+        // Zero costs still give every worker a partition.
+        let owners = deal_weighted(&[0; 5], 5);
+        let mut sorted = owners.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+        // The loads: 10 7 6 5 4 3 on 2 workers -> {10, 5, 3} and {7, 6, 4}: 18 and 17.
+        let costs = [10, 7, 6, 5, 4, 3];
+        let owners = deal_weighted(&costs, 2);
+        let load0: u64 = (0..6).filter(|&p| owners[p] == 0).map(|p| costs[p]).sum();
+        assert_eq!(load0, 18);
+        assert_eq!(owners[0], 0, "worker 0 hosts partition 0");
+        assert!(Placement::Weighted.owners(6, 2, None).is_err());
+        assert!(Placement::Weighted.owners(6, 2, Some(&[1, 2])).is_err());
+        assert!(WorkerMap::place(6, 2, Placement::Weighted).is_err());
+        assert_eq!(
+            WorkerMap::place_weighted(6, 2, Placement::Weighted, Some(&costs))
+                .unwrap()
+                .hosted(0),
+            &[0, 3, 5]
+        );
     }
 
     #[test]

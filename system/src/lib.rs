@@ -472,9 +472,13 @@ pub fn run_gpu_mpi(
     let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
-    let owners =
-        tessera_cluster::mpi::rank_owners(parts, world.size() as usize, schedule.placement)
-            .map_err(gpu_error)?;
+    let owners = tessera_cluster::mpi::rank_owners_weighted(
+        parts,
+        world.size() as usize,
+        schedule.placement,
+        schedule.costs.as_deref(),
+    )
+    .map_err(gpu_error)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
     let interval = sample_interval(cfg, limits.sample_every, limits.max_cycles)?;
     let mut sys = build_hosted(cfg, trace, &hosted)?;
@@ -568,6 +572,13 @@ pub fn run_gpu_mpi(
     };
     let mut windows = windows;
     windows.workers = gather_worker_times(world, &windows.workers);
+    let mine = std::mem::take(&mut windows.partition_busy_ns);
+    windows.partition_busy_ns = vec![0; mine.len()];
+    world.all_reduce_into(
+        &mine[..],
+        &mut windows.partition_busy_ns[..],
+        SystemOperation::sum(),
+    );
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
         .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
