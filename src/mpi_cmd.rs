@@ -199,11 +199,14 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         }
     };
     // Every rank sees the same configuration, so every rank would find this: one says it.
-    if let Err(e) = tessera_cluster::rank_owners_weighted(
+    if let Err(e) = tessera_cluster::rank_owners_with(
         setup.cfg.partition_count() as usize,
         ranks as usize,
         a.placement,
-        costs.0.as_deref(),
+        tessera_cluster::PlacementHints {
+            costs: costs.0.as_deref(),
+            groups: None,
+        },
     ) {
         if rank == 0 {
             eprintln!("error: {}: {e}", setup.label);
@@ -251,6 +254,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
                 placement: a.placement,
                 windows: a.windows,
                 costs: costs.0.clone(),
+                groups: None,
             },
             a.threads as usize,
         ),

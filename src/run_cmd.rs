@@ -322,6 +322,7 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
         placement: a.placement,
         windows: a.windows,
         costs,
+        groups: None,
     };
     let res = run_gpu_limited(cfg, trace, threads, schedule, report, &s.limits);
     bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));

@@ -133,7 +133,7 @@ pub use engine::{Engine, Lookahead, Progress, WindowStats, Windows, WorkerTime, 
 pub use error::EngineError;
 #[cfg(feature = "mpi")]
 pub use mpi::{
-    rank_owners, rank_owners_weighted, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads,
+    rank_owners, rank_owners_with, Exchange, MpiTransport, NotLeader, RankLevel, RankThreads,
 };
 pub use routing::{PairLookahead, Routing};
 #[cfg(feature = "mpi")]
@@ -143,7 +143,7 @@ pub use system::{
     run_threads, run_threads_placed, run_threads_stepped, run_threads_until, run_threads_with,
     run_threads_with_until, Pauses, Schedule, Stepped, UntilDone,
 };
-pub use threads::{deal_weighted, Aborted, Placement, ThreadTransport, WorkerMap};
+pub use threads::{deal_weighted, Aborted, Placement, PlacementHints, ThreadTransport, WorkerMap};
 pub use transport::{Sequential, Transport, WindowReport};
 
 pub use tessera_interconnect::{

@@ -91,15 +91,15 @@ pub fn rank_owners(
     ranks: usize,
     placement: crate::Placement,
 ) -> Result<Vec<usize>, EngineError> {
-    rank_owners_weighted(partitions, ranks, placement, None)
+    rank_owners_with(partitions, ranks, placement, Default::default())
 }
 
-/// [`rank_owners`] with `costs` (one per partition) for a weighted placement.
-pub fn rank_owners_weighted(
+/// [`rank_owners`] with the placement's hints (costs, groups: [`crate::Placement::owners`]).
+pub fn rank_owners_with(
     partitions: usize,
     ranks: usize,
     placement: crate::Placement,
-    costs: Option<&[u64]>,
+    hints: crate::PlacementHints<'_>,
 ) -> Result<Vec<usize>, EngineError> {
     if partitions == 0 {
         return Err(EngineError::NoPartitions);
@@ -114,7 +114,7 @@ pub fn rank_owners_weighted(
         });
     }
     placement
-        .owners(partitions, ranks, costs)
+        .owners(partitions, ranks, hints)
         .map_err(|detail| EngineError::BadTransport { detail })
 }
 

@@ -18,6 +18,8 @@ pub struct Schedule {
     pub windows: Windows,
     /// A cost per partition, for [`Placement::Weighted`].
     pub costs: Option<Vec<u64>>,
+    /// A group per partition (its GPU): see [`crate::PlacementHints::groups`].
+    pub groups: Option<Vec<usize>>,
 }
 
 impl From<Placement> for Schedule {
@@ -26,6 +28,7 @@ impl From<Placement> for Schedule {
             placement,
             windows: Windows::default(),
             costs: None,
+            groups: None,
         }
     }
 }
@@ -33,7 +36,15 @@ impl From<Placement> for Schedule {
 impl Schedule {
     /// The workers of `partitions` partitions on `threads` threads.
     pub fn map(&self, partitions: usize, threads: usize) -> Result<WorkerMap, EngineError> {
-        WorkerMap::place_weighted(partitions, threads, self.placement, self.costs.as_deref())
+        WorkerMap::place_with(partitions, threads, self.placement, self.hints())
+    }
+
+    /// The placement's hints.
+    pub fn hints(&self) -> crate::PlacementHints<'_> {
+        crate::PlacementHints {
+            costs: self.costs.as_deref(),
+            groups: self.groups.as_deref(),
+        }
     }
 }
 

@@ -82,22 +82,64 @@ impl Placement {
         }
     }
 
-    /// The worker of every partition of `n` among `w` workers (`0 < w <= n`), with
-    /// `costs` (one per partition) for [`Placement::Weighted`], which without them (or
-    /// with a wrong count) is an error.
-    pub fn owners(self, n: usize, w: usize, costs: Option<&[u64]>) -> Result<Vec<usize>, String> {
-        match (self, costs) {
-            (Placement::Weighted, Some(c)) if c.len() == n => Ok(deal_weighted(c, w)),
-            (Placement::Weighted, Some(c)) => Err(format!(
-                "weighted placement: {} costs for {n} partitions",
-                c.len()
-            )),
-            (Placement::Weighted, None) => {
-                Err("weighted placement needs a cost per partition".into())
+    /// The worker of every partition of `n` among `w` workers (`0 < w <= n`). A
+    /// [`Placement::Weighted`] needs `hints.costs` (one per partition; without them, or
+    /// with a wrong count, an error). With `hints.groups` of at least `w` groups,
+    /// round-robin and weighted placements deal whole groups (a GPU's chiplets stay on
+    /// one worker: their links are the fastest); contiguous blocks keep groups together
+    /// by themselves when the workers divide them.
+    pub fn owners(
+        self,
+        n: usize,
+        w: usize,
+        hints: PlacementHints<'_>,
+    ) -> Result<Vec<usize>, String> {
+        let costs = match (self, hints.costs) {
+            (Placement::Weighted, Some(c)) if c.len() == n => Some(c),
+            (Placement::Weighted, Some(c)) => {
+                return Err(format!(
+                    "weighted placement: {} costs for {n} partitions",
+                    c.len()
+                ))
             }
-            _ => Ok((0..n).map(|p| self.owner(p, n, w)).collect()),
+            (Placement::Weighted, None) => {
+                return Err("weighted placement needs a cost per partition".into())
+            }
+            _ => None,
+        };
+        let groups = hints
+            .groups
+            .filter(|g| g.len() == n)
+            .map(|g| (g, g.iter().copied().max().map_or(0, |m| m + 1)))
+            .filter(|&(_, count)| count >= w && self != Placement::Contiguous);
+        if let Some((group, count)) = groups {
+            let of_group = match costs {
+                Some(c) => {
+                    let mut gc = vec![0u64; count];
+                    for (p, &g) in group.iter().enumerate() {
+                        gc[g] = gc[g].saturating_add(c[p]);
+                    }
+                    deal_weighted(&gc, w)
+                }
+                None => (0..count).map(|g| g % w).collect(),
+            };
+            return Ok(group.iter().map(|&g| of_group[g]).collect());
         }
+        Ok(match costs {
+            Some(c) => deal_weighted(c, w),
+            None => (0..n).map(|p| self.owner(p, n, w)).collect(),
+        })
     }
+}
+
+/// What a placement may know of the partitions besides their number
+/// ([`Placement::owners`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlacementHints<'a> {
+    /// A measured cost per partition, for [`Placement::Weighted`].
+    pub costs: Option<&'a [u64]>,
+    /// A group per partition, numbered from 0 (a GPU's partitions: tightly coupled).
+    pub groups: Option<&'a [usize]>,
 }
 
 /// Longest processing time first: the partitions by cost, highest first (ties by index),
@@ -155,19 +197,19 @@ impl WorkerMap {
         threads: usize,
         placement: Placement,
     ) -> Result<WorkerMap, EngineError> {
-        WorkerMap::place_weighted(partitions, threads, placement, None)
+        WorkerMap::place_with(partitions, threads, placement, PlacementHints::default())
     }
 
-    /// As `placement` says, with `costs` (one per partition) for [`Placement::Weighted`].
-    pub fn place_weighted(
+    /// As `placement` says, with its hints ([`Placement::owners`]).
+    pub fn place_with(
         partitions: usize,
         threads: usize,
         placement: Placement,
-        costs: Option<&[u64]>,
+        hints: PlacementHints<'_>,
     ) -> Result<WorkerMap, EngineError> {
         let t = Self::clamp(partitions, threads)?;
         let owners = placement
-            .owners(partitions, t, costs)
+            .owners(partitions, t, hints)
             .map_err(|detail| EngineError::BadTransport { detail })?;
         WorkerMap::from_owners(owners)
     }
@@ -671,14 +713,61 @@ mod tests {
         let load0: u64 = (0..6).filter(|&p| owners[p] == 0).map(|p| costs[p]).sum();
         assert_eq!(load0, 18);
         assert_eq!(owners[0], 0, "worker 0 hosts partition 0");
-        assert!(Placement::Weighted.owners(6, 2, None).is_err());
-        assert!(Placement::Weighted.owners(6, 2, Some(&[1, 2])).is_err());
+        let none = PlacementHints::default();
+        assert!(Placement::Weighted.owners(6, 2, none).is_err());
+        let two = PlacementHints {
+            costs: Some(&[1, 2]),
+            groups: None,
+        };
+        assert!(Placement::Weighted.owners(6, 2, two).is_err());
         assert!(WorkerMap::place(6, 2, Placement::Weighted).is_err());
+        let hints = PlacementHints {
+            costs: Some(&costs),
+            groups: None,
+        };
         assert_eq!(
-            WorkerMap::place_weighted(6, 2, Placement::Weighted, Some(&costs))
+            WorkerMap::place_with(6, 2, Placement::Weighted, hints)
                 .unwrap()
                 .hosted(0),
             &[0, 3, 5]
+        );
+    }
+
+    #[test]
+    fn groups_stay_on_one_worker() {
+        // Four GPUs of two chiplets on 2 workers: round robin deals GPUs 0, 2 and 1, 3.
+        let groups = [0, 0, 1, 1, 2, 2, 3, 3];
+        let hints = PlacementHints {
+            costs: None,
+            groups: Some(&groups),
+        };
+        let rr = Placement::RoundRobin.owners(8, 2, hints).unwrap();
+        assert_eq!(rr, vec![0, 0, 1, 1, 0, 0, 1, 1]);
+        // Weighted by GPU: GPU 0 is hot, alone on worker 0.
+        let costs = [50, 50, 10, 10, 10, 10, 10, 10];
+        let hints = PlacementHints {
+            costs: Some(&costs),
+            groups: Some(&groups),
+        };
+        let w = Placement::Weighted.owners(8, 2, hints).unwrap();
+        assert_eq!(w, vec![0, 0, 1, 1, 1, 1, 1, 1]);
+        // More workers than groups: partitions are dealt one by one.
+        let hints = PlacementHints {
+            costs: None,
+            groups: Some(&[0, 0, 0, 0]),
+        };
+        assert_eq!(
+            Placement::RoundRobin.owners(4, 2, hints).unwrap(),
+            vec![0, 1, 0, 1]
+        );
+        // Contiguous blocks ignore the groups.
+        let hints = PlacementHints {
+            costs: None,
+            groups: Some(&groups),
+        };
+        assert_eq!(
+            Placement::Contiguous.owners(8, 3, hints).unwrap(),
+            (0..8).map(|p| p * 3 / 8).collect::<Vec<_>>()
         );
     }
 

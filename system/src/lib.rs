@@ -160,7 +160,7 @@ pub fn run_gpu_limited(
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
     limits: &RunLimits,
 ) -> Result<(RunStats, WindowStats), GpuError> {
-    let schedule = schedule.into();
+    let schedule = with_groups(cfg, schedule.into());
     let stop = stop_time(cfg, limits)?;
     if limits.max_warp_insts == Some(0) {
         return Err(GpuError::Unsupported(
@@ -224,6 +224,17 @@ pub fn run_gpu_limited(
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
     Ok((stats, w))
+}
+
+/// `schedule` with its partitions grouped by GPU (unless groups are given): a GPU's
+/// partitions are numbered together, `partition_count / gpus` of them each.
+pub fn with_groups(cfg: &GpuConfig, mut schedule: Schedule) -> Schedule {
+    if schedule.groups.is_none() {
+        let n = cfg.partition_count() as usize;
+        let per_gpu = (n / (cfg.system.gpus as usize).max(1)).max(1);
+        schedule.groups = Some((0..n).map(|p| p / per_gpu).collect());
+    }
+    schedule
 }
 
 /// The simulated time `limits.max_cycles` stops at (`Picos::MAX`: none).
@@ -472,11 +483,12 @@ pub fn run_gpu_mpi(
     let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
-    let owners = tessera_cluster::mpi::rank_owners_weighted(
+    let schedule = with_groups(cfg, schedule);
+    let owners = tessera_cluster::mpi::rank_owners_with(
         parts,
         world.size() as usize,
         schedule.placement,
-        schedule.costs.as_deref(),
+        schedule.hints(),
     )
     .map_err(gpu_error)?;
     let hosted: Vec<usize> = (0..parts).filter(|&p| owners[p] == rank).collect();
