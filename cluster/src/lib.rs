@@ -17,8 +17,13 @@
 //! - *Lookahead* `L`: the minimum latency of any port that crosses partitions, given at
 //!   construction ([`Routing::lookahead`] computes it from the links and the partitioning).
 //!   Zero is an error ([`EngineError::ZeroLookahead`], [`EngineError::ZeroLatencyLink`]).
-//! - *Window*: the interval `[T, T + L)` that every partition simulates before messages are
-//!   exchanged, where `T` is the global minimum next-event time.
+//! - *Window*: with global windows ([`Lookahead::Global`]), the interval `[T, T + L)` that
+//!   every partition simulates before messages are exchanged, where `T` is the global
+//!   minimum next-event time. With per-pair windows ([`Lookahead::Pairs`], the default of
+//!   the runners), one exchange between workers; see below.
+//! - *Lookahead per pair* `D(q, p)`: the shortest path from partition `q` to `p` over the
+//!   links that cross partitions ([`Routing::pair_lookahead`], [`PairLookahead`]); `D(p, p)`
+//!   is the shortest cycle back to `p`.
 //! - *Fixed order*: receivers consume arrivals by `(arrive_at, src_port, src_seq)`
 //!   ([`tessera_interconnect::OrderKey`]); `src_port` is a stable id in the modeled system,
 //!   never a partition number, so the order, and every result, is the same for any
@@ -50,6 +55,36 @@
 //! the window that sent them, so "nothing in flight" holds between windows and termination
 //! is simply "the reduced next event is `None`".
 //!
+//! ## Per-pair windows, two levels ([`Lookahead::Pairs`], DESIGN.md section 4)
+//!
+//! A worker (thread or rank) hosting the partitions `W`, with every partition's next
+//! event `next_q` as of the last exchange ([`Transport::gather`]):
+//!
+//! ```text
+//! round:
+//!     cap_p = min( min over q not in W of (next_q + D(q, p)),          the other workers
+//!                  min over m in W of (next_m + round_trip(m, p)),      what W sends out
+//!                  stop )                                               comes back later
+//!     sub-windows, while some hosted p has next_p < bound_p:
+//!         bound_p = min(cap_p, min over j in W of (next_j + local_d(j, p)))
+//!         run each such p to bound_p; deliver the messages between hosted partitions
+//!     exchange with the other workers; gather every partition's next event
+//! ```
+//!
+//! `round_trip(m, p)` is the shortest path from `m` to `p` through a partition of another
+//! worker; `local_d` the shortest path over links between hosted partitions only (its
+//! diagonal a cycle). Why it is exact: what partition `q` of another worker does in the
+//! round happens at or after `next_q` (or is caused by its own worker's deliveries, which
+//! `D`'s closure covers) and reaches `p` at least `D(q, p)` later, delivered at the
+//! exchange, when every hosted partition has stopped at or before its cap; messages inside
+//! the worker are delivered at each sub-window's end, before anything at or after their
+//! arrival runs. The partition holding the global earliest event always has a bound above
+//! it, so every round makes progress. A system of multi-chiplet GPUs with a GPU per worker
+//! exchanges at the GPU links' latency while each worker's chiplets meet at the chiplet
+//! links'. One worker has no exchange at all: its partitions run in sub-windows to the end.
+//! The global windows are the special case `D(q, p) = L` with every partition on its own
+//! sub-window; [`Windows`] picks either (`tessera run --windows`).
+//!
 //! ## Checks (always on: O(1) per partition and per message per window)
 //!
 //! - The lookahead contract at the sender: [`tessera_interconnect::Port`] refuses a send
@@ -59,7 +94,8 @@
 //!   Exercised in the tests at the smallest legal latency (arrivals exactly at `T + L`).
 //! - No two messages to a partition share a key ([`EngineError::DuplicateMessage`]).
 //! - After a window, no partition reports an event before its end
-//!   ([`EngineError::EventInPast`]): `run_until` simulated all of `[now, end)`.
+//!   ([`EngineError::EventInPast`]): `run_until` simulated all of `[now, end)`. With
+//!   per-pair windows each partition is checked against the time it has reached.
 //! - Messages to unknown ports, inconsistent routing tables and transports: errors.
 //!
 //! Every error aborts the run through [`Transport::abort`] (so other workers and ranks stop
@@ -76,13 +112,19 @@
 //! ## Transports
 //!
 //! A [`Transport`] hosts a subset of the partitions (numbered globally) on one worker and
-//! provides the two collectives of a window, [`Transport::exchange`] and
-//! [`Transport::reduce`]; each worker runs its own [`Engine`] over its partitions.
+//! provides the collectives of a window, [`Transport::exchange`] and
+//! [`Transport::reduce`] (global windows) or [`Transport::gather`] (per-pair windows); each
+//! worker runs its own [`Engine`] over its partitions. Every worker measures its host time
+//! (busy running its partitions, waiting in the collectives; [`WorkerTime`]) and the
+//! reductions carry it, so every worker knows the window's busiest: the load imbalance
+//! ([`WindowStats::imbalance`]) is measured at any scale.
 //! [`Sequential`] hosts all of them and does nothing in either. Statistics kept by the
 //! models are keyed by modeled unit and read back with [`Engine::into_partitions`].
 //!
 //! [`ThreadTransport`] runs one engine per worker thread; a [`WorkerMap`] says which worker
-//! owns each partition (contiguous blocks by default, round-robin or any assignment).
+//! owns each partition (contiguous blocks by default, round-robin, weighted by measured
+//! cost ([`deal_weighted`]: longest first to the least loaded worker), or any assignment;
+//! [`PlacementHints`] keep a GPU's partitions on one worker).
 //! Per window each worker runs its partitions, `exchange` appends its outgoing mail to
 //! per-(worker, partition) slots, a barrier, each worker collects its partitions' mail,
 //! then `reduce` writes each worker's report, a barrier, each combines all reports: every
@@ -98,7 +140,8 @@
 //! error), and per window encode their outgoing messages ([`Message::encode`]), exchange
 //! them all-to-all (`MPI_Alltoall` of byte counts, `MPI_Alltoallv` of bytes) or only with
 //! the ranks they have modeled links to (point to point, `Exchange::Linked`), and combine
-//! every rank's report with one `MPI_Allgather`. `RankThreads` runs a rank's partitions on
+//! every rank's report with one `MPI_Allgather` (global windows) or one `MPI_Allreduce` of
+//! every partition's next event and every rank's counts (per-pair windows). `RankThreads` runs a rank's partitions on
 //! several threads: the thread that initialized MPI is the only one calling it, between
 //! two thread-level exchanges and reductions. An error on one rank ends the job through
 //! `mpi::abort_job` (`MPI_Abort`), since the others wait in a collective.

@@ -14,10 +14,17 @@
 //!   links to (a rank's message to an unlinked rank is an error: the links say it cannot
 //!   happen). Received groups are decoded into the hosted partitions' mail; the engine
 //!   sorts them into the fixed order, so results never depend on which rank sent what.
-//! - [`Transport::reduce`]: one `MPI_Allgather` of every rank's (next event, messages)
-//!   report, combined in rank order ([`WindowReport::combine`]: min and sum of integers), so
-//!   every rank starts the same next window. One collective instead of two reductions
-//!   (min and sum), without user-defined MPI operations.
+//! - [`Transport::reduce`] (global windows): one `MPI_Allgather` of every rank's report
+//!   (next event, messages, busy time, the most busy time, workers), combined in rank
+//!   order ([`WindowReport::combine`]: min, sums and max of integers), so every rank starts
+//!   the same next window. One collective instead of several reductions, without
+//!   user-defined MPI operations.
+//! - [`Transport::gather`] (per-pair windows): one `MPI_Allreduce` (minimum) over every
+//!   partition's next event and every rank's report, each entry written by its owner and
+//!   `u64::MAX` elsewhere: `partitions + 4 x ranks` words. The windows themselves need no
+//!   more: each rank computes its partitions' bounds from the others' next events, and
+//!   exchanges messages only with the ranks its partitions have links to under
+//!   [`Exchange::Linked`].
 //!
 //! Buffers are kept from window to window. Errors: [`Transport::abort`] records that this
 //! rank failed; the caller prints the error once and ends the job with `MPI_Abort`

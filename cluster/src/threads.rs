@@ -191,7 +191,7 @@ impl WorkerMap {
     }
 
     /// [`WorkerMap::contiguous`] or [`WorkerMap::round_robin`], as `placement` says (a
-    /// weighted placement needs [`WorkerMap::place_weighted`]).
+    /// weighted placement needs [`WorkerMap::place_with`]).
     pub fn place(
         partitions: usize,
         threads: usize,
