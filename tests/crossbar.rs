@@ -114,9 +114,9 @@ fn every_request_and_its_answer_cross_the_crossbar_once() {
 #[test]
 fn one_load_pays_at_most_alignment_and_a_saturated_stream_pays_blocking() {
     // A pointer chase through L2 (1 MiB chain, every load dependent on the last): each load
-    // crosses the crossbar twice, `latency_cycles - 1` NoC cycles to it and 1 from it (the
-    // port model's `latency_cycles` in all) plus up to one cycle waiting for the crossbar's
-    // next cycle each time: at most 2 NoC cycles (here core cycles: titanv's NoC runs at
+    // crosses the crossbar twice, `latency_cycles / 2` NoC cycles to it and the rest from
+    // it (the port model's `latency_cycles` in all) plus up to one cycle waiting for the
+    // crossbar's next cycle each time: at most 2 NoC cycles (here core cycles: titanv's NoC runs at
     // the core clock) more per load.
     let chase = |extra: &[&str]| {
         run_json(
@@ -309,8 +309,8 @@ fn over_chiplets(s: &Value, f: impl Fn(&Value) -> u64) -> u64 {
 #[test]
 fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip() {
     // The crossbar grants a slice one request, then waits for the slice to take it (no
-    // sooner than its arrival, 1 NoC cycle after the grant) and for the credit to come back
-    // (`noc.latency_cycles - 1` cycles).
+    // sooner than its arrival, the crossbar's leg out, the rest of `noc.latency_cycles`
+    // after the grant) and for the credit to come back (the leg in, `latency_cycles / 2`).
     one_credit_paces_the_slices(
         "l2.request_queue_packets",
         "requests",
@@ -332,8 +332,8 @@ fn a_slice_request_queue_of_one_request_paces_its_slice_by_the_credit_round_trip
 fn a_slice_reply_queue_of_one_packet_paces_its_replies_and_holds_its_requests_back() {
     // A slice sends a reply into its crossbar input only with its one credit, which comes
     // back when the crossbar grants the packet (no sooner than its arrival,
-    // `noc.latency_cycles - 1` cycles after it left) plus 1 NoC cycle. While a reply waits
-    // its slice takes no request, so the request queues fill too, and no slice's input
+    // `noc.latency_cycles / 2` cycles after it left) plus the leg out (the rest). While a
+    // reply waits its slice takes no request, so the request queues fill too, and no slice's input
     // ever holds more than its one packet.
     one_credit_paces_the_slices(
         "l2.reply_queue_packets",

@@ -49,8 +49,9 @@
 //!
 //! With `noc.model: crossbar` the NoC's connections (the first three rows, and a private
 //! L2 slice to an LLC slice) go through the chiplet's crossbar unit instead: a sender to it
-//! after `noc.latency_cycles - 1` NoC cycles (at least 1), the crossbar to the destination
-//! after 1; the net sends a packet there ([`Wiring::hop`]) and the crossbar sends it on.
+//! after `noc.latency_cycles / 2` NoC cycles (at least 1), the crossbar to the destination
+//! after the rest (at least 1; assumed: the crossbar sits mid-way, `NocParams::crossbar_ps`);
+//! the net sends a packet there ([`Wiring::hop`]) and the crossbar sends it on.
 //!
 //! A port is named only where a unit id alone does not say which connection a packet
 //! takes: unit 0 is the host and chiplet 0's local CP at once, and a link interface

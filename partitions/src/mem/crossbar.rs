@@ -16,12 +16,14 @@
 //! it).
 //!
 //! Every unit on the NoC sends through it: the net delivers a packet for another NoC unit
-//! of the chiplet here (`gpu/wiring.rs`, [`crate::gpu::Wiring::hop`]), `noc.latency_cycles -
-//! 1` cycles after it left (at least 1), and the crossbar sends it on when granted, 1
-//! cycle to its destination. The serialization is its own: a packet holds its input (the
-//! sender's injection) and its output (the receiver's ejection) for its flits, and the
-//! units' NoC ports do not delay it again (`NocParams::port`). It routes a packet as its sender did, by the packet's
-//! address and destination fields (the sender's port alone does not say where it goes).
+//! of the chiplet here (`gpu/wiring.rs`, [`crate::gpu::Wiring::hop`]),
+//! `noc.latency_cycles / 2` cycles after it left (at least 1), and the crossbar sends it on
+//! when granted, the rest of `noc.latency_cycles` (at least 1) to its destination
+//! (assumed: the crossbar sits mid-way, [`crate::mem::NocParams::crossbar_ps`]). The serialization is its own:
+//! a packet holds its input (the sender's injection) and its output (the receiver's
+//! ejection) for its flits, and the units' NoC ports do not delay it again
+//! (`NocParams::port`). It routes a packet as its sender did, by the packet's address and
+//! destination fields (the sender's port alone does not say where it goes).
 //!
 //! Credits (`noc.input_buffer_flits` > 0): each SM holds credits for its input FIFO of
 //! the request network, flits it spends when it sends a packet; the crossbar returns them,

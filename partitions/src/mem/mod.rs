@@ -104,10 +104,12 @@
 //!   plus the data sectors: read request 8 B, read reply 8 B + data, write 8 B + data,
 //!   write acknowledgement 8 B, atomic 8 B + data each way. With `noc.model: crossbar`
 //!   (the default) every such packet also crosses the chiplet's crossbar (`crossbar.rs`):
-//!   `latency_cycles - 1` NoC cycles to it, arbitration per output each NoC cycle (iSLIP
-//!   over virtual output queues, or FIFO inputs with head-of-line blocking), 1 cycle from
-//!   it; a packet holds its input and output for its flits, which is then the NoC's
-//!   serialization (the SMs' and slices' ports above do not delay it again). Its buffers are bounded by credits: each SM's input (`noc.input_buffer_flits`,
+//!   `latency_cycles / 2` NoC cycles to it, arbitration per output each NoC cycle (iSLIP
+//!   over virtual output queues, or FIFO inputs with head-of-line blocking), the rest from
+//!   it (assumed: the crossbar sits mid-way; each leg at least 1 cycle); a packet holds
+//!   its input and output for its flits, which is then the NoC's serialization (the SMs'
+//!   and slices' ports above do not delay it again). Its buffers are bounded by credits:
+//!   each SM's input (`noc.input_buffer_flits`,
 //!   the L1 miss queue `l1d.miss_queue_packets` behind it), each slice's request queue
 //!   (`l2.request_queue_packets`, credits at the crossbar's output to the slice) and each
 //!   slice's reply queue, its input to the reply network (`l2.reply_queue_packets`,

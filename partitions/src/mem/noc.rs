@@ -20,8 +20,9 @@ config_enum! {
         /// each output every NoC cycle among the inputs with a packet for it
         /// (`mem/crossbar.rs`, `arbiter`); a packet of `f` flits holds its input (the
         /// sender's serialization) and its output (the receiver's) `f` cycles, so the
-        /// units' ports add no serialization of their own. A packet takes
-        /// `latency_cycles - 1` cycles (at least 1) to the crossbar and 1 from it.
+        /// units' ports add no serialization of their own. A packet takes half of
+        /// `latency_cycles` to the crossbar (at least 1 cycle) and the rest from it (at
+        /// least 1; `noc.latency_cycles`).
         Crossbar = "crossbar",
     }
 }
@@ -54,7 +55,13 @@ section! {
         clock_hz: u64 = Kind::U64, unit "Hz", None, range CLOCK_RANGE;
         /// One-way latency from an SM port to an L2-slice port or back. Presets: assumed
         /// (no study isolates it); it is part of the measured L2 hit latency, see
-        /// `l2.hit_latency_cycles`.
+        /// `l2.hit_latency_cycles`. With `model: crossbar` it is split into two legs:
+        /// `latency_cycles / 2` (rounded down, at least 1) from the sender to the crossbar
+        /// and the rest (at least 1) from the crossbar to the receiver. Assumed: the
+        /// crossbar sits mid-way between the SMs and the L2 slices (no source splits the
+        /// path; GPGPU-Sim's local crossbar has no latency of its own); the total, which
+        /// the measured L2 hit pins, is `latency_cycles` whatever the split (2 cycles when
+        /// it is 1).
         latency_cycles: u32 = Kind::U32, unit "NoC cycles", None, range (1, MAX_CYCLES);
         /// Bytes each port (SM or L2 slice) can send per NoC cycle, each direction.
         /// Presets: the simulator config's flit size.
@@ -127,14 +134,17 @@ impl NocParams {
         }
     }
 
-    /// With the crossbar: the latency to it (`latency_cycles - 1` cycles, at least 1) and
-    /// from it (1 cycle).
+    /// With the crossbar: the latency to it and from it, the one-way latency split evenly
+    /// in whole NoC cycles (`noc.latency_cycles`: `latency_cycles / 2` to it, the rest
+    /// from it, each at least 1 cycle). Assumed: the crossbar sits mid-way between the SMs
+    /// and the L2 slices; the total, which the measured L2 hit latency pins, is unchanged.
+    /// Each leg is then as long as the other, so a cut between the SMs and the crossbar
+    /// (an SM-cluster cut) has half the NoC latency as lookahead, not one cycle.
     pub fn crossbar_ps(&self) -> (Picos, Picos) {
-        let to = self
-            .latency_ps
-            .saturating_sub(self.period_ps)
-            .max(self.period_ps);
-        (to, self.period_ps)
+        let cycles = self.latency_ps / self.period_ps;
+        let to = (cycles / 2).max(1);
+        let from = cycles.saturating_sub(to).max(1);
+        (to * self.period_ps, from * self.period_ps)
     }
 }
 
