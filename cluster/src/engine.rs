@@ -431,6 +431,9 @@ impl<P: Partition, T: Transport> Engine<P, T> {
     /// [`Engine::run_until`] without cutting a window at `target`: runs whole windows
     /// while the next one starts before `target`, so pausing here leaves the windows (and
     /// their count) as an unpaused run has them; [`Engine::now`] is then the time reached.
+    /// Per-pair windows cut at `target` only the partitions that nothing else bounds (a
+    /// single worker's: it would otherwise run to the end in one window); their local
+    /// sub-windows may then differ from an unpaused run's.
     pub fn run_past(&mut self, target: Picos) -> Result<Progress, EngineError> {
         self.run_guarded(target, false)
     }
@@ -607,7 +610,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                 return Ok(Progress::Paused { next_event: start });
             }
             self.now = self.now.max(start);
-            self.round(start, if cut { stop } else { Picos::MAX })?;
+            self.round(start, stop, cut)?;
         }
     }
 
@@ -638,7 +641,8 @@ impl<P: Partition, T: Transport> Engine<P, T> {
     }
 
     /// One round of the per-pair windows, from the global earliest event `start`, all
-    /// `next` as of the round's start. Each hosted partition `p` gets a cap:
+    /// `next` as of the round's start; caps cut at `stop` when `cut`, else only where
+    /// nothing else bounds them. Each hosted partition `p` gets a cap:
     /// `min over q of another worker of (next_q + D(q, p))`, and
     /// `min over hosted m of (next_m + round_trip(m, p))` (what this worker sends out
     /// in the round comes back no sooner), and `stop`. Inside the caps, sub-windows:
@@ -656,7 +660,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
     /// Inside the worker, messages travel on links between hosted partitions and are
     /// delivered at each sub-window's end. Progress: the partition holding the global
     /// earliest event always has a bound above it (every link's latency is positive).
-    fn round(&mut self, start: Picos, stop: Picos) -> Result<(), EngineError> {
+    fn round(&mut self, start: Picos, stop: Picos, cut: bool) -> Result<(), EngineError> {
         let Engine {
             parts,
             transport,
@@ -675,7 +679,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
         let k = hosted.len();
         stats.windows += 1;
         for i in 0..k {
-            let mut cap = stop;
+            let mut cap = if cut { stop } else { Picos::MAX };
             for &(q, d) in &pairs.incoming[i] {
                 let nq = pairs.next_all[q];
                 if nq != Picos::MAX {
@@ -688,7 +692,10 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                     cap = cap.min(nm.saturating_add(pairs.round_trip[j * k + i]));
                 }
             }
-            pairs.cap[i] = cap;
+            // Uncut (a pause for progress, `run_past`), a partition that nothing else
+            // bounds (one worker: all of them) still stops at the pause; the windows
+            // between workers stay those of an unpaused run.
+            pairs.cap[i] = if cap == Picos::MAX { stop } else { cap };
             pairs.local[i] = pairs.next_all[hosted[i]];
         }
         let least_cap = pairs.cap.iter().copied().min().unwrap_or(start);

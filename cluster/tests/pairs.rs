@@ -223,6 +223,23 @@ fn per_pair_windows_give_the_global_results_on_every_grouping_and_pause() {
         }
         assert!(pauses > 10);
         assert_same(&base, &common::outcome(engine), &format!("{g:?} paused"));
+        // Paused uncut (for progress) on one worker: nothing bounds its partitions but the
+        // pause, which must still stop them, and the results stay the same.
+        let mut engine =
+            Engine::sequential(pairs(&sys, g), sys.routing(g).unwrap(), sys.hosts(g)).unwrap();
+        let (mut target, mut pauses) = (0, 0);
+        loop {
+            target += 50_000;
+            match engine.run_past(target).unwrap() {
+                Progress::Finished => break,
+                Progress::Paused { next_event } => {
+                    assert!(next_event >= target);
+                    pauses += 1;
+                }
+            }
+        }
+        assert!(pauses > 10, "{pauses} pauses");
+        assert_same(&base, &common::outcome(engine), &format!("{g:?} run_past"));
         // Stopped at a time on several workers: the state there is the global windows'.
         let stop = base.last_event / 3 + 17;
         let map = WorkerMap::round_robin(g.len(), 3).unwrap();
