@@ -97,6 +97,11 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
                 "noc.model=crossbar",
                 "--sample-every",
                 "500",
+                // A weighted placement: `run.placement_costs`.
+                "--threads",
+                "2",
+                "--placement",
+                "weighted",
             ],
         )
         .0,
