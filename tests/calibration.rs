@@ -86,7 +86,7 @@ fn launch_gap_matches_the_measured_back_to_back_period() {
 /// 1.34 us (GB `gpu-small-kernels/a100_80_graph.txt`, hardware-figures.md section 4), which
 /// also includes the graph's own per-node cost and a tiny kernel's run. A bound, not a
 /// figure with a tolerance: the preset's GPU-side segments come from a Kepler model fit
-/// (WANG15) and an assumption, independent of this figure, and the model gives 0.81 us.
+/// (WANG15) and assumptions, independent of this figure, and the model gives 0.82 us.
 /// It does not count for the mutation test.
 #[test]
 fn gpu_side_launch_period_fits_under_the_measured_graph_period() {

@@ -22,8 +22,14 @@ section! {
         gcp_to_lcp_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// Local CP to an SM, per CTA dispatched, and back, per CTA completion report (the
         /// local CP sends an SM its next CTA when the report arrives); at least one SM
-        /// cycle (the port contract). Presets: one SM cycle (Accel-Sim's
-        /// `-gpgpu_TB_launch_latency 0`, raised to the minimum).
+        /// cycle (the port contract). It crosses an SM-cluster cut (the CP is in the
+        /// chiplet's first partition), so with the crossbar's legs it bounds that cut's
+        /// lookahead. Presets: assumed one crossbar leg (`noc.latency_cycles / 2` NoC
+        /// cycles, 10), the same on-chip distance: no study measures a per-CTA dispatch
+        /// latency, and GPGPU-Sim's `-gpgpu_TB_launch_latency` is a countdown per kernel
+        /// (0 in Accel-Sim's A100 config), not a transit; one SM cycle in the presets that
+        /// reproduce GPGPU-Sim 3.x (`gtx480`, `maxwell-13sm`), which has no dispatch
+        /// latency.
         cta_dispatch_ps: u64 = Kind::U64, unit "ps", None, range (1, MAX_PS);
         /// The local CP's receipt of the last CTA's completion report to the kernel's
         /// completion seen by the host (local CP -> global CP -> host). Presets: assumed

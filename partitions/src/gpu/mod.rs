@@ -19,9 +19,13 @@
 //! Partitioning (`partitioning.mode`): `chiplet` keeps the whole GPU in one partition;
 //! `sm_cluster` cuts it into `partitioning.sm_clusters` partitions, partition `p` hosting
 //! the SMs `[p n / P, (p + 1) n / P)` and likewise a contiguous range of the DRAM channels;
-//! the CP is in partition 0. The lookahead is the least latency of the links the cut
-//! crosses (usually `cta_dispatch_ps`, one core cycle in the presets); every partitioning
-//! gives byte-identical stats (tested).
+//! the CP, the crossbar and the link interface are in the chiplet's first. The lookahead
+//! is the least latency of the links the cut crosses: the crossbar's two legs
+//! (`noc.latency_cycles / 2` NoC cycles and the rest, `NocParams::crossbar_ps`) and the
+//! CTA dispatch (`cta_dispatch_ps`), which is one crossbar leg in the presets of current
+//! GPUs (10 NoC cycles: half the NoC latency bounds the window) and one core cycle in
+//! `gtx480` and `maxwell-13sm` (GPGPU-Sim 3.x, whose cuts keep one-cycle windows); every
+//! partitioning gives byte-identical stats (tested).
 //!
 //! Parameters: [`build`] makes each kind of unit's parameters once from the config
 //! (`UnitParams`, each by its `from_config`); the units are built from them.

@@ -138,8 +138,10 @@ impl NocParams {
     /// in whole NoC cycles (`noc.latency_cycles`: `latency_cycles / 2` to it, the rest
     /// from it, each at least 1 cycle). Assumed: the crossbar sits mid-way between the SMs
     /// and the L2 slices; the total, which the measured L2 hit latency pins, is unchanged.
-    /// Each leg is then as long as the other, so a cut between the SMs and the crossbar
-    /// (an SM-cluster cut) has half the NoC latency as lookahead, not one cycle.
+    /// Each leg is then as long as the other (within a cycle), so the legs that an
+    /// SM-cluster cut crosses bound its lookahead at half the NoC latency, not one cycle
+    /// (the CTA dispatch crosses it too: `launch.cta_dispatch_ps`, as long in the presets
+    /// of current GPUs).
     pub fn crossbar_ps(&self) -> (Picos, Picos) {
         let cycles = self.latency_ps / self.period_ps;
         let to = (cycles / 2).max(1);
