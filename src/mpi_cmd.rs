@@ -204,8 +204,8 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         ranks as usize,
         a.placement,
         tessera_cluster::PlacementHints {
-            costs: costs.0.as_deref(),
-            groups: None,
+            costs: costs.totals.as_deref(),
+            ..Default::default()
         },
     ) {
         if rank == 0 {
@@ -253,8 +253,8 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
             tessera_cluster::Schedule {
                 placement: a.placement,
                 windows: a.windows,
-                costs: costs.0.clone(),
-                groups: None,
+                costs: costs.totals.clone(),
+                ..Default::default()
             },
             a.threads as usize,
         ),
@@ -280,7 +280,7 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
         Ok(Some((stats, windows))) => {
             let exchange = format!("{:?}", a.mpi_exchange).to_lowercase();
             let how = crate::run_cmd::How {
-                costs_from: costs.1.as_deref(),
+                costs_from: costs.from.as_deref(),
                 threads: a.threads as usize,
                 ranks: ranks as usize,
                 mpi_exchange: Some(&exchange),

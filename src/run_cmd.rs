@@ -50,10 +50,11 @@ pub struct RunArgs {
     /// How the partitions are dealt to the threads (or, under MPI, to the ranks):
     /// `contiguous` blocks (neighbours together, fewer messages between workers),
     /// `round_robin` (spreads partitions busy at the same time, such as GPUs whose kernels
-    /// are launched one after another) or `weighted` (by each partition's measured cost,
-    /// the costliest first to the least loaded worker: from `--weights`, or else from a
-    /// profile of the first `--profile-cycles` on one thread). Results are the same bytes
-    /// either way.
+    /// are launched one after another) or `weighted` (by each partition's measured cost:
+    /// from a profile of the first `--profile-cycles` on one thread, the placement whose
+    /// workers would have waited least for each other in the profile's windows; from
+    /// `--weights`, the costliest first to the least loaded worker). Results are the same
+    /// bytes either way.
     #[arg(
         long,
         value_name = "contiguous|round_robin|weighted",
@@ -317,12 +318,13 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
     let mut show = |p: GpuProgress| bar.report(p);
     let report: Option<&mut dyn FnMut(GpuProgress)> =
         crate::progress::enabled().then_some(&mut show);
-    let (costs, costs_from) = placement_costs(&a, &s, threads)?;
+    let costs = placement_costs(&a, &s, threads)?;
     let schedule = tessera_cluster::Schedule {
         placement: a.placement,
         windows: a.windows,
-        costs,
-        groups: None,
+        costs: costs.totals,
+        window_costs: costs.windows,
+        ..Default::default()
     };
     let res = run_gpu_limited(cfg, trace, threads, schedule, report, &s.limits);
     bar.finish(res.as_ref().ok().map(|(st, _)| st.totals.ctas));
@@ -331,61 +333,77 @@ pub(crate) fn run_local(a: RunArgs) -> Result<()> {
         threads,
         ranks: 1,
         mpi_exchange: None,
-        costs_from: costs_from.as_deref(),
+        costs_from: costs.from.as_deref(),
     };
     report_run(&a, &s, &stats, &windows, t0, &how)
 }
 
-/// The cost of every partition for `--placement weighted` and where it came from
-/// (`None` for the other placements, or one worker): `--weights`' file, or a profile of
-/// the first `--profile-cycles` cycles on one thread.
-pub(crate) fn placement_costs(
-    a: &RunArgs,
-    s: &Setup,
-    workers: usize,
-) -> Result<(Option<Vec<u64>>, Option<String>)> {
+/// What a weighted placement deals by ([`placement_costs`]).
+#[derive(Default)]
+pub(crate) struct PlacementCosts {
+    /// Each partition's total cost.
+    pub totals: Option<Vec<u64>>,
+    /// A profile's cost of each partition in each of its windows.
+    pub windows: Option<Vec<u32>>,
+    /// Where they came from, for the stats' `run.placement_costs`.
+    pub from: Option<String>,
+}
+
+/// The cost of every partition for `--placement weighted` and where it came from (none
+/// for the other placements, or one worker): `--weights`' file (totals), or a profile of
+/// the first `--profile-cycles` cycles on one thread with global windows (the cost of
+/// every partition in every window: the placement then shortens the profile's critical
+/// path, [`tessera_cluster::deal_by_windows`]).
+pub(crate) fn placement_costs(a: &RunArgs, s: &Setup, workers: usize) -> Result<PlacementCosts> {
     if a.placement != tessera_cluster::Placement::Weighted {
-        return Ok((None, None));
+        return Ok(PlacementCosts::default());
     }
     let parts = s.cfg.partition_count() as usize;
     if let Some(path) = &a.weights {
-        let costs = costs_of_file(path, parts)?;
-        return Ok((Some(costs), Some(path.display().to_string())));
+        return Ok(PlacementCosts {
+            totals: Some(costs_of_file(path, parts)?),
+            windows: None,
+            from: Some(path.display().to_string()),
+        });
     }
     if workers <= 1 {
         // Nothing to deal: every partition on the one worker.
-        return Ok((Some(vec![1; parts]), Some("one worker: none needed".into())));
+        return Ok(PlacementCosts {
+            totals: Some(vec![1; parts]),
+            windows: None,
+            from: Some("one worker: none needed".into()),
+        });
     }
     let t = Instant::now();
     let limits = tessera_system::RunLimits {
         max_cycles: Some(a.profile_cycles),
         ..Default::default()
     };
-    let (_, w) = run_gpu_limited(
-        &s.cfg,
-        &s.trace,
-        1,
-        tessera_cluster::Placement::Contiguous,
-        None,
-        &limits,
-    )
-    .map_err(|e| anyhow::anyhow!("{}: the profile for --placement weighted: {e}", s.label))?;
+    let profile = tessera_cluster::Schedule {
+        windows: tessera_cluster::Windows::Global,
+        record_window_costs: true,
+        ..Default::default()
+    };
+    let (_, w) = run_gpu_limited(&s.cfg, &s.trace, 1, profile, None, &limits)
+        .map_err(|e| anyhow::anyhow!("{}: the profile for --placement weighted: {e}", s.label))?;
     // A partition that did nothing in the profile still costs something to host.
     let costs: Vec<u64> = w.partition_busy_ns.iter().map(|&n| n.max(1)).collect();
     eprintln!(
-        "placement: weighted by a profile of {} cycles on one thread ({:.2} s): \
+        "placement: weighted by a profile of {} cycles ({} windows) on one thread ({:.2} s): \
          partition costs {:?} ms",
         a.profile_cycles,
+        w.windows,
         t.elapsed().as_secs_f64(),
         costs
             .iter()
             .map(|&n| (n as f64 / 1e6 * 10.0).round() / 10.0)
             .collect::<Vec<_>>()
     );
-    Ok((
-        Some(costs),
-        Some(format!("profile of {} cycles", a.profile_cycles)),
-    ))
+    Ok(PlacementCosts {
+        totals: Some(costs),
+        windows: (!w.window_costs.is_empty()).then_some(w.window_costs),
+        from: Some(format!("profile of {} cycles", a.profile_cycles)),
+    })
 }
 
 /// The partitions' costs in a stats file (`run.engine.partition_busy_s`, nanoseconds

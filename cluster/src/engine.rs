@@ -127,6 +127,11 @@ pub struct WindowStats {
     /// a partition's own simulation, without routing and delivery): the cost a weighted
     /// placement deals by. Summed over workers by the runners.
     pub partition_busy_ns: Vec<u64>,
+    /// With [`Engine::record_window_costs`]: per window, the host time of every partition
+    /// of the system in it (nanoseconds, saturated at `u32::MAX`; rows of
+    /// `partition_busy_ns.len()`, a partition another worker hosts 0). A profile's input to
+    /// [`crate::Placement::Weighted`] ([`crate::deal_by_windows`]).
+    pub window_costs: Vec<u32>,
 }
 
 impl WindowStats {
@@ -211,6 +216,10 @@ pub struct Engine<P, T = Sequential> {
     started: bool,
     failed: bool,
     stats: WindowStats,
+    /// Recording each window's per-partition costs ([`Engine::record_window_costs`]).
+    record: bool,
+    /// The partitions' busy time at the start of the current window, when recording.
+    last_busy: Vec<u64>,
 }
 
 /// The state of the per-pair windows on one worker (see [`Engine::round`]); `k` hosted
@@ -392,6 +401,8 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                 partition_busy_ns: vec![0; count],
                 ..WindowStats::default()
             },
+            record: false,
+            last_busy: Vec::new(),
         })
     }
 
@@ -581,8 +592,23 @@ impl<P: Partition, T: Transport> Engine<P, T> {
         Ok(())
     }
 
+    /// Records every window's host time per partition in [`WindowStats::window_costs`]
+    /// from now on (a profile for a weighted placement: memory grows with the windows).
+    pub fn record_window_costs(&mut self) {
+        self.record = true;
+        self.last_busy = self.stats.partition_busy_ns.clone();
+    }
+
     /// Adds a window's global report and this worker's host time to the stats.
     fn account(&mut self, report: &WindowReport, busy_ns: u64, wait_ns: u64) {
+        if self.record {
+            let s = &mut self.stats;
+            for (b, last) in s.partition_busy_ns.iter().zip(self.last_busy.iter_mut()) {
+                s.window_costs
+                    .push(u32::try_from(b - *last).unwrap_or(u32::MAX));
+                *last = *b;
+            }
+        }
         let s = &mut self.stats;
         s.messages += report.messages;
         s.max_window_messages = s.max_window_messages.max(report.messages);

@@ -20,6 +20,12 @@ pub struct Schedule {
     pub costs: Option<Vec<u64>>,
     /// A group per partition (its GPU): see [`crate::PlacementHints::groups`].
     pub groups: Option<Vec<usize>>,
+    /// Per-window costs of a profile (rows of one cost per partition), for
+    /// [`Placement::Weighted`]: see [`crate::PlacementHints::window_costs`].
+    pub window_costs: Option<Vec<u32>>,
+    /// Record every window's per-partition cost (a profile run on one worker;
+    /// [`WindowStats::window_costs`]).
+    pub record_window_costs: bool,
 }
 
 impl From<Placement> for Schedule {
@@ -29,6 +35,8 @@ impl From<Placement> for Schedule {
             windows: Windows::default(),
             costs: None,
             groups: None,
+            window_costs: None,
+            record_window_costs: false,
         }
     }
 }
@@ -44,6 +52,7 @@ impl Schedule {
         crate::PlacementHints {
             costs: self.costs.as_deref(),
             groups: self.groups.as_deref(),
+            window_costs: self.window_costs.as_deref(),
         }
     }
 }
@@ -119,6 +128,13 @@ pub fn run_threads_until<P: Partition + Send>(
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = schedule.windows.lookahead(&routing, links)?;
     let map = schedule.map(partitions.len(), threads)?;
+    if schedule.record_window_costs && map.workers() == 1 {
+        let mut engine = Engine::sequential(lookahead, routing, partitions)?;
+        engine.record_window_costs();
+        let finished = engine.run_to(stop)?;
+        let stats = engine.stats().clone();
+        return Ok((engine.into_partitions(), stats, finished));
+    }
     run_threads_with_until(lookahead, routing, partitions, &map, stop)
 }
 

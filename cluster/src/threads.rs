@@ -107,6 +107,11 @@ impl Placement {
             }
             _ => None,
         };
+        if let (Placement::Weighted, Some(rows)) = (self, hints.window_costs) {
+            if !rows.is_empty() && rows.len() % n == 0 {
+                return Ok(deal_by_windows(rows, n, w, hints.groups));
+            }
+        }
         let groups = hints
             .groups
             .filter(|g| g.len() == n)
@@ -140,6 +145,110 @@ pub struct PlacementHints<'a> {
     pub costs: Option<&'a [u64]>,
     /// A group per partition, numbered from 0 (a GPU's partitions: tightly coupled).
     pub groups: Option<&'a [usize]>,
+    /// A profile's cost of every partition in every window (rows of one per partition),
+    /// for [`Placement::Weighted`], which then minimizes the profile's critical path
+    /// ([`deal_by_windows`]) rather than evening the totals.
+    pub window_costs: Option<&'a [u32]>,
+}
+
+/// The host time of the critical path of a placement over a profile: the sum over windows
+/// of the busiest worker's cost (`rows`: one cost per partition per window; `owner`: the
+/// worker of each partition).
+pub fn critical_path(rows: &[u32], owner: &[usize], w: usize) -> u64 {
+    let n = owner.len();
+    let mut load = vec![0u64; w];
+    let mut total = 0u64;
+    for row in rows.chunks_exact(n.max(1)) {
+        load.iter_mut().for_each(|l| *l = 0);
+        for (p, &c) in row.iter().enumerate() {
+            load[owner[p]] += u64::from(c);
+        }
+        total += load.iter().copied().max().unwrap_or(0);
+    }
+    total
+}
+
+/// A placement of `n` partitions on `w` workers for windows that run in lock step: the one
+/// of least [`critical_path`] over a profile's per-window costs (`rows`), found from the
+/// contiguous, round-robin and longest-first placements (by group when `groups` has at
+/// least `w` of them: a GPU's partitions move together) by moving one partition or group
+/// at a time to another worker while that shortens the critical path. Evening the totals
+/// is not enough: a worker whose partitions are busy in the windows where the others are
+/// idle waits as long as an overloaded one. Deterministic for given costs.
+pub fn deal_by_windows(rows: &[u32], n: usize, w: usize, groups: Option<&[usize]>) -> Vec<usize> {
+    let w = w.clamp(1, n.max(1));
+    // Units that move together: groups when there are enough of them, else partitions.
+    let unit: Vec<usize> = match groups {
+        Some(g) if g.len() == n && g.iter().copied().max().map_or(0, |m| m + 1) >= w => g.to_vec(),
+        _ => (0..n).collect(),
+    };
+    let units = unit.iter().copied().max().map_or(0, |m| m + 1);
+    // Per-window costs of each unit.
+    let windows = rows.len() / n.max(1);
+    let mut urows = vec![0u32; windows * units];
+    for (r, row) in rows.chunks_exact(n.max(1)).enumerate() {
+        for (p, &c) in row.iter().enumerate() {
+            let e = &mut urows[r * units + unit[p]];
+            *e = e.saturating_add(c);
+        }
+    }
+    let totals: Vec<u64> = (0..units)
+        .map(|u| {
+            urows
+                .iter()
+                .skip(u)
+                .step_by(units)
+                .map(|&c| u64::from(c))
+                .sum()
+        })
+        .collect();
+    let candidates = [
+        (0..units).map(|u| u * w / units).collect::<Vec<_>>(),
+        (0..units).map(|u| u % w).collect(),
+        deal_weighted(&totals, w),
+    ];
+    let mut best = candidates[0].clone();
+    let mut best_cost = critical_path(&urows, &best, w);
+    for c in &candidates[1..] {
+        let cost = critical_path(&urows, c, w);
+        if cost < best_cost {
+            (best, best_cost) = (c.clone(), cost);
+        }
+    }
+    // Local search: the first move that helps, until none does (bounded passes).
+    for _ in 0..4 * units {
+        let mut improved = false;
+        for u in 0..units {
+            let from = best[u];
+            if best.iter().filter(|&&o| o == from).count() == 1 {
+                continue; // every worker keeps a unit
+            }
+            for to in (0..w).filter(|&t| t != from) {
+                best[u] = to;
+                let cost = critical_path(&urows, &best, w);
+                if cost < best_cost {
+                    best_cost = cost;
+                    improved = true;
+                    break;
+                }
+                best[u] = from;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    // Worker 0 hosts partition 0, and so on (as deal_weighted numbers them).
+    let owner: Vec<usize> = unit.iter().map(|&u| best[u]).collect();
+    let mut renum = vec![usize::MAX; w];
+    let mut next = 0;
+    for &o in &owner {
+        if renum[o] == usize::MAX {
+            renum[o] = next;
+            next += 1;
+        }
+    }
+    owner.iter().map(|&o| renum[o]).collect()
 }
 
 /// Longest processing time first: the partitions by cost, highest first (ties by index),
@@ -717,13 +826,13 @@ mod tests {
         assert!(Placement::Weighted.owners(6, 2, none).is_err());
         let two = PlacementHints {
             costs: Some(&[1, 2]),
-            groups: None,
+            ..PlacementHints::default()
         };
         assert!(Placement::Weighted.owners(6, 2, two).is_err());
         assert!(WorkerMap::place(6, 2, Placement::Weighted).is_err());
         let hints = PlacementHints {
             costs: Some(&costs),
-            groups: None,
+            ..PlacementHints::default()
         };
         assert_eq!(
             WorkerMap::place_with(6, 2, Placement::Weighted, hints)
@@ -734,12 +843,39 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_of_windows_picks_the_shorter_critical_path() {
+        // Partition 0 is hot in even windows, partitions 1 and 2 in odd ones, 3 always
+        // light: the totals (0: 100, 1 and 2: 50, 3: 10) would put 0 alone (longest first:
+        // {0}, {1, 2, 3}), but 1 and 2 are busy together, so {0, 1} and {2, 3} halve the
+        // odd windows' wait. Rows: 10 windows of 4 partitions.
+        let mut rows = Vec::new();
+        for win in 0..10 {
+            if win % 2 == 0 {
+                rows.extend_from_slice(&[20, 0, 0, 1]);
+            } else {
+                rows.extend_from_slice(&[0, 10, 10, 1]);
+            }
+        }
+        let lpt = deal_weighted(&[100, 50, 50, 10], 2);
+        let best = deal_by_windows(&rows, 4, 2, None);
+        assert!(critical_path(&rows, &best, 2) < critical_path(&rows, &lpt, 2));
+        assert_eq!(critical_path(&rows, &best, 2), 5 * 20 + 5 * 11);
+        assert_ne!(best[1], best[2], "the partitions busy together are split");
+        let hints = PlacementHints {
+            window_costs: Some(&rows),
+            costs: Some(&[100, 50, 50, 10]),
+            ..PlacementHints::default()
+        };
+        assert_eq!(Placement::Weighted.owners(4, 2, hints).unwrap(), best);
+    }
+
+    #[test]
     fn groups_stay_on_one_worker() {
         // Four GPUs of two chiplets on 2 workers: round robin deals GPUs 0, 2 and 1, 3.
         let groups = [0, 0, 1, 1, 2, 2, 3, 3];
         let hints = PlacementHints {
-            costs: None,
             groups: Some(&groups),
+            ..PlacementHints::default()
         };
         let rr = Placement::RoundRobin.owners(8, 2, hints).unwrap();
         assert_eq!(rr, vec![0, 0, 1, 1, 0, 0, 1, 1]);
@@ -748,13 +884,14 @@ mod tests {
         let hints = PlacementHints {
             costs: Some(&costs),
             groups: Some(&groups),
+            ..PlacementHints::default()
         };
         let w = Placement::Weighted.owners(8, 2, hints).unwrap();
         assert_eq!(w, vec![0, 0, 1, 1, 1, 1, 1, 1]);
         // More workers than groups: partitions are dealt one by one.
         let hints = PlacementHints {
-            costs: None,
             groups: Some(&[0, 0, 0, 0]),
+            ..PlacementHints::default()
         };
         assert_eq!(
             Placement::RoundRobin.owners(4, 2, hints).unwrap(),
@@ -762,8 +899,8 @@ mod tests {
         );
         // Contiguous blocks ignore the groups.
         let hints = PlacementHints {
-            costs: None,
             groups: Some(&groups),
+            ..PlacementHints::default()
         };
         assert_eq!(
             Placement::Contiguous.owners(8, 3, hints).unwrap(),
