@@ -356,6 +356,13 @@ pub(crate) struct PlacementCosts {
 /// path, [`tessera_cluster::deal_by_windows`]).
 pub(crate) fn placement_costs(a: &RunArgs, s: &Setup, workers: usize) -> Result<PlacementCosts> {
     if a.placement != tessera_cluster::Placement::Weighted {
+        if let Some(w) = &a.weights {
+            anyhow::bail!(
+                "--weights {}: only a weighted placement reads costs (add --placement \
+                 weighted)",
+                w.display()
+            );
+        }
         return Ok(PlacementCosts::default());
     }
     let parts = s.cfg.partition_count() as usize;

@@ -121,6 +121,10 @@ fn bad_weights_are_clear_errors() {
             "this run has 4",
         ],
     );
+    // Costs without the placement that reads them.
+    let mut a = run_args("a100-4chiplet.yaml", &["--trace", t, "--weights"]);
+    a.push(one.display().to_string());
+    assert_clean_failure(&tessera(&a), &["--weights", "--placement weighted"]);
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, "{\"run\": {}}").unwrap();
     assert_clean_failure(
