@@ -245,6 +245,9 @@ struct Pairs {
     reached: Vec<Picos>,
     cap: Vec<Picos>,
     bound: Vec<Picos>,
+    /// The least of `local_d` (`Picos::MAX`: no links between hosted partitions): the
+    /// least progress a sub-window after the first must offer.
+    min_step: Picos,
 }
 
 impl Pairs {
@@ -292,10 +295,12 @@ impl Pairs {
                 }
             }
         }
+        let min_step = local_d.iter().copied().min().unwrap_or(Picos::MAX);
         Pairs {
             next_all: vec![Picos::MAX; count],
             incoming,
             round_trip,
+            min_step,
             local_d,
             local: vec![Picos::MAX; k],
             reached: vec![0; k],
@@ -727,6 +732,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
         let least_cap = pairs.cap.iter().copied().min().unwrap_or(start);
         stats.window_ps += least_cap.saturating_sub(start);
         let mut sent = 0u64;
+        let mut first = true;
         loop {
             let mut any = false;
             for i in 0..k {
@@ -739,11 +745,17 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                     }
                 }
                 pairs.bound[i] = b;
-                any |= pairs.local[i] < b;
+                // After the first sub-window, another is worth its visits only if it
+                // takes some partition at least one local lookahead further (else the
+                // round ends a little short of the caps, which is always exact, and
+                // the next round goes on from there).
+                any |= pairs.local[i] < b
+                    && (first || b.saturating_sub(pairs.reached[i]) >= pairs.min_step);
             }
             if !any {
                 break;
             }
+            first = false;
             stats.sub_windows += 1;
             for (i, part) in parts.iter_mut().enumerate() {
                 let end = pairs.bound[i];

@@ -77,6 +77,9 @@ fn steady_state_windows_on_threads_do_not_allocate() {
     let g: Vec<Vec<u32>> = vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]];
     let routing = sys.routing(&g).unwrap();
     let pairs = Lookahead::Pairs(routing.pair_lookahead(sys.links()).unwrap());
+    // Per-pair windows vary in length (up to what the other workers' partitions allow),
+    // so the largest window's traffic, which the buffers grow to (doubling), can come
+    // late: a buffer may still double once or twice, never per window.
     for (map, lookahead) in [
         (WorkerMap::contiguous(4, 2).unwrap(), Lookahead::Global(L)),
         (WorkerMap::round_robin(4, 3).unwrap(), Lookahead::Global(L)),
@@ -117,10 +120,14 @@ fn steady_state_windows_on_threads_do_not_allocate() {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
+        let allowed = match lookahead {
+            Lookahead::Global(_) => 0,
+            Lookahead::Pairs(_) => 2,
+        };
         for (w, &(n, windows, messages)) in counts.iter().enumerate() {
             assert!(windows > 1000 && messages > 5000, "{windows} windows");
-            assert_eq!(
-                n, 0,
+            assert!(
+                n <= allowed,
                 "worker {w} of {map:?}: {n} allocations in {windows} windows"
             );
         }
