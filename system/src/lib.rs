@@ -160,7 +160,7 @@ pub fn run_gpu_limited(
     on_progress: Option<&mut dyn FnMut(GpuProgress)>,
     limits: &RunLimits,
 ) -> Result<(RunStats, WindowStats), GpuError> {
-    let schedule = with_groups(cfg, schedule.into());
+    let schedule = with_groups(cfg, schedule.into(), threads);
     let stop = stop_time(cfg, limits)?;
     if limits.max_warp_insts == Some(0) {
         return Err(GpuError::Unsupported(
@@ -226,13 +226,28 @@ pub fn run_gpu_limited(
     Ok((stats, w))
 }
 
-/// `schedule` with its partitions grouped by GPU (unless groups are given): a GPU's
-/// partitions are numbered together, `partition_count / gpus` of them each.
-pub fn with_groups(cfg: &GpuConfig, mut schedule: Schedule) -> Schedule {
-    if schedule.groups.is_none() {
-        let n = cfg.partition_count() as usize;
-        let per_gpu = (n / (cfg.system.gpus as usize).max(1)).max(1);
-        schedule.groups = Some((0..n).map(|p| p / per_gpu).collect());
+/// `schedule` with its partitions grouped (unless groups are given) for `workers`
+/// workers: by GPU when there are at least as many GPUs as workers, else by chiplet when
+/// a chiplet is cut into several partitions and there are as many chiplets; the coarsest
+/// grouping that can still occupy every worker keeps the most tightly coupled partitions
+/// (whose links are the fastest) on one worker. A GPU's, and a chiplet's, partitions are
+/// numbered together.
+pub fn with_groups(cfg: &GpuConfig, mut schedule: Schedule, workers: usize) -> Schedule {
+    if schedule.groups.is_some() {
+        return schedule;
+    }
+    let n = cfg.partition_count() as usize;
+    let gpus = (cfg.system.gpus as usize).max(1);
+    let chiplets = gpus * (cfg.chiplets as usize).max(1);
+    let size = if gpus >= workers {
+        n / gpus
+    } else if chiplets >= workers && n > chiplets {
+        n / chiplets
+    } else {
+        0
+    };
+    if size > 1 {
+        schedule.groups = Some((0..n).map(|p| p / size).collect());
     }
     schedule
 }
@@ -483,7 +498,7 @@ pub fn run_gpu_mpi(
     let stop = stop_time(cfg, limits)?;
     let parts = cfg.partition_count() as usize;
     let rank = world.rank() as usize;
-    let schedule = with_groups(cfg, schedule);
+    let schedule = with_groups(cfg, schedule, world.size() as usize);
     let owners = tessera_cluster::mpi::rank_owners_with(
         parts,
         world.size() as usize,
