@@ -310,6 +310,20 @@ impl Pairs {
     }
 }
 
+/// Partition `g`'s next event (as [`next_of`]), which must not be before `reached`, the
+/// time it has simulated to.
+fn next_after<P: Partition>(part: &P, g: usize, reached: Picos) -> Result<Picos, EngineError> {
+    let t = next_of(part)?;
+    if t < reached {
+        return Err(EngineError::EventInPast {
+            partition: g,
+            event: t,
+            window_end: reached,
+        });
+    }
+    Ok(t)
+}
+
 /// A partition's next event as the per-pair windows keep it (`Picos::MAX`: idle); an
 /// event at the end of the clock itself cannot be told from idle, and is an error.
 fn next_of<P: Partition>(p: &P) -> Result<Picos, EngineError> {
@@ -652,15 +666,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
             return Ok(WindowReport::default());
         };
         for (i, (part, &g)) in self.parts.iter().zip(&self.hosted).enumerate() {
-            let t = next_of(part)?;
-            if t < pairs.reached[i] {
-                return Err(EngineError::EventInPast {
-                    partition: g,
-                    event: t,
-                    window_end: pairs.reached[i],
-                });
-            }
-            pairs.next_all[g] = t;
+            pairs.next_all[g] = next_after(part, g, pairs.reached[i])?;
         }
         let report = self
             .transport
@@ -785,15 +791,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
             for (i, part) in parts.iter_mut().enumerate() {
                 let g = hosted[i];
                 deliver_to(part, &mut mail[g], g, pairs.reached[i])?;
-                let t = next_of(part)?;
-                if t < pairs.reached[i] {
-                    return Err(EngineError::EventInPast {
-                        partition: g,
-                        event: t,
-                        window_end: pairs.reached[i],
-                    });
-                }
-                pairs.local[i] = t;
+                pairs.local[i] = next_after(part, g, pairs.reached[i])?;
             }
         }
 

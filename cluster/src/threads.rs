@@ -238,8 +238,12 @@ pub fn deal_by_windows(rows: &[u32], n: usize, w: usize, groups: Option<&[usize]
             break;
         }
     }
-    // Worker 0 hosts partition 0, and so on (as deal_weighted numbers them).
-    let owner: Vec<usize> = unit.iter().map(|&u| best[u]).collect();
+    renumbered(unit.iter().map(|&u| best[u]).collect(), w)
+}
+
+/// `owner` with the workers renumbered in order of their lowest partition: worker 0 hosts
+/// partition 0, the next new worker met is 1, and so on.
+fn renumbered(owner: Vec<usize>, w: usize) -> Vec<usize> {
     let mut renum = vec![usize::MAX; w];
     let mut next = 0;
     for &o in &owner {
@@ -268,16 +272,7 @@ pub fn deal_weighted(costs: &[u64], w: usize) -> Vec<usize> {
         load[best].0 = load[best].0.saturating_add(costs[p]);
         load[best].1 += 1;
     }
-    // Renumber: worker 0 hosts partition 0, the next new worker met is 1, ...
-    let mut renum = vec![usize::MAX; w];
-    let mut next = 0;
-    for &o in &owner {
-        if renum[o] == usize::MAX {
-            renum[o] = next;
-            next += 1;
-        }
-    }
-    owner.iter().map(|&o| renum[o]).collect()
+    renumbered(owner, w)
 }
 
 /// Which worker thread hosts each partition. Every worker hosts at least one partition.

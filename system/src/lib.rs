@@ -407,8 +407,6 @@ fn gather_worker_times(
     world: &mpi::topology::SimpleCommunicator,
     mine: &[tessera_cluster::WorkerTime],
 ) -> Vec<tessera_cluster::WorkerTime> {
-    use mpi::collective::Root;
-    use mpi::topology::Communicator;
     use tessera_cluster::{WorkerTime, BUSY_BUCKETS};
     const WORDS: usize = 2 + BUSY_BUCKETS;
     let mut flat = Vec::with_capacity(mine.len() * WORDS);
@@ -417,27 +415,9 @@ fn gather_worker_times(
         flat.push(w.wait_ns);
         flat.extend_from_slice(&w.busy_hist);
     }
-    let root = world.process_at_rank(0);
-    let len = flat.len() as i32;
-    if world.rank() != 0 {
-        root.gather_into(&len);
-        root.gather_varcount_into(&flat[..]);
+    let Some((all, _)) = gather_to_root(world, &flat) else {
         return mine.to_vec();
-    }
-    let ranks = world.size() as usize;
-    let mut lens = vec![0i32; ranks];
-    root.gather_into_root(&len, &mut lens[..]);
-    let mut displs = Vec::with_capacity(ranks);
-    let mut total = 0i32;
-    for &l in &lens {
-        displs.push(total);
-        total += l;
-    }
-    let mut all = vec![0u64; total.max(0) as usize];
-    {
-        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        root.gather_varcount_into_root(&flat[..], &mut buf);
-    }
+    };
     all.chunks_exact(WORDS)
         .map(|c| {
             let mut w = WorkerTime {
@@ -449,6 +429,41 @@ fn gather_worker_times(
             w
         })
         .collect()
+}
+
+/// Every rank's `mine` concatenated in rank order on rank 0 (`MPI_Gather` of the lengths,
+/// `MPI_Gatherv` of the data), with each rank's length; `None` on the other ranks.
+#[cfg(feature = "mpi")]
+fn gather_to_root<T>(
+    world: &mpi::topology::SimpleCommunicator,
+    mine: &[T],
+) -> Option<(Vec<T>, Vec<usize>)>
+where
+    T: mpi::datatype::Equivalence + Default + Clone,
+{
+    use mpi::collective::Root;
+    use mpi::topology::Communicator;
+    let root = world.process_at_rank(0);
+    let len = mine.len() as i32;
+    if world.rank() != 0 {
+        root.gather_into(&len);
+        root.gather_varcount_into(mine);
+        return None;
+    }
+    let mut lens = vec![0i32; world.size() as usize];
+    root.gather_into_root(&len, &mut lens[..]);
+    let mut displs = Vec::with_capacity(lens.len());
+    let mut total = 0i32;
+    for &l in &lens {
+        displs.push(total);
+        total += l;
+    }
+    let mut all = vec![T::default(); total.max(0) as usize];
+    {
+        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root.gather_varcount_into_root(mine, &mut buf);
+    }
+    Some((all, lens.iter().map(|&l| l.max(0) as usize).collect()))
 }
 
 /// What [`run_gpu_mpi`] returns on each rank: the stats on rank 0, nothing elsewhere.
@@ -485,7 +500,7 @@ pub fn run_gpu_mpi(
     limits: &RunLimits,
     mut on_progress: Option<&mut dyn FnMut(GpuProgress)>,
 ) -> Result<MpiRun, GpuError> {
-    use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+    use mpi::collective::{CommunicatorCollectives, SystemOperation};
     use mpi::topology::Communicator;
     use tessera_partitions::gpu::{build_hosted, merge_stats, run_end_ps, stats_part};
 
@@ -609,30 +624,14 @@ pub fn run_gpu_mpi(
     let part = stats_part(cfg, partitions, end);
     let bytes = serde_json::to_vec(&part)
         .map_err(|e| GpuError::Engine(format!("cannot encode the stats of rank {rank}: {e}")))?;
-    let root = world.process_at_rank(0);
-    let len = bytes.len() as i32;
-    if rank != 0 {
-        root.gather_into(&len);
-        root.gather_varcount_into(&bytes[..]);
+    let Some((all, lens)) = gather_to_root(world, &bytes) else {
         return Ok(None);
-    }
-    let ranks = world.size() as usize;
-    let mut lens = vec![0i32; ranks];
-    root.gather_into_root(&len, &mut lens[..]);
-    let mut displs = Vec::with_capacity(ranks);
-    let mut total = 0i32;
-    for &l in &lens {
-        displs.push(total);
-        total += l;
-    }
-    let mut all = vec![0u8; total as usize];
-    {
-        let mut buf = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        root.gather_varcount_into_root(&bytes[..], &mut buf);
-    }
-    let mut parts_in = Vec::with_capacity(ranks);
-    for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
-        let chunk = &all[d as usize..(d + l) as usize];
+    };
+    let mut parts_in = Vec::with_capacity(lens.len());
+    let mut at = 0usize;
+    for (r, &l) in lens.iter().enumerate() {
+        let chunk = &all[at..at + l];
+        at += l;
         let p = serde_json::from_slice(chunk)
             .map_err(|e| GpuError::Engine(format!("the stats of rank {r} do not decode: {e}")))?;
         parts_in.push(p);
