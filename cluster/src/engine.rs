@@ -549,23 +549,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
 
         let mut sent = 0u64;
         for (part, &g) in parts.iter_mut().zip(hosted.iter()) {
-            let t = Instant::now();
-            part.run_until(end, outbox)
-                .map_err(|source| EngineError::Model {
-                    partition: g,
-                    source,
-                })?;
-            stats.partition_busy_ns[g] += ns_since(t);
-            sent += outbox.len() as u64;
-            for m in outbox.drain() {
-                let Some(dst) = routing.partition_of(m.dst_port) else {
-                    return Err(EngineError::UnknownDestination {
-                        src_port: m.src_port,
-                        dst_port: m.dst_port,
-                    });
-                };
-                mail[dst].push(m);
-            }
+            sent += run_partition(part, g, end, outbox, routing, mail, stats)?;
         }
 
         let mut busy = ns_since(t0);
@@ -768,25 +752,8 @@ impl<P: Partition, T: Transport> Engine<P, T> {
                 if pairs.local[i] >= end {
                     continue;
                 }
-                let g = hosted[i];
-                let t = Instant::now();
-                part.run_until(end, outbox)
-                    .map_err(|source| EngineError::Model {
-                        partition: g,
-                        source,
-                    })?;
-                stats.partition_busy_ns[g] += ns_since(t);
+                sent += run_partition(part, hosted[i], end, outbox, routing, mail, stats)?;
                 pairs.reached[i] = end;
-                sent += outbox.len() as u64;
-                for m in outbox.drain() {
-                    let Some(dst) = routing.partition_of(m.dst_port) else {
-                        return Err(EngineError::UnknownDestination {
-                            src_port: m.src_port,
-                            dst_port: m.dst_port,
-                        });
-                    };
-                    mail[dst].push(m);
-                }
             }
             for (i, part) in parts.iter_mut().enumerate() {
                 let g = hosted[i];
@@ -859,6 +826,37 @@ impl<P: Partition, T: Transport> Engine<P, T> {
     pub fn into_partitions(self) -> Vec<P> {
         self.parts
     }
+}
+
+/// Runs partition `g` to `end`, counting its host time, and routes what it sent into
+/// `mail` by destination partition; returns how many messages it sent.
+fn run_partition<P: Partition>(
+    part: &mut P,
+    g: usize,
+    end: Picos,
+    outbox: &mut Outbox,
+    routing: &Routing,
+    mail: &mut [Vec<Message>],
+    stats: &mut WindowStats,
+) -> Result<u64, EngineError> {
+    let t = Instant::now();
+    part.run_until(end, outbox)
+        .map_err(|source| EngineError::Model {
+            partition: g,
+            source,
+        })?;
+    stats.partition_busy_ns[g] += ns_since(t);
+    let sent = outbox.len() as u64;
+    for m in outbox.drain() {
+        let Some(dst) = routing.partition_of(m.dst_port) else {
+            return Err(EngineError::UnknownDestination {
+                src_port: m.src_port,
+                dst_port: m.dst_port,
+            });
+        };
+        mail[dst].push(m);
+    }
+    Ok(sent)
 }
 
 /// Sorts, checks and delivers `inbox` to partition `g` (global index), which has

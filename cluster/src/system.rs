@@ -201,15 +201,7 @@ pub fn run_threads_stepped<P: Partition + Send>(
     let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
         return Err(EngineError::NoPartitions);
     };
-    let mut engines = Vec::with_capacity(map.workers());
-    for (parts, transport) in per_worker.into_iter().zip(transports) {
-        engines.push(Engine::new(
-            lookahead.clone(),
-            routing.clone(),
-            parts,
-            transport,
-        )?);
-    }
+    let mut engines = worker_engines(&lookahead, &routing, per_worker, transports)?;
     let at = step_loop(
         &mut engines,
         |e, t, x| step_all(e, Some(&abort), t, x),
@@ -220,6 +212,20 @@ pub fn run_threads_stepped<P: Partition + Send>(
     let stats = merged(engines.iter().map(|e| e.stats().clone()));
     let parts = engines.into_iter().map(Engine::into_partitions).collect();
     Ok((map.join(parts)?, stats, at))
+}
+
+/// One engine per worker: its partitions and its transport.
+fn worker_engines<P: Partition>(
+    lookahead: &Lookahead,
+    routing: &Routing,
+    per_worker: Vec<Vec<P>>,
+    transports: Vec<ThreadTransport>,
+) -> Result<Vec<Engine<P, ThreadTransport>>, EngineError> {
+    per_worker
+        .into_iter()
+        .zip(transports)
+        .map(|(parts, transport)| Engine::new(lookahead.clone(), routing.clone(), parts, transport))
+        .collect()
 }
 
 /// Worker 0's window counters with every worker's host time, in worker order.
@@ -417,16 +423,7 @@ pub fn run_threads_with_until<P: Partition + Send>(
     let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
         return Err(EngineError::NoPartitions);
     };
-    let mut engines = Vec::with_capacity(map.workers());
-    for (parts, transport) in per_worker.into_iter().zip(transports) {
-        engines.push(Engine::new(
-            lookahead.clone(),
-            routing.clone(),
-            parts,
-            transport,
-        )?);
-    }
-    let mut engines = engines.into_iter();
+    let mut engines = worker_engines(&lookahead, &routing, per_worker, transports)?.into_iter();
     let Some(first) = engines.next() else {
         return Err(EngineError::NoPartitions);
     };
