@@ -139,7 +139,7 @@ fn run_4chiplet(dir: &Path, extra: &[&str]) -> PathBuf {
 #[test]
 fn a_run_report_renders_every_chart() {
     let d = tempfile::tempdir().unwrap();
-    let stats = run_4chiplet(d.path(), &[]);
+    let stats = run_4chiplet(d.path(), &["--threads", "2"]);
     let html = report(&[&stats], &d.path().join("r.html"));
     let charts = check_rendered(&html);
     let timeline = chart(&charts, "Kernels over time");
@@ -169,6 +169,20 @@ fn a_run_report_renders_every_chart() {
     assert!(html.contains("<th>L2 hit rate</th>"));
     // No time series in a run without --sample-every.
     assert!(!html.contains("Over time"));
+    // The engine's side: each worker's busy and waiting time (2 threads), a row of
+    // windows by busy time.
+    let engine = chart(&charts, "Host time per worker");
+    for t in [
+        "worker 0",
+        "worker 1",
+        "busy",
+        "waiting for the others",
+        "seconds",
+    ] {
+        assert!(engine.contains(t), "{t:?} missing from the engine chart");
+    }
+    assert!(html.contains("Engine: workers and windows"));
+    assert!(html.contains("<th>busy time in a window</th>"));
 }
 
 /// The page opened in headless Chromium: the screenshot (under target/) is not blank.

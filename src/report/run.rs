@@ -1,5 +1,6 @@
 //! The sections of one run: summary, kernel timeline, stalls, memory hierarchy, DRAM
-//! traffic, links and (when the file has them) time series. Every key may be missing: a
+//! traffic, links, (when the file has them) time series, and the engine's side of the
+//! run (each worker's busy and waiting time, the load imbalance). Every key may be missing: a
 //! section without its data says so or is left out.
 
 use anyhow::Result;
@@ -19,6 +20,7 @@ pub fn sections(p: &mut Page, path: &Path, v: &Value) -> Result<()> {
     dram(p, v)?;
     links(p, v)?;
     timeseries(p, v)?;
+    engine(p, v)?;
     Ok(())
 }
 
@@ -622,5 +624,96 @@ fn timeseries(p: &mut Page, v: &Value) -> Result<()> {
     if drawn == 0 {
         p.para("The time series hold none of the series plotted here.");
     }
+    Ok(())
+}
+
+/// The engine's side of the run (`run.engine`): each worker's busy and waiting host time,
+/// how its busy time per window was spread, and the windows, messages and imbalance. Left
+/// out for a file without it (older stats).
+fn engine(p: &mut Page, v: &Value) -> Result<()> {
+    let Some(e) = v.get("run").and_then(|r| r.get("engine")) else {
+        return Ok(());
+    };
+    let workers = arr(e, "workers");
+    p.h3("Engine: workers and windows");
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (k, label) in [
+        ("windows", "windows (exchanges between workers)"),
+        ("sub_windows", "local sub-windows of worker 0"),
+        ("messages", "messages between partitions"),
+        (
+            "imbalance",
+            "imbalance (busiest worker over the mean, per window)",
+        ),
+        ("critical_s", "critical path (s)"),
+    ] {
+        if let Some(x) = num(e, k) {
+            rows.push(vec![label.to_string(), show(x)]);
+        }
+    }
+    if let Some(w) = v.get("run").and_then(|r| r.get("windows")) {
+        rows.push(vec!["windows kind".into(), show_value(w)]);
+    }
+    p.table(&["".into(), "value".into()], &rows);
+    if workers.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = (0..workers.len()).map(|i| format!("worker {i}")).collect();
+    let part = |k: &str| -> Vec<f64> { workers.iter().map(|w| num(w, k).unwrap_or(0.0)).collect() };
+    let svg = Stacked {
+        title: "Host time per worker",
+        x_desc: "seconds",
+        y_desc: "worker",
+        categories: names.clone(),
+        series: vec![
+            ("busy".into(), part("busy_s")),
+            ("waiting for the others".into(), part("wait_s")),
+        ],
+    }
+    .draw()?;
+    p.chart(&svg);
+    // Busy time per window: the buckets any worker used, powers of two of nanoseconds.
+    let hists: Vec<&[Value]> = workers.iter().map(|w| arr(w, "busy_hist")).collect();
+    let used: Vec<usize> = (0..hists.iter().map(|h| h.len()).max().unwrap_or(0))
+        .filter(|&b| {
+            hists
+                .iter()
+                .any(|h| h.get(b).and_then(Value::as_u64).unwrap_or(0) > 0)
+        })
+        .collect();
+    if used.is_empty() {
+        return Ok(());
+    }
+    let bucket = |b: usize| -> String {
+        let ns = |e: usize| -> String {
+            let x = 1u64 << e;
+            match x {
+                _ if x >= 1_000_000 => format!("{} ms", x / 1_000_000),
+                _ if x >= 1_000 => format!("{} us", x / 1_000),
+                _ => format!("{x} ns"),
+            }
+        };
+        match b {
+            0 => "none".into(),
+            1 => "< 1 ns".into(),
+            _ => format!("{} to {}", ns(b - 1), ns(b)),
+        }
+    };
+    let mut header = vec!["busy time in a window".to_string()];
+    header.extend(names);
+    let rows: Vec<Vec<String>> = used
+        .iter()
+        .map(|&b| {
+            let mut r = vec![bucket(b)];
+            r.extend(
+                hists
+                    .iter()
+                    .map(|h| h.get(b).and_then(Value::as_u64).unwrap_or(0).to_string()),
+            );
+            r
+        })
+        .collect();
+    p.para("Windows by each worker's busy time in them (a spread to the right of the others' is a worker the others wait for):");
+    p.table(&header, &rows);
     Ok(())
 }
