@@ -113,7 +113,10 @@ pub fn run(a: RunArgs, _ranks: usize) -> Result<()> {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        eprintln!("error: rank {rank} of {ranks} panicked: ending the job");
+        // One write: stderr is unbuffered, and `eprintln!` of a format writes piece by
+        // piece, which mpirun can interleave with another process's output.
+        let line = format!("error: rank {rank} of {ranks} panicked: ending the job\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         mpi::topology::SimpleCommunicator::world().abort(101);
     }));
     // Refused before the run, as every rank would find it: the ranks' worker threads

@@ -25,10 +25,23 @@ fn content(path: &Path) -> (Vec<String>, Vec<(String, Vec<DecodedCta>)>) {
     let mut kernels = Vec::new();
     let mut dec = t.decoder();
     for (k, m) in t.kernels().iter().enumerate() {
-        let meta = KernelMeta {
+        let mut meta = KernelMeta {
             header_text: String::new(),
             ..m.clone()
         };
+        // The opcode table's order is the order its writer met the opcodes: a recorder's
+        // warps interleave (a spinning warp's NANOSLEEP can come before the lock holder's
+        // load), an importer's text does not. Compared by name: sorted, statics remapped.
+        let mut order: Vec<usize> = (0..meta.opcodes.len()).collect();
+        order.sort_by(|&a, &b| meta.opcodes[a].name.cmp(&meta.opcodes[b].name));
+        let mut new_of = vec![0u16; order.len()];
+        for (i, &o) in order.iter().enumerate() {
+            new_of[o] = i as u16;
+        }
+        meta.opcodes = order.iter().map(|&o| meta.opcodes[o].clone()).collect();
+        for st in &mut meta.statics {
+            st.opcode = new_of[st.opcode as usize];
+        }
         let ctas = (0..m.counts.ctas as u32)
             .map(|c| dec.kernel_cta(k, c).unwrap().clone())
             .collect();

@@ -1062,6 +1062,42 @@ impl Warp {
         Val { v: old, reg }
     }
 
+    /// Device-scope compare-and-swap on a 32-bit global word (`atomicCAS`), lanes applied
+    /// in lane order: where the word equals `cmp` it becomes `new`; every lane gets the old
+    /// value (`ATOMG.E.CAS.STRONG.GPU`). Each active lane records its two operands, the
+    /// compare value and the new one (format version 2's operand column).
+    #[track_caller]
+    pub fn atomic_cas(&mut self, a: &Val<u64>, cmp: &Val<u32>, new: &Val<u32>) -> Val<u32> {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let mut old = [0u32; WARP];
+        let mut operands = [0u64; 2 * WARP];
+        let mut k = 0;
+        let st = self.state();
+        for (l, o) in old.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                let cur = st.read_global(a.v[l], 4) as u32;
+                *o = cur;
+                if cur == cmp.v[l] {
+                    st.write_global(a.v[l], 4, u64::from(new.v[l]));
+                }
+                operands[k] = u64::from(cmp.v[l]);
+                operands[k + 1] = u64::from(new.v[l]);
+                k += 2;
+            }
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "ATOMG.E.CAS.STRONG.GPU",
+            Some(false),
+            &[a.reg, cmp.reg, new.reg],
+            Some((4, &addrs[..n])),
+            &operands[..k],
+        );
+        Val { v: old, reg }
+    }
+
     /// Shared-memory atomic add (`ATOMS.ADD`), returning old values.
     #[track_caller]
     pub fn atomic_shared_add(&mut self, a: &Val<u32>, x: &Val<u32>) -> Val<u32> {
@@ -1120,6 +1156,15 @@ impl Warp {
     /// deterministically instead of deadlocking.
     pub fn spin_yield(&mut self) {
         self.switch(WarpEvent::yielded);
+    }
+
+    /// `__nanosleep(ns)` in a spin loop's back-off: `NANOSLEEP` (the timing model treats
+    /// it as a no-op today), and the warp yields to the others, as
+    /// [`Warp::spin_yield`] does.
+    #[track_caller]
+    pub fn nanosleep(&mut self) {
+        self.emit(Location::caller(), 0, "NANOSLEEP", None, &[], None, &[]);
+        self.spin_yield();
     }
 
     /// `if (p) { body }`: `BSSY`, `@!P BRA` (recorded with the lanes that branch around the

@@ -16,6 +16,7 @@ mod histogram;
 mod peer_stream;
 mod probes;
 mod reduce;
+mod spinlock;
 mod stencil2d;
 mod stream;
 mod vectoradd;
@@ -48,6 +49,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &histogram::SPEC,
         &bfs::SPEC,
         &reduce::SPEC,
+        &spinlock::SPEC,
         &peer_stream::SPEC,
         &halo::SPEC,
         &probes::POINTER_CHASE,
