@@ -44,23 +44,28 @@ fn mpirun_env<S: AsRef<std::ffi::OsStr>>(
     o
 }
 
+/// The arguments of `tessera run --config configs/<cfg> --trace <tst> --stats-out <out>
+/// <extra...>`.
+fn run_to(cfg: &str, tst: &Path, out: &Path, extra: &[&str]) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        "--config".into(),
+        config(cfg).into(),
+        "--trace".into(),
+        tst.into(),
+        "--stats-out".into(),
+        out.into(),
+    ];
+    a.extend(extra.iter().map(std::ffi::OsString::from));
+    a
+}
+
 /// The stats text of `mpirun -np <np> tessera run --config configs/<cfg> --trace <tst>
 /// <extra...>`, which must succeed.
 fn mpi_stats(np: usize, cfg: &str, tst: &Path, extra: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("stats.json");
-    let cfg = config(cfg);
-    let mut a: Vec<&std::ffi::OsStr> = vec![
-        "run".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        "--trace".as_ref(),
-        tst.as_os_str(),
-        "--stats-out".as_ref(),
-        out.as_os_str(),
-    ];
-    a.extend(extra.iter().map(std::ffi::OsStr::new));
-    let o = mpirun(np, bin(), &a);
+    let o = mpirun(np, bin(), &run_to(cfg, tst, &out, extra));
     assert!(
         o.status.success(),
         "mpirun -np {np} failed:\n{}",
@@ -385,18 +390,11 @@ fn per_pair_windows_and_weighted_ranks_never_change_results() {
     }
     let windows = |extra: &[&str]| -> u64 {
         let out = tmp.path().join("w.json");
-        let cfg = config("dgx-8gpu-4chiplet.yaml");
-        let mut a: Vec<&std::ffi::OsStr> = vec![
-            "run".as_ref(),
-            "--config".as_ref(),
-            cfg.as_os_str(),
-            "--trace".as_ref(),
-            tst.as_os_str(),
-            "--stats-out".as_ref(),
-            out.as_os_str(),
-        ];
-        a.extend(extra.iter().map(std::ffi::OsStr::new));
-        let o = mpirun(2, bin(), &a);
+        let o = mpirun(
+            2,
+            bin(),
+            &run_to("dgx-8gpu-4chiplet.yaml", &tst, &out, extra),
+        );
         assert!(o.status.success(), "{}", stderr(&o));
         let v = json(&std::fs::read_to_string(&out).unwrap());
         assert_eq!(v["run"]["engine"]["workers"].as_array().unwrap().len(), 2);
