@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use tessera_interconnect::{sort_arrivals, Message, Picos};
 
+use crate::routing::close_paths;
 use crate::transport::min_time;
 use crate::{
     EngineError, Outbox, PairLookahead, Partition, Routing, Sequential, Transport, WindowReport,
@@ -280,21 +281,8 @@ impl Pairs {
                 local_d[j * k + i] = d.direct(m, p);
             }
         }
-        // Closed over paths through hosted partitions (Floyd and Warshall, k^3 once).
-        for via in 0..k {
-            for j in 0..k {
-                let a = local_d[j * k + via];
-                if a == Picos::MAX {
-                    continue;
-                }
-                for i in 0..k {
-                    let b = local_d[via * k + i];
-                    if b != Picos::MAX {
-                        local_d[j * k + i] = local_d[j * k + i].min(a.saturating_add(b));
-                    }
-                }
-            }
-        }
+        // Closed over paths through hosted partitions only.
+        close_paths(&mut local_d, k);
         let min_step = local_d.iter().copied().min().unwrap_or(Picos::MAX);
         Pairs {
             next_all: vec![Picos::MAX; count],

@@ -199,26 +199,31 @@ impl Routing {
             }
         }
         let direct = d.clone();
-        // With no link from a partition to itself the diagonal starts at infinity, and
-        // the closure leaves the shortest cycle through each partition there.
-        for k in 0..n {
-            for q in 0..n {
-                let qk = d[q * n + k];
-                if qk == Picos::MAX {
+        close_paths(&mut d, n);
+        Ok(PairLookahead { n, d, direct })
+    }
+}
+
+/// Closes `d` (`n x n`, `d[q * n + p]` the least latency from `q` to `p`, `Picos::MAX`
+/// for none) over paths (Floyd and Warshall, `O(n^3)`). With no link from a node to
+/// itself the diagonal starts at infinity, and the closure leaves the shortest cycle
+/// through each node there.
+pub(crate) fn close_paths(d: &mut [Picos], n: usize) {
+    for k in 0..n {
+        for q in 0..n {
+            let qk = d[q * n + k];
+            if qk == Picos::MAX {
+                continue;
+            }
+            for p in 0..n {
+                let kp = d[k * n + p];
+                if kp == Picos::MAX {
                     continue;
                 }
-                for p in 0..n {
-                    let kp = d[k * n + p];
-                    if kp == Picos::MAX {
-                        continue;
-                    }
-                    let via = qk.saturating_add(kp);
-                    let e = &mut d[q * n + p];
-                    *e = (*e).min(via);
-                }
+                let e = &mut d[q * n + p];
+                *e = (*e).min(qk.saturating_add(kp));
             }
         }
-        Ok(PairLookahead { n, d, direct })
     }
 }
 
