@@ -45,19 +45,12 @@ fn mpirun_env<S: AsRef<std::ffi::OsStr>>(
 }
 
 /// The arguments of `tessera run --config configs/<cfg> --trace <tst> --stats-out <out>
-/// <extra...>`.
-fn run_to(cfg: &str, tst: &Path, out: &Path, extra: &[&str]) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> = vec![
-        "run".into(),
-        "--config".into(),
-        config(cfg).into(),
-        "--trace".into(),
-        tst.into(),
-        "--stats-out".into(),
-        out.into(),
-    ];
-    a.extend(extra.iter().map(std::ffi::OsString::from));
-    a
+/// <extra...>` ([`run_args`] with the trace and the stats file).
+fn run_to(cfg: &str, tst: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    let (tst, out) = (tst.display().to_string(), out.display().to_string());
+    let mut a = vec!["--trace", &tst, "--stats-out", &out];
+    a.extend_from_slice(extra);
+    run_args(cfg, &a)
 }
 
 /// The stats text of `mpirun -np <np> tessera run --config configs/<cfg> --trace <tst>
@@ -405,19 +398,13 @@ fn per_pair_windows_and_weighted_ranks_never_change_results() {
         pair * 3 < global,
         "per-pair {pair} vs global {global} exchanges"
     );
-    let cfg = config("dgx-8gpu-4chiplet.yaml");
     let o = mpirun(
         2,
         bin(),
-        &[
-            "run".as_ref(),
-            "--config".as_ref(),
-            cfg.as_os_str(),
-            "--trace".as_ref(),
-            tst.as_os_str(),
-            "--placement".as_ref(),
-            "weighted".as_ref(),
-        ],
+        &run_args(
+            "dgx-8gpu-4chiplet.yaml",
+            &["--trace", t, "--placement", "weighted"],
+        ),
     );
     assert!(!o.status.success());
     let err = stderr(&o);

@@ -130,7 +130,8 @@ pub struct WindowStats {
     pub partition_busy_ns: Vec<u64>,
     /// With [`Engine::record_window_costs`]: per window, the host time of every partition
     /// of the system in it (nanoseconds, saturated at `u32::MAX`; rows of
-    /// `partition_busy_ns.len()`, a partition another worker hosts 0). A profile's input to
+    /// `partition_busy_ns.len()`, a partition another worker hosts 0; the runners sum the
+    /// workers' rows). A profile's input to
     /// [`crate::Placement::Weighted`] ([`crate::deal_by_windows`]).
     pub window_costs: Vec<u32>,
 }

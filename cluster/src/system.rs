@@ -23,7 +23,7 @@ pub struct Schedule {
     /// Per-window costs of a profile (rows of one cost per partition), for
     /// [`Placement::Weighted`]: see [`crate::PlacementHints::window_costs`].
     pub window_costs: Option<Vec<u32>>,
-    /// Record every window's per-partition cost (a profile run on one worker;
+    /// Record every window's per-partition cost (a profile for a weighted placement;
     /// [`WindowStats::window_costs`]).
     pub record_window_costs: bool,
 }
@@ -128,14 +128,8 @@ pub fn run_threads_until<P: Partition + Send>(
     let routing = Routing::new(partitions.len(), ports)?;
     let lookahead = schedule.windows.lookahead(&routing, links)?;
     let map = schedule.map(partitions.len(), threads)?;
-    if schedule.record_window_costs && map.workers() == 1 {
-        let mut engine = Engine::sequential(lookahead, routing, partitions)?;
-        engine.record_window_costs();
-        let finished = engine.run_to(stop)?;
-        let stats = engine.stats().clone();
-        return Ok((engine.into_partitions(), stats, finished));
-    }
-    run_threads_with_until(lookahead, routing, partitions, &map, stop)
+    let record = schedule.record_window_costs;
+    run_map_until(lookahead, routing, partitions, &map, stop, record)
 }
 
 /// How [`run_threads_stepped`] pauses.
@@ -236,6 +230,11 @@ fn merged(per_worker: impl IntoIterator<Item = WindowStats>) -> WindowStats {
         first.workers.extend(s.workers);
         for (a, b) in first.partition_busy_ns.iter_mut().zip(s.partition_busy_ns) {
             *a += b;
+        }
+        // Every worker records a row per window (the same windows), zeros where it
+        // hosts no partition.
+        for (a, b) in first.window_costs.iter_mut().zip(s.window_costs) {
+            *a = a.saturating_add(b);
         }
     }
     first
@@ -405,7 +404,19 @@ pub fn run_threads_with_until<P: Partition + Send>(
     map: &WorkerMap,
     stop: Picos,
 ) -> Result<UntilDone<P>, EngineError> {
-    let lookahead = lookahead.into();
+    run_map_until(lookahead.into(), routing, partitions, map, stop, false)
+}
+
+/// [`run_threads_with_until`], every engine recording its windows' costs when `record`
+/// ([`Engine::record_window_costs`]; the runner sums the workers' rows).
+fn run_map_until<P: Partition + Send>(
+    lookahead: Lookahead,
+    routing: Routing,
+    partitions: Vec<P>,
+    map: &WorkerMap,
+    stop: Picos,
+    record: bool,
+) -> Result<UntilDone<P>, EngineError> {
     if map.workers() == 1 {
         if partitions.len() != map.partition_count() {
             return Err(EngineError::PartitionCountMismatch {
@@ -414,6 +425,9 @@ pub fn run_threads_with_until<P: Partition + Send>(
             });
         }
         let mut engine = Engine::sequential(lookahead, routing, partitions)?;
+        if record {
+            engine.record_window_costs();
+        }
         let finished = engine.run_to(stop)?;
         let stats = engine.stats().clone();
         return Ok((engine.into_partitions(), stats, finished));
@@ -423,7 +437,11 @@ pub fn run_threads_with_until<P: Partition + Send>(
     let Some(abort) = transports.first().map(ThreadTransport::abort_handle) else {
         return Err(EngineError::NoPartitions);
     };
-    let mut engines = worker_engines(&lookahead, &routing, per_worker, transports)?.into_iter();
+    let mut engines = worker_engines(&lookahead, &routing, per_worker, transports)?;
+    if record {
+        engines.iter_mut().for_each(Engine::record_window_costs);
+    }
+    let mut engines = engines.into_iter();
     let Some(first) = engines.next() else {
         return Err(EngineError::NoPartitions);
     };
