@@ -551,16 +551,7 @@ impl<P: Partition, T: Transport> Engine<P, T> {
 
         let mut local = None;
         for (part, &g) in parts.iter_mut().zip(hosted.iter()) {
-            let inbox = &mut mail[g];
-            if !inbox.is_empty() {
-                sort_arrivals(inbox);
-                check_inbox(inbox, g, end)?;
-                part.deliver(inbox).map_err(|source| EngineError::Model {
-                    partition: g,
-                    source,
-                })?;
-                inbox.clear();
-            }
+            deliver_to(part, &mut mail[g], g, end)?;
             let next = part.next_event_time();
             if let Some(t) = next {
                 if t < end {
