@@ -776,6 +776,7 @@ fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta
         annotations: Vec::new(),
         records_operands: false,
         generator: "hand-made".into(),
+        spin_regions: Vec::new(),
     };
     (k, cta)
 }

@@ -622,7 +622,7 @@ impl SlotInfo {
                     class: info.map_or(OpClass::Other, |o| o.class),
                     has_mem: s.mem_width > 0,
                     operands: match info {
-                        Some(o) if k.records_operands => operands_per_lane(o),
+                        Some(o) if k.records_operands => operands_at(k, s.pc, o),
                         _ => 0,
                     },
                 }
@@ -647,6 +647,20 @@ pub fn operands_per_lane(op: &crate::OpcodeInfo) -> u8 {
         }
         _ => 0,
     }
+}
+
+/// Operands per active lane an instruction at `pc` of kernel `k` records: an atomic's
+/// ([`operands_per_lane`]), or for the exit test of one of the kernel's spin regions one
+/// constant per exit term (format version 3).
+pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8 {
+    let n = operands_per_lane(op);
+    if n > 0 || k.spin_regions.is_empty() {
+        return n;
+    }
+    k.spin_regions
+        .iter()
+        .find(|r| r.test_pc == pc)
+        .map_or(0, |r| r.terms.len().min(u8::MAX as usize) as u8)
 }
 
 /// Version-2 code of `mask` after `prev`: 0 same, 1 all lanes, 2 no lane (a predicated-off

@@ -21,7 +21,9 @@ pub const FOOTER_MAGIC: &[u8; 8] = b"TSTINDEX";
 /// - 1: Accel-Sim imports (commands, kernels, three columns per warp).
 /// - 2: recorded traces: `Alloc` commands, array annotations, a fourth column per warp
 ///   with the per-lane operands of atomics and reductions.
-pub const FORMAT_VERSION: u32 = 2;
+/// - 3: synchronization as values: sync words with initial and expected values, spin
+///   regions per kernel (whose exit tests record their constants in the operand column).
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
 pub const MIN_READ_VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 16;

@@ -47,6 +47,7 @@ pub mod opcode;
 pub mod reader;
 pub mod schema;
 pub mod schema_v1;
+pub mod schema_v2;
 pub mod stream;
 pub mod verify;
 pub mod writer;
@@ -60,8 +61,8 @@ pub use format::FORMAT_VERSION;
 pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
 pub use reader::{ChunkDecoder, TraceFile};
 pub use schema::{
-    Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, Index, KernelCounts,
-    KernelMeta, StaticInst,
+    Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, ExitTerm, Index,
+    KernelCounts, KernelMeta, SpinRegion, StaticInst, SyncCmp, SyncWords,
 };
 pub use stream::{CtaStream, StreamScratch, WarpCursor};
 pub use verify::{verify, verify_structure, VerifyReport};
@@ -96,6 +97,7 @@ impl KernelMeta {
             annotations: Vec::new(),
             records_operands: false,
             generator: String::new(),
+            spin_regions: Vec::new(),
         }
     }
 }

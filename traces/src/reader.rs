@@ -128,6 +128,9 @@ impl TraceFile {
             // BoxedError, not rancor::Error: the latter drops rkyv's reason in release builds.
             rkyv::from_bytes::<crate::schema_v1::Index, rkyv::rancor::BoxedError>(&aligned)
                 .map(Index::from)
+        } else if version == 2 {
+            rkyv::from_bytes::<crate::schema_v2::Index, rkyv::rancor::BoxedError>(&aligned)
+                .map(Index::from)
         } else {
             rkyv::from_bytes::<Index, rkyv::rancor::BoxedError>(&aligned)
         }
@@ -356,12 +359,122 @@ fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> 
             ));
         }
         check_kernel_counts(index, ki, k)?;
+        check_spin_regions(ki, k)?;
     }
+    check_sync_words(index)?;
     for (ci, c) in index.chunks.iter().enumerate() {
         let end = c.offset.checked_add(c.stored_len as u64);
         if c.offset < HEADER_LEN as u64 || end.is_none_or(|e| e > data_end) {
             return Err(format!("chunk {ci} lies outside the data region"));
         }
+    }
+    Ok(())
+}
+
+/// Most exit terms a spin region may have, and most value instructions its head may read.
+pub const MAX_EXIT_TERMS: usize = 8;
+
+/// The spin regions of kernel `ki` (format version 3): each names three distinct PCs of the
+/// kernel's static instructions, its test and back-edge are branches, its terms read one
+/// of the head's first [`MAX_EXIT_TERMS`] values, and no PC belongs to two regions.
+fn check_spin_regions(ki: usize, k: &KernelMeta) -> std::result::Result<(), String> {
+    let name = &k.name;
+    let class_at = |pc: u32| {
+        k.statics
+            .iter()
+            .find(|s| s.pc == pc)
+            .and_then(|s| k.opcodes.get(s.opcode as usize))
+            .map(|o| o.class)
+    };
+    let mut pcs: Vec<u32> = Vec::new();
+    for (ri, r) in k.spin_regions.iter().enumerate() {
+        let at = format!(
+            "kernel {ki} ({name}): spin region {ri} (pc {:#x}, test {:#x}, back-edge {:#x})",
+            r.start_pc, r.test_pc, r.end_pc
+        );
+        if r.start_pc == r.test_pc || r.test_pc == r.end_pc || r.start_pc == r.end_pc {
+            return Err(format!(
+                "{at}: its start, test and back-edge must be three instructions"
+            ));
+        }
+        for (what, pc) in [
+            ("start", r.start_pc),
+            ("test", r.test_pc),
+            ("back-edge", r.end_pc),
+        ] {
+            match class_at(pc) {
+                None => {
+                    return Err(format!(
+                        "{at}: its {what} pc is no instruction of the kernel"
+                    ))
+                }
+                Some(c) if what != "start" && c != crate::OpClass::Branch => {
+                    return Err(format!(
+                        "{at}: its {what} must be a branch, not {}",
+                        c.name()
+                    ))
+                }
+                _ => {}
+            }
+            if pcs.contains(&pc) {
+                return Err(format!("{at}: pc {pc:#x} belongs to another region too"));
+            }
+            pcs.push(pc);
+        }
+        if r.terms.is_empty() || r.terms.len() > MAX_EXIT_TERMS {
+            return Err(format!(
+                "{at}: {} exit terms (1 to {MAX_EXIT_TERMS})",
+                r.terms.len()
+            ));
+        }
+        if let Some(t) = r.terms.iter().find(|t| t.value as usize >= MAX_EXIT_TERMS) {
+            return Err(format!(
+                "{at}: an exit term reads value {} (the head's first {MAX_EXIT_TERMS} only)",
+                t.value
+            ));
+        }
+        if r.backoff_max < r.backoff_base {
+            return Err(format!(
+                "{at}: back-off maximum {} below its base {}",
+                r.backoff_max, r.backoff_base
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The sync words: on a listed device, not overlapping, their expected values as many as
+/// their initial ones (or none).
+fn check_sync_words(index: &Index) -> std::result::Result<(), String> {
+    let n_dev = index.devices.len().max(1) as u32;
+    let mut spans: Vec<(u32, u64, u64, &str)> = Vec::new();
+    for w in &index.sync_words {
+        let bytes = 4 * w.init.len() as u64;
+        if w.device >= n_dev || w.init.is_empty() || w.addr % 4 != 0 {
+            return Err(format!(
+                "sync words {:?} at {:#x}: need a listed device, at least one word and a 4-byte-aligned address",
+                w.name, w.addr
+            ));
+        }
+        if !w.expect.is_empty() && w.expect.len() != w.init.len() {
+            return Err(format!(
+                "sync words {:?}: {} expected values for {} words",
+                w.name,
+                w.expect.len(),
+                w.init.len()
+            ));
+        }
+        let end = w
+            .addr
+            .checked_add(bytes)
+            .ok_or(format!("sync words {:?} wrap around", w.name))?;
+        if let Some(o) = spans
+            .iter()
+            .find(|o| o.0 == w.device && o.1 < end && w.addr < o.2)
+        {
+            return Err(format!("sync words {:?} overlap {:?}", w.name, o.3));
+        }
+        spans.push((w.device, w.addr, end, &w.name));
     }
     Ok(())
 }

@@ -88,6 +88,104 @@ impl ArrayAnnotation {
     }
 }
 
+/// How an exit term compares a value the spin body read with its constant (unsigned 32-bit
+/// comparisons: sync words are 32-bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+#[repr(u8)]
+pub enum SyncCmp {
+    Eq = 0,
+    Ne = 1,
+    Lt = 2,
+    Le = 3,
+    Gt = 4,
+    Ge = 5,
+}
+
+impl SyncCmp {
+    /// `value <cmp> constant`.
+    #[inline]
+    pub fn holds(self, value: u32, constant: u32) -> bool {
+        match self {
+            SyncCmp::Eq => value == constant,
+            SyncCmp::Ne => value != constant,
+            SyncCmp::Lt => value < constant,
+            SyncCmp::Le => value <= constant,
+            SyncCmp::Gt => value > constant,
+            SyncCmp::Ge => value >= constant,
+        }
+    }
+
+    /// Its C operator, for reports.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            SyncCmp::Eq => "==",
+            SyncCmp::Ne => "!=",
+            SyncCmp::Lt => "<",
+            SyncCmp::Le => "<=",
+            SyncCmp::Gt => ">",
+            SyncCmp::Ge => ">=",
+        }
+    }
+}
+
+/// One term of a spin region's exit condition: the value read by the body's `value`-th
+/// value instruction (a load or an atomic that returns, in body order), compared with a
+/// per-lane constant (the region's test instruction records one per term per lane in the
+/// operand column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct ExitTerm {
+    pub value: u8,
+    pub cmp: SyncCmp,
+}
+
+/// A spin loop (format version 3, DESIGN.md section 6): a body recorded once and repeated
+/// by the timing model until each lane's exit condition holds on the values the simulated
+/// memory returned. The body is the instructions from `start_pc` (its head) to `test_pc`
+/// (the exit test, a branch whose operands are the terms' constants), then the tail to
+/// `end_pc` (the back-edge branch). Each iteration the spinning lanes run the head; the
+/// lanes whose condition holds run the tail (what a lane does once it won, such as a
+/// critical section and its release: eltantawy-2018, Fig 1.2) and leave; the others wait
+/// `min(backoff_base * 2^i, backoff_max)` core cycles (0: none) and go round again.
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct SpinRegion {
+    pub start_pc: u32,
+    pub test_pc: u32,
+    pub end_pc: u32,
+    pub terms: Vec<ExitTerm>,
+    /// Exit when every term holds (true) or when any does (false).
+    pub all: bool,
+    pub backoff_base: u32,
+    pub backoff_max: u32,
+    /// What leaving the region means, for the watchdog's report (`lock acquired`).
+    pub label: String,
+}
+
+/// Consecutive 32-bit sync words of a device (format version 3): their values before the
+/// program ran and, when the program's result does not depend on scheduling, after it
+/// (what the recorder's run left: the host reference the timing model's values are
+/// checked against at the end of a complete run).
+#[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct SyncWords {
+    pub name: String,
+    pub device: u32,
+    pub addr: u64,
+    pub init: Vec<u32>,
+    /// Empty: not checked.
+    pub expect: Vec<u32>,
+}
+
+impl SyncWords {
+    /// Whether `addr` is one of its words.
+    #[inline]
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.addr && addr - self.addr < 4 * self.init.len() as u64
+    }
+}
+
 /// A device (an Accel-Sim CUDA context) the commands refer to.
 #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
@@ -183,6 +281,9 @@ pub struct KernelMeta {
     pub records_operands: bool,
     /// What produced the kernel: `accel-sim import`, or a workload and its parameters.
     pub generator: String,
+    /// Its spin loops (format version 3; recorded traces): the timing model repeats each
+    /// one's body as many times as the simulated sync values require.
+    pub spin_regions: Vec<SpinRegion>,
 }
 
 /// Size of the shared-memory window of the generic address space, above the header's
@@ -289,6 +390,9 @@ pub struct Index {
     pub commands: Vec<Command>,
     pub kernels: Vec<KernelMeta>,
     pub chunks: Vec<ChunkEntry>,
+    /// The sync words of the program (format version 3; recorded traces): the words whose
+    /// values the timing model computes, with their initial and expected final values.
+    pub sync_words: Vec<SyncWords>,
 }
 
 #[cfg(test)]

@@ -96,9 +96,11 @@ impl From<Index> for schema::Index {
                     annotations: Vec::new(),
                     records_operands: false,
                     generator: String::new(),
+                    spin_regions: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,
+            sync_words: Vec::new(),
         }
     }
 }

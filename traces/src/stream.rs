@@ -802,6 +802,99 @@ pub struct WarpCursor {
     /// access (see [`AccessBounds::check`]): an instruction mostly accesses one array.
     hints: [usize; HINTS],
     fault: Option<AccessFault>,
+    /// A region body's buffers, kept for the next region.
+    spare: Option<Box<LoopBody>>,
+    /// The body of the spin region the warp is in (see [`WarpCursor::loop_begin`]).
+    lp: Option<Box<LoopBody>>,
+}
+
+/// The body of a spin region while a warp runs it: its instructions as the trace records
+/// them (kept as the first pass meets them), each one's addresses and operands by lane,
+/// and the instruction served now, its mask narrowed to the lanes that run it.
+#[derive(Clone, Debug, Default)]
+struct LoopBody {
+    insts: Vec<WarpInst>,
+    /// Per instruction: start of its 32 addresses in `lane_addrs` (`u32::MAX`: none), start
+    /// of its operands in `lane_ops` and how many per lane.
+    at: Vec<(u32, u32, u8)>,
+    lane_addrs: Vec<u64>,
+    lane_ops: Vec<u64>,
+    /// Index in `insts` of the instruction served.
+    j: usize,
+    /// False in the first pass (the body grows as the stream is read), true from the first
+    /// [`WarpCursor::loop_back`] (the body alone is served).
+    replay: bool,
+    /// The lanes that run the instructions served.
+    filter: u32,
+    cur: Option<WarpInst>,
+    addrs: Vec<u64>,
+    ops: Vec<u64>,
+}
+
+impl LoopBody {
+    /// Keeps `inst` (the stream's, with its list addresses in `list` and its operands).
+    fn keep(&mut self, inst: &WarpInst, list: &[u64], ops: Option<&[u64]>) {
+        let a = if matches!(inst.addrs, Addrs::None) {
+            u32::MAX
+        } else {
+            let at = self.lane_addrs.len();
+            self.lane_addrs.resize(at + 32, 0);
+            let lanes = &mut self.lane_addrs[at..];
+            LaneAddrSource(list).for_each_lane_addr(inst, |l, x| lanes[l as usize] = x);
+            at as u32
+        };
+        let (o, per) = match ops {
+            Some(v) if inst.mask != 0 && !v.is_empty() => {
+                let per = v.len() / inst.mask.count_ones() as usize;
+                let at = self.lane_ops.len();
+                self.lane_ops.resize(at + 32 * per, 0);
+                let mut m = inst.mask;
+                for chunk in v.chunks(per.max(1)) {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m.wrapping_sub(1);
+                    self.lane_ops[at + l * per..at + (l + 1) * per].copy_from_slice(chunk);
+                }
+                (at as u32, per as u8)
+            }
+            _ => (0, 0),
+        };
+        self.insts.push(*inst);
+        self.at.push((a, o, per));
+    }
+
+    /// Makes `cur` instruction `j` under `filter`: its mask narrowed, its active lanes'
+    /// addresses listed in lane order, and their operands.
+    fn serve(&mut self) {
+        let Some(&inst) = self.insts.get(self.j) else {
+            return;
+        };
+        let (a, o, per) = self.at[self.j];
+        let mask = inst.mask & self.filter;
+        let mut cur = inst;
+        cur.mask = mask;
+        self.addrs.clear();
+        self.ops.clear();
+        let mut m = mask;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if a != u32::MAX {
+                self.addrs.push(self.lane_addrs[a as usize + l]);
+            }
+            let per = per as usize;
+            if per > 0 {
+                let s = o as usize + l * per;
+                self.ops.extend_from_slice(&self.lane_ops[s..s + per]);
+            }
+        }
+        if a != u32::MAX {
+            cur.addrs = Addrs::List {
+                start: 0,
+                len: self.addrs.len() as u32,
+            };
+        }
+        self.cur = Some(cur);
+    }
 }
 
 /// Entries of [`WarpCursor::hints`].
@@ -872,6 +965,10 @@ impl WarpCursor {
         self.tmpl_pos = 0;
         self.warp_id = h.warp_id;
         self.fault = None;
+        if let Some(mut l) = self.lp.take() {
+            l.insts.clear();
+            self.spare = Some(l);
+        }
         if let Some(b) = cta.bounds.as_deref() {
             self.check_bounds(b, h.mem_head)?;
         }
@@ -924,20 +1021,110 @@ impl WarpCursor {
     /// [`Addrs::List`] indexes [`WarpCursor::lane_source`].
     #[inline]
     pub fn peek(&self) -> Option<&WarpInst> {
-        self.insts.get(self.pos)
+        match &self.lp {
+            None => self.insts.get(self.pos),
+            Some(l) if l.j < l.insts.len() => l.cur.as_ref(),
+            Some(_) => None,
+        }
     }
 
     /// The list-mode addresses of the buffered instructions (valid until the next
     /// [`WarpCursor::advance`]).
     #[inline]
     pub fn lane_source(&self) -> LaneAddrSource<'_> {
-        LaneAddrSource(self.addrs.as_slice())
+        match &self.lp {
+            None => LaneAddrSource(self.addrs.as_slice()),
+            Some(l) => LaneAddrSource(&l.addrs),
+        }
+    }
+
+    /// Sets whether operands are decoded (from the next [`WarpCursor::start`]).
+    pub fn set_with_operands(&mut self, on: bool) {
+        self.with_operands = on;
+    }
+
+    /// Starts a spin region at the instruction at the cursor (its first): from here the
+    /// instructions are kept as they are read, so that [`WarpCursor::loop_back`] can serve
+    /// them again; every lane runs them until [`WarpCursor::set_filter`].
+    pub fn loop_begin(&mut self) {
+        let mut lp = self.lp.take().or(self.spare.take()).unwrap_or_default();
+        lp.insts.clear();
+        lp.at.clear();
+        lp.lane_addrs.clear();
+        lp.lane_ops.clear();
+        (lp.j, lp.replay, lp.filter) = (0, false, u32::MAX);
+        if let Some(&inst) = self.insts.get(self.pos) {
+            let ops = self.stream_operands();
+            lp.keep(&inst, self.addrs.as_slice(), ops);
+            lp.serve();
+        }
+        self.lp = Some(lp);
+    }
+
+    /// Whether the instruction at the cursor comes from the stream (outside a spin region,
+    /// or in its first pass), rather than from a kept body being repeated.
+    #[inline]
+    pub fn fresh(&self) -> bool {
+        self.lp.as_ref().is_none_or(|l| !l.replay)
+    }
+
+    /// Whether the warp is in a spin region.
+    #[inline]
+    pub fn looping(&self) -> bool {
+        self.lp.is_some()
+    }
+
+    /// Narrows the lanes that run the region's instructions from the one at the cursor on
+    /// to `filter` (a lane that is not in an instruction's recorded mask never runs it).
+    pub fn set_filter(&mut self, filter: u32) {
+        if let Some(l) = self.lp.as_mut() {
+            l.filter = filter;
+            l.serve();
+        }
+    }
+
+    /// Goes back to the first instruction of the region (the cursor is at its last, the
+    /// back-edge, which stays unread in the stream), run by the lanes of `filter`.
+    pub fn loop_back(&mut self, filter: u32) {
+        if let Some(l) = self.lp.as_mut() {
+            (l.j, l.replay, l.filter) = (0, true, filter);
+            l.serve();
+        }
+    }
+
+    /// Leaves the region at its back-edge: the cursor is at the back-edge in the stream
+    /// again, and [`WarpCursor::advance`] moves past it.
+    pub fn loop_end(&mut self) {
+        if let Some(mut l) = self.lp.take() {
+            l.insts.clear();
+            // Kept for the next region of the warp (its buffers).
+            self.spare = Some(l);
+        }
+    }
+
+    /// The operands of the stream's instruction at the cursor (the whole record, lane
+    /// order), when decoded.
+    fn stream_operands(&self) -> Option<&[u64]> {
+        let k = self
+            .operand_index
+            .binary_search_by_key(&(self.pos as u32), |&(x, _)| x)
+            .ok()?;
+        let start = self.operand_index[k].1 as usize;
+        let end = self
+            .operand_index
+            .get(k + 1)
+            .map_or(self.operands.len(), |&(_, s)| s as usize);
+        self.operands.get(start..end)
     }
 
     /// The per-lane operands of the instruction at the cursor, `per_lane` per active lane
     /// (see [`DecodedCta::operands_of`]); `None` without (or when made without
     /// `with_operands`).
     pub fn operands(&self, per_lane: u8) -> Option<&[u64]> {
+        if let Some(l) = &self.lp {
+            let n = l.cur.map_or(0, |c| c.mask.count_ones() as usize) * per_lane as usize;
+            return l.ops.get(..n).filter(|o| !o.is_empty());
+        }
         let k = self
             .operand_index
             .binary_search_by_key(&(self.pos as u32), |&(x, _)| x)
@@ -952,12 +1139,47 @@ impl WarpCursor {
     /// the one started on (every column was checked by [`CtaStream::new`]).
     #[inline]
     pub fn advance(&mut self, cta: &CtaStream) -> CResult<()> {
+        if self.lp.is_some() {
+            return self.advance_in_loop(cta);
+        }
         if self.pos < self.insts.len() {
             self.pos += 1;
         }
         if self.pos == self.insts.len() && self.left > 0 {
             self.fill(cta)?;
         }
+        Ok(())
+    }
+
+    /// [`WarpCursor::advance`] in a spin region: the next kept instruction, or in the
+    /// first pass the stream's next, kept.
+    #[inline(never)]
+    fn advance_in_loop(&mut self, cta: &CtaStream) -> CResult<()> {
+        let Some(mut l) = self.lp.take() else {
+            return Ok(());
+        };
+        if l.replay {
+            l.j += 1;
+            l.serve();
+            self.lp = Some(l);
+            return Ok(());
+        }
+        if self.pos < self.insts.len() {
+            self.pos += 1;
+        }
+        if self.pos == self.insts.len() && self.left > 0 {
+            if let Err(e) = self.fill(cta) {
+                self.lp = Some(l);
+                return Err(e);
+            }
+        }
+        l.j += 1;
+        if let Some(&inst) = self.insts.get(self.pos) {
+            let ops = self.stream_operands();
+            l.keep(&inst, self.addrs.as_slice(), ops);
+        }
+        l.serve();
+        self.lp = Some(l);
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! [`TraceWriter::finish`]; dropped unfinished (an error anywhere in an import), it removes
 //! the partial file, so a requested output name never holds a half-written trace.
 
-use crate::codec::{join_chunk, operands_per_lane, AddrRecord, ClusterInfo, CtaEncoder};
+use crate::codec::{join_chunk, operands_at, AddrRecord, ClusterInfo, CtaEncoder};
 use crate::error::{io_err, Result, TraceError};
 use crate::format::*;
 use crate::opcode::{OpClass, OpcodeInfo};
@@ -107,6 +107,7 @@ impl TraceWriter {
                 commands: Vec::new(),
                 kernels: Vec::new(),
                 chunks: Vec::new(),
+                sync_words: Vec::new(),
             },
             kernel: None,
             enc: CtaEncoder::new(),
@@ -229,7 +230,7 @@ impl TraceWriter {
             return Err(self.misuse("instruction names an opcode not added"));
         }
         let per_lane = if k.meta.records_operands {
-            operands_per_lane(&k.meta.opcodes[inst.opcode as usize]) as usize
+            operands_at(&k.meta, inst.pc, &k.meta.opcodes[inst.opcode as usize]) as usize
         } else {
             0
         };
@@ -395,8 +396,21 @@ impl TraceWriter {
                 commands: Vec::new(),
                 kernels: Vec::new(),
                 chunks: Vec::new(),
+                sync_words: Vec::new(),
             },
         ))
+    }
+
+    /// Declares sync words (format version 3): their values are computed by the timing
+    /// model, starting from `init`, and checked against `expect` at the end of a run.
+    pub fn add_sync_words(&mut self, words: SyncWords) {
+        self.index.sync_words.push(words);
+    }
+
+    /// The sync words declared so far, for values known only at the end (the expected
+    /// final values).
+    pub fn sync_words_mut(&mut self) -> &mut Vec<SyncWords> {
+        &mut self.index.sync_words
     }
 
     /// The metadata of the kernel being written, for fields known only at its end
