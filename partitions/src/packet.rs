@@ -8,7 +8,7 @@ use tessera_interconnect::Payload;
 
 use crate::gpu::control::Control;
 use crate::gpu::wiring::{Port, Wiring};
-use crate::mem::{Ctx, Request, Response};
+use crate::mem::{Ctx, Request, Response, SyncOp};
 use crate::Picos;
 
 /// Bytes of a packet header on the NoC (GPGPU-Sim's 8-byte control size).
@@ -110,6 +110,25 @@ const LAUNCH: u64 = 14;
 const KERNEL_DONE: u64 = 15;
 const WRITE_ACK: u64 = 16;
 const CREDIT: u64 = 17;
+const SYNC: u64 = 18;
+const VALUE: u64 = 19;
+
+/// Bits of a [`Request::Sync`]'s tag on the wire, and of its word index (`addr >> 2`):
+/// sync words lie below `1 << (SYNC_WORD_BITS + 2)` (256 TiB, every recorded address).
+pub const SYNC_TAG_BITS: u32 = 14;
+pub const SYNC_WORD_BITS: u32 = 46;
+
+/// A sync request's third word: `kind | tag << 8 | word_hi << 22 | (lanes - 1) << 36 |
+/// op << 41 | unit << 48` (tag at most [`SYNC_TAG_BITS`] bits, the word index's high 14
+/// bits, lanes 1 to 32; the sender checks the ranges).
+#[inline]
+fn sync_word3(tag: u32, word_hi: u64, lanes: u8, op: SyncOp, unit: u32) -> u64 {
+    SYNC | ((tag & ((1 << SYNC_TAG_BITS) - 1)) as u64) << 8
+        | (word_hi & 0x3fff) << 22
+        | ((lanes.saturating_sub(1) & 31) as u64) << 36
+        | (op as u64) << 41
+        | ((unit & 0xffff) as u64) << 48
+}
 
 /// The inline form: `[a, b, kind | tag << 8 | ops << 40 | unit << 48]` (`ops` at most 255,
 /// `unit` at most [`MAX_UNIT`]).
@@ -180,6 +199,23 @@ impl Packet {
                 Request::LlcWrite { line, sectors, ctx } => {
                     words(line, mem_word(sectors, ctx), LLC_WRITE, 0, 0, 0)
                 }
+                Request::Sync {
+                    addr,
+                    tag,
+                    sm,
+                    ctx,
+                    op,
+                    lanes,
+                    a,
+                    b,
+                } => {
+                    let word = addr >> 2;
+                    Payload::Words3([
+                        a as u64 | (b as u64) << 32,
+                        (word & 0xffff_ffff) | (ctx.bits() as u64) << 32,
+                        sync_word3(tag, word >> 32, lanes, op, sm),
+                    ])
+                }
             },
             Packet::Response(r) => match r {
                 Response::Reply {
@@ -199,6 +235,23 @@ impl Packet {
                     unit,
                     ctx,
                 } => words(line, mem_word(sectors, ctx), LLC_REPLY, tag, 0, unit),
+                Response::Value {
+                    addr,
+                    value,
+                    tag,
+                    sm,
+                    ctx,
+                } => {
+                    let word = addr >> 2;
+                    words(
+                        value as u64 | (word & 0xffff_ffff) << 32,
+                        (word >> 32) | (ctx.bits() as u64) << 32,
+                        VALUE,
+                        tag,
+                        0,
+                        sm,
+                    )
+                }
             },
             Packet::Control(c) => {
                 let w = |a: u32, b: u32, kind| words(a as u64, b as u64, kind, 0, 0, 0);
@@ -298,6 +351,30 @@ impl Packet {
                 launch: y,
             }),
             KERNEL_DONE => Packet::Control(Control::KernelDone { gpu: x }),
+            SYNC => {
+                let op = SyncOp::from_code((c >> 41 & 0x7f) as u8).ok_or(PacketError(p.clone()))?;
+                let word = (b & 0xffff_ffff) | (c >> 22 & 0x3fff) << 32;
+                Packet::Request(Request::Sync {
+                    addr: word << 2,
+                    tag: (c >> 8) as u32 & ((1 << SYNC_TAG_BITS) - 1),
+                    sm: unit,
+                    ctx,
+                    op,
+                    lanes: (c >> 36 & 31) as u8 + 1,
+                    a: a as u32,
+                    b: (a >> 32) as u32,
+                })
+            }
+            VALUE => {
+                let word = (a >> 32) | (b & 0xffff_ffff) << 32;
+                Packet::Response(Response::Value {
+                    addr: word << 2,
+                    value: a as u32,
+                    tag,
+                    sm: unit,
+                    ctx,
+                })
+            }
             CREDIT => Packet::Control(Control::Credit {
                 link: x,
                 vc: (a >> 32) as u32,
@@ -442,9 +519,38 @@ mod tests {
                 bytes: 144,
             },
         ];
+        let syncs = SyncOp::ALL.map(|op| Request::Sync {
+            addr: ((1u64 << SYNC_WORD_BITS) - 1) << 2,
+            tag: (1 << SYNC_TAG_BITS) - 1,
+            sm: MAX_UNIT,
+            ctx: max,
+            op,
+            lanes: 32,
+            a: u32::MAX,
+            b: 7,
+        });
+        let values = [Response::Value {
+            addr: ((1u64 << SYNC_WORD_BITS) - 1) << 2,
+            value: u32::MAX - 3,
+            tag: u32::MAX,
+            sm: MAX_UNIT,
+            ctx: max,
+        }];
         let all = requests
             .iter()
+            .chain(syncs.iter())
             .map(|&r| Packet::from(r))
+            .chain(values.iter().map(|&r| Packet::from(r)))
+            .chain(std::iter::once(Packet::from(Request::Sync {
+                addr: 0x7f00_0000_1004,
+                tag: 3,
+                sm: 2,
+                ctx: ctx(0, 0, 1),
+                op: SyncOp::Load,
+                lanes: 1,
+                a: 0,
+                b: 0,
+            })))
             .chain(responses.iter().map(|&r| Packet::from(r)))
             .chain(controls.iter().map(|&c| Packet::from(c)));
         for p in all {

@@ -57,6 +57,56 @@ pub struct RunStats {
     /// interval of that many core cycles, by chiplet, SM and link.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<TimeSeries>,
+    /// Present only for a trace with sync words or spin regions (format version 3): what
+    /// the spin regions and the sync memory did (issue 24).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncSummary>,
+}
+
+/// The stats' `sync` object: spin regions and the sync words' values (issue 24).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SyncSummary {
+    /// Spin-region iterations (per warp per round), and lanes that left a region with their
+    /// exit condition satisfied.
+    pub spin_iterations: u64,
+    pub spin_exits: u64,
+    /// Warp instructions issued again from a spin region's body (beyond the trace's).
+    pub replayed_warp_insts: u64,
+    /// Requests on sync words taken at their homes: strong loads, strong stores, atomics,
+    /// and compare-and-swap lanes that found their compare value (won) or not (lost).
+    pub requests: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub cas_won: u64,
+    pub cas_lost: u64,
+    /// The declared sync words at the end of the run, by declaration.
+    pub words: Vec<SyncWordsEnd>,
+    /// Per class, the replayed instructions (`class_warp_insts` less these, plus
+    /// `skipped_by_class`, is the trace's count).
+    #[serde(skip)]
+    pub replayed_by_class: [u64; OpClass::COUNT],
+    #[serde(skip)]
+    pub skipped_by_class: [u64; OpClass::COUNT],
+    /// Every written sync word's value at the end, by address (read by the check).
+    #[serde(skip)]
+    pub values: Vec<(u64, u32)>,
+}
+
+/// One declaration of sync words at the end of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SyncWordsEnd {
+    pub name: String,
+    pub addr: u64,
+    pub words: u64,
+    /// Words whose value at the end differs from their initial one, and the sum of the
+    /// values at the end (wrapping at 64 bits).
+    pub changed: u64,
+    pub sum: u64,
+    /// Whether the recorder's values at the end were checked ("ok"), differ ("mismatch":
+    /// the run stops with an error) or were not recorded ("unchecked"); a run that did not
+    /// finish is not checked ("partial").
+    pub check: String,
 }
 
 /// The limits a run was given and what they cut (the stats' `run_limit` object).
@@ -394,8 +444,13 @@ pub enum UnitStats {
         per_kernel: Vec<(u64, u64)>,
         mem_per_kernel: KernelTally,
     },
-    /// A channel unit: its L2 slices, LLC slice and DRAM channel, and the same per kernel.
-    Channel(ChannelStats, KernelTally),
+    /// A channel unit: its L2 slices, LLC slice and DRAM channel, and the same per kernel;
+    /// with sync words, what its sync memory did and the words written there (issue 24).
+    Channel(
+        ChannelStats,
+        KernelTally,
+        Option<Box<(crate::mem::sync_memory::SyncStats, Vec<(u64, u32)>)>>,
+    ),
     /// A link interface: one entry per link direction it sends on, in its report order,
     /// and what it sent per kernel.
     Link(Vec<LinkEntry>, KernelTally),

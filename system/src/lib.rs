@@ -223,6 +223,7 @@ pub fn run_gpu_limited(
     };
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
+    finish_sync(trace, &mut stats, finished)?;
     Ok((stats, w))
 }
 
@@ -335,6 +336,13 @@ fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
             *g += n;
         }
     }
+    // Spin regions issue their bodies again and pass over tails nobody ran: the trace's
+    // own instructions are the rest.
+    if let Some(s) = &stats.sync {
+        for c in 0..OpClass::COUNT {
+            got[c] = got[c] - s.replayed_by_class[c].min(got[c]) + s.skipped_by_class[c];
+        }
+    }
     // Every thread of every CTA exits once: a warp whose EXITs leave lanes running (an
     // edited mask) would otherwise end as if they had.
     let threads: u64 = launched
@@ -364,6 +372,79 @@ fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
                 got[c]
             ),
         })),
+    }
+}
+
+/// The stats' `sync` object from the trace's sync words and what the homes left in them
+/// (none for a trace without sync words or spin regions); a finished run whose values
+/// differ from the recorder's is an error naming the words.
+pub fn finish_sync(
+    trace: &TraceFile,
+    stats: &mut RunStats,
+    finished: bool,
+) -> Result<(), GpuError> {
+    let declared = &trace.index().sync_words;
+    let regions = trace.kernels().iter().any(|k| !k.spin_regions.is_empty());
+    if declared.is_empty() && !regions {
+        stats.sync = None;
+        return Ok(());
+    }
+    let s = stats.sync.get_or_insert_with(Default::default);
+    let mut errors = Vec::new();
+    s.words.clear();
+    for w in declared {
+        let (mut changed, mut sum, mut bad) = (0u64, 0u64, Vec::new());
+        for (i, &init) in w.init.iter().enumerate() {
+            let addr = w.addr + 4 * i as u64;
+            let v = match s.values.binary_search_by_key(&addr, |&(a, _)| a) {
+                Ok(k) => s.values[k].1,
+                Err(_) => init,
+            };
+            changed += u64::from(v != init);
+            sum = sum.wrapping_add(v as u64);
+            if let Some(&e) = w.expect.get(i) {
+                if e != v {
+                    bad.push((i, v, e));
+                }
+            }
+        }
+        let check = if !finished {
+            "partial"
+        } else if w.expect.is_empty() {
+            "unchecked"
+        } else if bad.is_empty() {
+            "ok"
+        } else {
+            "mismatch"
+        };
+        if finished && !bad.is_empty() {
+            let (i, v, e) = bad[0];
+            errors.push(format!(
+                "sync words {:?} at {:#x}: word {i} is {v} at the end of the run, the recorder's \
+                 run left {e} ({} of {} words differ)",
+                w.name,
+                w.addr,
+                bad.len(),
+                w.init.len()
+            ));
+        }
+        s.words.push(tessera_partitions::stats::SyncWordsEnd {
+            name: w.name.clone(),
+            addr: w.addr,
+            words: w.init.len() as u64,
+            changed,
+            sum,
+            check: check.into(),
+        });
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(GpuError::SyncCheck(format!(
+            "{}: the simulated sync values differ from the recorded program's: {}",
+            trace.path().display(),
+            errors.join("; ")
+        )))
     }
 }
 
@@ -642,5 +723,6 @@ pub fn run_gpu_mpi(
     }
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
+    finish_sync(trace, &mut stats, finished)?;
     Ok(Some((stats, windows)))
 }

@@ -1038,6 +1038,11 @@ impl WarpCursor {
         }
     }
 
+    /// The id of the warp it was started on.
+    pub fn warp_id(&self) -> u32 {
+        self.warp_id
+    }
+
     /// Sets whether operands are decoded (from the next [`WarpCursor::start`]).
     pub fn set_with_operands(&mut self, on: bool) {
         self.with_operands = on;

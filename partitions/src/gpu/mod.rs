@@ -140,6 +140,10 @@ pub enum GpuError {
     /// The engine stopped the run (its message).
     #[error("{0}")]
     Engine(String),
+    /// A complete run left sync words with other values than the recorder's run (issue
+    /// 24): the model's values are wrong, or the program's result depends on scheduling.
+    #[error("{0}")]
+    SyncCheck(String),
 }
 
 /// First cycle at or after `ps`.
@@ -369,7 +373,12 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
             units.register(u.ldst.unit(), stats);
         }
         for c in p.channels {
-            units.register(c.unit(), UnitStats::Channel(c.stats(), c.per_kernel()));
+            let sm = c.sync_memory();
+            let sync = (sm.stats.requests > 0).then(|| Box::new((sm.stats, sm.written())));
+            units.register(
+                c.unit(),
+                UnitStats::Channel(c.stats(), c.per_kernel(), sync),
+            );
         }
         for l in p.links {
             let entries = l
@@ -445,6 +454,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let mut sums: Vec<ChipletSums> = (0..ids.chiplets).map(|_| ChipletSums::default()).collect();
     let mut links = Vec::new();
     let mut tally = KernelTally::default();
+    let mut sync: Option<crate::stats::SyncSummary> = None;
     for (unit, stats) in units.into_sorted() {
         let Some(c) = sums.get_mut(ids.chiplet_of(unit) as usize) else {
             continue;
@@ -466,13 +476,44 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                     sum.1 += th;
                 }
                 c.ctas += ctas;
+                if core.spin.iterations > 0 || core.spin.replayed() > 0 {
+                    let s = sync.get_or_insert_with(Default::default);
+                    s.spin_iterations += core.spin.iterations;
+                    s.spin_exits += core.spin.exits;
+                    s.replayed_warp_insts += core.spin.replayed();
+                    for (a, b) in s
+                        .replayed_by_class
+                        .iter_mut()
+                        .zip(&core.spin.replayed_by_class)
+                    {
+                        *a += b;
+                    }
+                    for (a, b) in s
+                        .skipped_by_class
+                        .iter_mut()
+                        .zip(&core.spin.skipped_by_class)
+                    {
+                        *a += b;
+                    }
+                }
                 c.stalls.add(&core);
                 c.core.add(&core);
                 c.memory.add_ldst(&mem);
             }
-            UnitStats::Channel(ch, per) => {
+            UnitStats::Channel(ch, per, home) => {
                 c.memory.add_channel(&ch);
                 tally.add(&per);
+                if let Some(h) = home {
+                    let s = sync.get_or_insert_with(Default::default);
+                    let (st, written) = *h;
+                    s.requests += st.requests;
+                    s.loads += st.loads;
+                    s.stores += st.stores;
+                    s.atomics += st.atomics;
+                    s.cas_won += st.cas_won;
+                    s.cas_lost += st.cas_lost;
+                    s.values.extend(written);
+                }
             }
             UnitStats::Link(entries, per) => {
                 if series.is_some() {
@@ -601,5 +642,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         chiplets,
         links,
         timeseries: series.and_then(|s| crate::timeseries::assemble(&ids, s, end_ps, &link_units)),
+        sync: sync.map(|mut s| {
+            s.values.sort_unstable();
+            s
+        }),
     }
 }

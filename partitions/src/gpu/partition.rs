@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tessera_interconnect::{BoxError, Message, Outbox, Partition, PortId, Sequence};
-use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, TraceFile, WarpInst};
+use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, OpClass, TraceFile, WarpInst};
 
 use super::control::Control;
 use super::cp::CommandProcessor;
@@ -35,9 +35,10 @@ use super::wake::WakeQueue;
 use super::wiring::Wiring;
 use super::{classify, cycle_at, GpuError, UnitParams};
 use crate::mem::coalesce::LaneAddrs;
+use crate::mem::ldst_sync::{SyncGroup, SyncValues};
 use crate::mem::{
     Access, CrossbarUnit, Ctx, Issued, LdStUnit, LinkInterface, MemChannel, MemRequest, Response,
-    Space, Unit, UnitIds,
+    Space, SyncOp, Unit, UnitIds,
 };
 use crate::observe::{Observer, Probe};
 use crate::packet::{Net, Packet};
@@ -535,6 +536,10 @@ pub struct GpuPartition<'t> {
     from_xbar_ps: Picos,
     lanes: Vec<(u32, u64)>,
     done: Vec<(u32, Picos)>,
+    /// The trace's sync words (issue 24), and scratch for sync groups and values.
+    sync_words: Arc<[tessera_traces::SyncWords]>,
+    groups: Vec<SyncGroup>,
+    values: Vec<SyncValues>,
     completed: Vec<(u64, u64)>,
     now: Picos,
     /// Bytes per L2 sector (for the sampler's DRAM bytes).
@@ -551,6 +556,9 @@ struct SmPort<'a> {
     kernel: &'a KernelMeta,
     lanes: &'a mut Vec<(u32, u64)>,
     period: Picos,
+    /// The trace's sync words (issue 24), and scratch for an instruction's groups.
+    sync_words: &'a [tessera_traces::SyncWords],
+    groups: &'a mut Vec<SyncGroup>,
 }
 
 impl MemPort for SmPort<'_> {
@@ -610,10 +618,111 @@ impl MemPort for SmPort<'_> {
         }
     }
 
+    fn access_sync(
+        &mut self,
+        cycle: u64,
+        addrs: tessera_traces::LaneAddrSource<'_>,
+        inst: &WarpInst,
+        operands: Option<&[u64]>,
+        token: MemToken,
+    ) -> Option<Result<MemIssue, String>> {
+        if self.sync_words.is_empty() || inst.mask == 0 {
+            return None;
+        }
+        let words = self.sync_words;
+        let declared = |a: u64| words.iter().any(|w| w.contains(a));
+        let v = &mut *self.lanes;
+        v.clear();
+        addrs.for_each_lane_addr(inst, |l, a| v.push((l, a)));
+        let &(_, first) = v.first()?;
+        if !declared(first) {
+            return None;
+        }
+        let st = &self.kernel.statics[inst.slot as usize];
+        let info = &self.kernel.opcodes[st.opcode as usize];
+        let op = sync_op(inst.class, info)?;
+        let per = match op {
+            SyncOp::Load => 0,
+            SyncOp::Cas => 2,
+            _ => 1,
+        };
+        let ops = operands.unwrap_or(&[]);
+        if ops.len() < per * v.len() {
+            return Some(Err(format!(
+                "`{}` on sync word {first:#x} records {} operands for {} lanes (the trace                  was recorded without the values this access needs)",
+                info.name,
+                ops.len(),
+                v.len()
+            )));
+        }
+        let groups = &mut *self.groups;
+        groups.clear();
+        for (k, &(l, a)) in v.iter().enumerate() {
+            if !declared(a) {
+                return Some(Err(format!(
+                    "`{}`: lane {l} accesses {a:#x}, which is no declared sync word, while                      lane {} accesses sync word {first:#x}",
+                    info.name, v[0].0
+                )));
+            }
+            let (x, y) = match per {
+                0 => (0, 0),
+                1 => (ops[k] as u32, 0),
+                _ => (ops[2 * k] as u32, ops[2 * k + 1] as u32),
+            };
+            // Lanes on one word with the same operands travel together, applied there in
+            // lane order; a lane with other operands starts another group.
+            match groups.iter_mut().rev().find(|g| g.addr == a) {
+                Some(g) if (g.a, g.b) == (x, y) => g.mask |= 1 << l,
+                _ => groups.push(SyncGroup {
+                    addr: a,
+                    op,
+                    mask: 1 << l,
+                    a: x,
+                    b: y,
+                }),
+            }
+        }
+        let now = cycle * self.period;
+        Some(
+            self.ldst
+                .issue_sync(now, groups, token.0, self.net)
+                .map(|()| MemIssue::Pending)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
     #[inline(always)]
     fn accepting(&self) -> bool {
         !self.ldst.full()
     }
+}
+
+/// The sync operation of a global atomic or strong load or store (issue 24); `None` for
+/// one whose value the sync memory does not model (floating point, signed min/max, 64
+/// bits: timed only, as before).
+fn sync_op(class: OpClass, info: &tessera_traces::OpcodeInfo) -> Option<SyncOp> {
+    use tessera_traces::AtomicOp as A;
+    if info.width_bytes != 4 || info.name.contains(".F") || info.name.contains(".64") {
+        return None;
+    }
+    Some(match class {
+        OpClass::LoadGlobal | OpClass::LoadGeneric => SyncOp::Load,
+        OpClass::StoreGlobal | OpClass::StoreGeneric => SyncOp::Store,
+        _ => match info.atomic {
+            A::Add => SyncOp::Add,
+            A::Exch => SyncOp::Exch,
+            A::Cas => SyncOp::Cas,
+            A::Min | A::Max if info.name.contains(".S32") => return None,
+            A::Min => SyncOp::Min,
+            A::Max => SyncOp::Max,
+            A::And => SyncOp::And,
+            A::Or => SyncOp::Or,
+            A::Xor => SyncOp::Xor,
+            A::Inc => SyncOp::Inc,
+            A::Dec => SyncOp::Dec,
+            A::None => return None,
+        },
+    })
 }
 
 impl SmPort<'_> {
@@ -657,6 +766,8 @@ impl<'t> GpuPartition<'t> {
     ) -> GpuPartition<'t> {
         let ids = params.map.ids;
         let n = ids.count() as usize;
+        let sync_words: Arc<[tessera_traces::SyncWords]> =
+            Arc::from(trace.index().sync_words.clone());
         let mut slot = vec![Slot::Remote; n];
         let mut sms = Vec::new();
         let mut channels = Vec::new();
@@ -700,12 +811,12 @@ impl<'t> GpuPartition<'t> {
                     Slot::Sm(sms.len() - 1)
                 }
                 Some(Unit::Channel(c)) => {
-                    channels.push(MemChannel::new(
-                        &params.channel,
-                        params.map.clone(),
-                        c,
-                        &params.wiring,
-                    ));
+                    let mut ch =
+                        MemChannel::new(&params.channel, params.map.clone(), c, &params.wiring);
+                    if !sync_words.is_empty() {
+                        ch.set_sync_words(sync_words.clone());
+                    }
+                    channels.push(ch);
                     Slot::Channel(channels.len() - 1)
                 }
                 Some(Unit::Xbar(k)) => {
@@ -778,6 +889,9 @@ impl<'t> GpuPartition<'t> {
             from_xbar_ps: params.wiring.from_xbar_ps(),
             lanes: Vec::with_capacity(32),
             done: Vec::new(),
+            sync_words: sync_words.clone(),
+            groups: Vec::new(),
+            values: Vec::new(),
             completed: Vec::new(),
             now: 0,
             sector_bytes: params.channel.l2.geom.sector_bytes,
@@ -1050,8 +1164,12 @@ impl<'t> GpuPartition<'t> {
             done,
             completed,
             answer_ps,
+            sync_words,
+            groups,
+            values,
             ..
         } = self;
+        let sync_words: &[tessera_traces::SyncWords] = sync_words;
         let unit = &mut sms[i];
         let sm_index = unit.index;
         let sm_err = |k: Option<u32>, e: crate::sm::SmError| {
@@ -1096,6 +1214,17 @@ impl<'t> GpuPartition<'t> {
                     unit.ldst
                         .on_ack(at, tag, done)
                         .map_err(|e| GpuError::Protocol(e.to_string()))?;
+                    unit.results_in(done, period);
+                }
+                Packet::Response(Response::Value { tag, value, .. }) => {
+                    done.clear();
+                    values.clear();
+                    unit.ldst
+                        .on_value(at, tag, value, done, values)
+                        .map_err(|e| GpuError::Protocol(format!("SM {sm_index}: {e}")))?;
+                    for v in values.iter() {
+                        unit.sm.sync_values(MemToken(v.token), v.mask, &v.values);
+                    }
                     unit.results_in(done, period);
                 }
                 Packet::Control(Control::Credit { bytes: flits, .. }) => {
@@ -1202,6 +1331,8 @@ impl<'t> GpuPartition<'t> {
                         kernel: meta,
                         lanes,
                         period,
+                        sync_words,
+                        groups,
                     };
                     unit.sm.step(&mut port);
                     loop {

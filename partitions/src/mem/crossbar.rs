@@ -311,6 +311,7 @@ impl CrossbarUnit {
             Packet::Response(r) => {
                 let (Response::Reply { sm: u, .. }
                 | Response::WriteAck { sm: u, .. }
+                | Response::Value { sm: u, .. }
                 | Response::LlcReply { unit: u, .. }) = r;
                 if ids.chiplet_of(u) != here {
                     return Some(link());

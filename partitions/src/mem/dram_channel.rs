@@ -16,6 +16,7 @@ use super::dram::{Dram, DramOp};
 use super::l2_slice::L2SliceParams;
 use super::l2_slice::Slice;
 use super::llc_slice::LlcSliceParams;
+use super::message::SyncOp;
 use super::prefetch::HomeMemo;
 use super::private_l2::PrivSlice;
 use super::slice_out::{ReplyQueueStats, SliceOutputs};
@@ -152,6 +153,8 @@ pub struct MemChannel {
     /// the packets they let go at a visit.
     out: Option<SliceOutputs>,
     go: Vec<(u32, Packet)>,
+    /// The values of the sync words homed here (issue 24).
+    pub(super) sync: super::sync_memory::SyncMemory,
 }
 
 impl MemChannel {
@@ -200,7 +203,18 @@ impl MemChannel {
             out: (wiring.slice_reply_packets() > 0)
                 .then(|| SliceOutputs::new(queues, wiring.slice_reply_packets())),
             go: Vec::new(),
+            sync: Default::default(),
         }
+    }
+
+    /// Gives it the sync words the trace declares (their initial values).
+    pub fn set_sync_words(&mut self, words: std::sync::Arc<[tessera_traces::SyncWords]>) {
+        self.sync = super::sync_memory::SyncMemory::new(words);
+    }
+
+    /// The sync words written here, and what was done to them.
+    pub fn sync_memory(&self) -> &super::sync_memory::SyncMemory {
+        &self.sync
     }
 
     /// Its chiplet.
@@ -408,7 +422,14 @@ impl MemChannel {
         let llc = self.slices.len() as u32;
         let queue = match (from, pkt) {
             (From::L2(i), _) if !self.map.private => i as u32,
-            (_, Packet::Response(r @ (Response::Reply { .. } | Response::WriteAck { .. }))) => self
+            (
+                _,
+                Packet::Response(
+                    r @ (Response::Reply { .. }
+                    | Response::WriteAck { .. }
+                    | Response::Value { .. }),
+                ),
+            ) => self
                 .map
                 .noc_slice(self.chiplet(), self.unit, r.line())
                 .map_or(llc, |s| s as u32),
@@ -471,7 +492,10 @@ impl MemChannel {
         }
         let req = match pkt {
             Packet::Request(
-                r @ (Request::Read { .. } | Request::Write { .. } | Request::Atomic { .. }),
+                r @ (Request::Read { .. }
+                | Request::Write { .. }
+                | Request::Atomic { .. }
+                | Request::Sync { .. }),
             ) => r,
             _ => {
                 return Err(ChannelError::Unexpected {
@@ -512,19 +536,42 @@ impl MemChannel {
             Request::Atomic {
                 tag, ops, sm, ctx, ..
             } => {
-                let ta = self.slices[slice]
-                    .noc_in
-                    .reserve(now, now, HEADER_BYTES + data);
-                self.taken = ta;
-                let ready = self.l2_read(now, slice, set, ta, line, sectors);
-                self.stats.l2.atomics += 1;
-                let start = self.slices[slice]
-                    .alu
-                    .reserve(now, ready, (ops as u64).max(1));
-                let found = self.slices[slice].cache.find(set, line);
-                self.l2_store_effect(now, slice, set, start, line, sectors, found);
-                let at = start + self.params.l2.atomic_ps;
+                let at = self.l2_atomic(now, slice, set, line, sectors, ops, data);
                 self.reply(now, From::L2(slice), sm, at, line, sectors, tag, ctx, net);
+            }
+            Request::Sync {
+                addr,
+                tag,
+                sm,
+                ctx,
+                op,
+                lanes,
+                a,
+                b,
+            } => {
+                // Timed as the access it is (a read, a write, an atomic on the word's
+                // sector); its value is the home's, in the order the home takes them.
+                let geom = &self.params.l2.geom;
+                let line = addr & !(geom.line_bytes - 1);
+                let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
+                let sb = geom.sector_bytes;
+                let at = match op {
+                    SyncOp::Load => {
+                        let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
+                        self.taken = ta;
+                        self.l2_read(now, slice, set, ta, line, sector)
+                    }
+                    SyncOp::Store => {
+                        let ta = self.slices[slice]
+                            .noc_in
+                            .reserve(now, now, HEADER_BYTES + sb);
+                        self.taken = ta;
+                        self.l2_write(now, slice, set, ta, line, sector)
+                    }
+                    _ => self.l2_atomic(now, slice, set, line, sector, lanes, HEADER_BYTES + sb),
+                };
+                let value = self.sync.apply(addr, op, lanes, a, b);
+                self.value_reply(now, From::L2(slice), sm, at, addr, value, tag, ctx, net);
             }
             _ => {
                 let ta = self.slices[slice]
@@ -540,6 +587,60 @@ impl MemChannel {
             }
         }
         Ok(())
+    }
+
+    /// The L2 slice's part of an atomic of `ops` lanes on `sectors` of `line` (`bytes` on
+    /// the NoC) taken at `now`: when its result leaves.
+    #[allow(clippy::too_many_arguments)]
+    fn l2_atomic(
+        &mut self,
+        now: Picos,
+        slice: usize,
+        set: u64,
+        line: u64,
+        sectors: u64,
+        ops: u8,
+        bytes: u64,
+    ) -> Picos {
+        let ta = self.slices[slice]
+            .noc_in
+            .reserve(now, now, HEADER_BYTES + bytes);
+        self.taken = ta;
+        let ready = self.l2_read(now, slice, set, ta, line, sectors);
+        self.stats.l2.atomics += 1;
+        let start = self.slices[slice]
+            .alu
+            .reserve(now, ready, (ops as u64).max(1));
+        let found = self.slices[slice].cache.find(set, line);
+        self.l2_store_effect(now, slice, set, start, line, sectors, found);
+        start + self.params.l2.atomic_ps
+    }
+
+    /// Sends SM unit `sm` the value of sync word `addr` for its request `tag`, from slice
+    /// `from` at `ready` (as [`MemChannel::reply`], with a sector of data).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn value_reply(
+        &mut self,
+        now: Picos,
+        from: From,
+        sm: u32,
+        ready: Picos,
+        addr: u64,
+        value: u32,
+        tag: u32,
+        ctx: Ctx,
+        net: &mut dyn Net,
+    ) {
+        let data = self.params.l2.geom.sector_bytes;
+        self.stats.noc.reply_bytes += data + HEADER_BYTES;
+        let pkt = Response::Value {
+            addr,
+            value,
+            tag,
+            sm,
+            ctx,
+        };
+        self.send_data(now, from, ready, data, sm, pkt.into(), net);
     }
 
     /// A packet arrives at `now` with `package.l2: private`.
@@ -586,7 +687,28 @@ impl MemChannel {
             }) => {
                 // Performed at the home LLC slice, bypassing the private L2s.
                 let set = self.llc_set_here(line)?;
-                self.llc_atomic(now, set, line, sectors, ops, sm, tag, ctx, net);
+                let at = self.llc_atomic(now, set, line, sectors, ops);
+                self.reply(now, From::Llc, sm, at, line, sectors, tag, ctx, net);
+            }
+            Packet::Request(Request::Sync {
+                addr,
+                tag,
+                sm,
+                ctx,
+                op,
+                lanes,
+                a,
+                b,
+            }) => {
+                // Strong accesses and atomics on sync words bypass the private L2s: timed
+                // as an atomic at the home LLC slice.
+                let geom = &self.params.l2.geom;
+                let line = addr & !(geom.line_bytes - 1);
+                let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
+                let set = self.llc_set_here(line)?;
+                let at = self.llc_atomic(now, set, line, sector, lanes);
+                let value = self.sync.apply(addr, op, lanes, a, b);
+                self.value_reply(now, From::Llc, sm, at, addr, value, tag, ctx, net);
             }
             Packet::Request(Request::LlcRead {
                 line,

@@ -144,6 +144,8 @@ pub struct LdStUnit {
     /// The NoC's flit, the unit of those credits.
     flit_bytes: u64,
     pub(super) go: Vec<Parked>,
+    /// Its sync requests in flight (`ldst_sync.rs`).
+    pub(super) sync: super::ldst_sync::SyncTable,
 }
 
 /// A reply naming no MSHR in flight (a corrupt packet).
@@ -185,6 +187,7 @@ impl LdStUnit {
             credits: (input_flits > 0).then(|| Credits::new(input_flits)),
             flit_bytes: wiring.noc_bandwidth().bytes_per_cycle.max(1),
             go: Vec::new(),
+            sync: Default::default(),
             params: params.clone(),
             map,
         }
@@ -504,6 +507,42 @@ impl LdStUnit {
         Ok(())
     }
 
+    /// Where a request homed at `addr`'s line goes (the home's channel, or this chiplet's
+    /// link interface).
+    pub(super) fn route_home_of(&mut self, addr: u64) -> u32 {
+        self.route_home(addr)
+    }
+
+    /// Sends request packet `pkt` (see [`LdStUnit::inject`]).
+    pub(super) fn inject_request(
+        &mut self,
+        now: Picos,
+        t: Picos,
+        bytes: u64,
+        dst: u32,
+        pkt: Packet,
+        net: &mut dyn Net,
+    ) {
+        self.inject(now, t, bytes, dst, pkt, net);
+    }
+
+    /// Instruction `token` waits for `replies` answers from `now` on.
+    pub(super) fn wait_for(&mut self, now: Picos, token: u32, replies: u32) {
+        let k = token as usize;
+        if self.insts.len() <= k {
+            self.insts.resize(k + 1, InstWait::default());
+        }
+        self.insts[k] = InstWait {
+            outstanding: replies,
+            ready: now + self.params.l1d.hit_ps,
+        };
+    }
+
+    /// [`LdStUnit::wake`] for the sync requests.
+    pub(super) fn wake_token(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
+        self.wake(token, ready, done);
+    }
+
     /// Instruction `token` has one more reply's data at `ready`.
     #[inline]
     fn wake(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
@@ -629,6 +668,7 @@ impl LdStUnit {
         self.credits
             .as_ref()
             .is_some_and(|c| c.waiting() >= self.params.l1d.miss_queue)
+            || !self.sync_room()
     }
 
     /// `flits` of credit come back from the crossbar at `now`: the packets waiting for it

@@ -473,7 +473,8 @@ impl LinkInterface {
             Packet::Request(
                 Request::Read { line, .. }
                 | Request::Write { line, .. }
-                | Request::Atomic { line, .. },
+                | Request::Atomic { line, .. }
+                | Request::Sync { addr: line, .. },
             ) => {
                 let channel = self.map.l2_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
@@ -483,12 +484,14 @@ impl LinkInterface {
                 let channel = self.map.llc_home(line).0;
                 Some((ids.chiplet_of_channel(channel), ids.channel(channel)))
             }
-            Packet::Response(Response::Reply { sm, .. } | Response::WriteAck { sm, .. }) => {
-                match ids.unit(sm) {
-                    Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
-                    _ => None,
-                }
-            }
+            Packet::Response(
+                Response::Reply { sm, .. }
+                | Response::WriteAck { sm, .. }
+                | Response::Value { sm, .. },
+            ) => match ids.unit(sm) {
+                Some(Unit::Sm(_)) => Some((ids.chiplet_of(sm), sm)),
+                _ => None,
+            },
             Packet::Response(Response::LlcReply { unit, .. }) => match ids.unit(unit) {
                 Some(Unit::Channel(_)) => Some((ids.chiplet_of(unit), unit)),
                 _ => None,

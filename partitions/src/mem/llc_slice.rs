@@ -113,11 +113,7 @@ impl MemChannel {
         line: u64,
         sectors: u64,
         ops: u8,
-        sm: u32,
-        tag: u32,
-        ctx: Ctx,
-        net: &mut dyn Net,
-    ) {
+    ) -> Picos {
         let data = popcount(sectors) * self.params.l2.geom.sector_bytes;
         let ta = self.llc_port_in(now, HEADER_BYTES + data);
         let ready = self.llc_read(now, set, ta, line, sectors);
@@ -127,8 +123,7 @@ impl MemChannel {
             None => ready,
         };
         self.llc_store_effect(now, set, start, line, sectors);
-        let at = start + self.params.l2.atomic_ps;
-        self.reply(now, From::Llc, sm, at, line, sectors, tag, ctx, net);
+        start + self.params.l2.atomic_ps
     }
 
     /// A private L2 slice's read of `sectors` of `line` for `ctx` (the reply goes to slice

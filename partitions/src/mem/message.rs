@@ -160,6 +160,107 @@ pub enum Request {
     /// Private L2 slice -> home LLC slice: write `sectors` of line `line` (a write-through
     /// store, or a write-back of dirty sectors; no reply).
     LlcWrite { line: u64, sectors: u64, ctx: Ctx },
+    /// SM -> the home of sync word `addr` (its memory-side L2 slice, or its LLC slice with
+    /// private L2s): `lanes` lanes of one instruction apply `op` with operands `a` (and
+    /// `b`, a compare-and-swap's new value) in lane order; the answer is a
+    /// [`Response::Value`] with the word's value before the first (issue 24).
+    Sync {
+        addr: u64,
+        tag: u32,
+        sm: u32,
+        ctx: Ctx,
+        op: SyncOp,
+        lanes: u8,
+        a: u32,
+        b: u32,
+    },
+}
+
+/// What a [`Request::Sync`] does to its word (32-bit, unsigned; `Add` wraps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum SyncOp {
+    /// A strong load: the value.
+    Load = 0,
+    /// A strong store of `a`.
+    Store,
+    Add,
+    Exch,
+    /// Where the word equals `a`, it becomes `b`.
+    Cas,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// CUDA's `atomicInc`: `old >= a ? 0 : old + 1`.
+    Inc,
+    /// CUDA's `atomicDec`: `old == 0 || old > a ? a : old - 1`.
+    Dec,
+}
+
+impl SyncOp {
+    /// Every operation, by code.
+    pub const ALL: [SyncOp; 12] = [
+        SyncOp::Load,
+        SyncOp::Store,
+        SyncOp::Add,
+        SyncOp::Exch,
+        SyncOp::Cas,
+        SyncOp::Min,
+        SyncOp::Max,
+        SyncOp::And,
+        SyncOp::Or,
+        SyncOp::Xor,
+        SyncOp::Inc,
+        SyncOp::Dec,
+    ];
+
+    /// The operation of code `c` (its discriminant).
+    pub fn from_code(c: u8) -> Option<SyncOp> {
+        SyncOp::ALL.get(c as usize).copied()
+    }
+
+    /// The word after one lane applies the operation to `old`.
+    #[inline]
+    pub fn apply(self, old: u32, a: u32, b: u32) -> u32 {
+        match self {
+            SyncOp::Load => old,
+            SyncOp::Store | SyncOp::Exch => a,
+            SyncOp::Add => old.wrapping_add(a),
+            SyncOp::Cas => {
+                if old == a {
+                    b
+                } else {
+                    old
+                }
+            }
+            SyncOp::Min => old.min(a),
+            SyncOp::Max => old.max(a),
+            SyncOp::And => old & a,
+            SyncOp::Or => old | a,
+            SyncOp::Xor => old ^ a,
+            SyncOp::Inc => {
+                if old >= a {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            SyncOp::Dec => {
+                if old == 0 || old > a {
+                    a
+                } else {
+                    old - 1
+                }
+            }
+        }
+    }
+
+    /// Whether it changes the word (a load does not).
+    pub fn writes(self) -> bool {
+        self != SyncOp::Load
+    }
 }
 
 impl Request {
@@ -175,6 +276,8 @@ impl Request {
             | Request::Atomic { line, .. }
             | Request::LlcRead { line, .. }
             | Request::LlcWrite { line, .. } => line,
+            // An address in the line: what homes and routes a request.
+            Request::Sync { addr, .. } => addr,
         }
     }
 
@@ -187,6 +290,8 @@ impl Request {
             | Request::Atomic { sectors, .. }
             | Request::LlcRead { sectors, .. }
             | Request::LlcWrite { sectors, .. } => sectors,
+            // A word: one sector's data on a wire.
+            Request::Sync { .. } => 1,
         }
     }
 
@@ -198,17 +303,19 @@ impl Request {
             | Request::Write { ctx, .. }
             | Request::Atomic { ctx, .. }
             | Request::LlcRead { ctx, .. }
-            | Request::LlcWrite { ctx, .. } => ctx,
+            | Request::LlcWrite { ctx, .. }
+            | Request::Sync { ctx, .. } => ctx,
         }
     }
 
     /// Whether it carries data (a write or an atomic's operands).
     #[inline]
     pub fn carries_data(&self) -> bool {
-        matches!(
-            self,
-            Request::Write { .. } | Request::Atomic { .. } | Request::LlcWrite { .. }
-        )
+        match self {
+            Request::Write { .. } | Request::Atomic { .. } | Request::LlcWrite { .. } => true,
+            Request::Sync { op, .. } => op.writes(),
+            _ => false,
+        }
     }
 }
 
@@ -240,6 +347,15 @@ pub enum Response {
         unit: u32,
         ctx: Ctx,
     },
+    /// Home -> SM `sm`: the value sync word `addr` held before the [`Request::Sync`]
+    /// naming `tag` (a load's value; after a store, the stored one).
+    Value {
+        addr: u64,
+        value: u32,
+        tag: u32,
+        sm: u32,
+        ctx: Ctx,
+    },
 }
 
 impl Response {
@@ -250,6 +366,7 @@ impl Response {
             Response::Reply { line, .. }
             | Response::WriteAck { line, .. }
             | Response::LlcReply { line, .. } => line,
+            Response::Value { addr, .. } => addr,
         }
     }
 
@@ -259,6 +376,7 @@ impl Response {
         match *self {
             Response::Reply { sectors, .. } | Response::LlcReply { sectors, .. } => sectors,
             Response::WriteAck { .. } => 0,
+            Response::Value { .. } => 1,
         }
     }
 
@@ -268,7 +386,8 @@ impl Response {
         match *self {
             Response::Reply { ctx, .. }
             | Response::WriteAck { ctx, .. }
-            | Response::LlcReply { ctx, .. } => ctx,
+            | Response::LlcReply { ctx, .. }
+            | Response::Value { ctx, .. } => ctx,
         }
     }
 }

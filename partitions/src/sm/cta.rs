@@ -57,6 +57,7 @@ impl Sm {
             });
         }
         let code_base = prep.code_base;
+        let special = prep.special;
         let n_warps = cta.n_warps();
         if n_warps as u64 > self.free_warp_slots() as u64 {
             return Err(SmError::TooManyWarps {
@@ -76,6 +77,7 @@ impl Sm {
                 self.used.push(false);
                 self.warps.push(WarpState::default());
                 self.cursors.push(WarpCursor::new(false));
+                self.spins.push(Default::default());
                 self.reg_ready.resize(self.used.len() * self.stride, 0);
                 if self.two_level {
                     self.reg_long.resize(self.used.len() * self.stride, false);
@@ -87,7 +89,11 @@ impl Sm {
             let sched = slot % n_sched;
             let age = self.next_age;
             self.next_age += 1;
+            if let Some(sw) = self.spins.get_mut(search) {
+                *sw = Default::default();
+            }
             let cur = &mut self.cursors[search];
+            cur.set_with_operands(special);
             // The stream was checked whole when made: starting cannot fail on it.
             cur.start(&cta, w).map_err(|e| match cur.fault() {
                 Some(&fault) => SmError::Access {

@@ -3,7 +3,8 @@
 //! writes (for the scoreboard and the operand collectors), and the kernel's code address
 //! (for the I-cache).
 
-use tessera_traces::KernelMeta;
+use super::spin::SpinRole;
+use tessera_traces::{KernelMeta, OpClass, Scope, SpinRegion};
 
 /// Per static instruction: the registers its issue waits on (sources and destinations,
 /// RZ excluded, deduplicated), the registers it reads (RZ excluded, deduplicated, in
@@ -12,6 +13,17 @@ pub(super) struct SlotRegs {
     pub(super) wait: Box<[u16]>,
     pub(super) srcs: Box<[u16]>,
     pub(super) dsts: Box<[u16]>,
+    /// What it is to the kernel's spin regions.
+    pub(super) spin: SpinRole,
+    /// A global atomic, or a strong (GPU- or system-scope) global load or store: on a
+    /// declared sync word it is performed at the word's home with its value (issue 24).
+    pub(super) sync: bool,
+    /// It waits for its warp's memory results before it issues, as a fence does (a spin
+    /// region's test: its branch reads the values the head loaded).
+    pub(super) fence: bool,
+    /// Operands its instances record per active lane (an atomic's, a strong store's
+    /// value, a spin test's constants).
+    pub(super) operands: u8,
 }
 
 /// What the issue stage needs of one kernel, prepared once per kernel and shared by its
@@ -25,6 +37,11 @@ pub struct KernelPrep {
     /// half (PCs are offsets in the kernel's code), so that every launch of one kernel
     /// shares lines and different kernels do not.
     pub(super) code_base: u64,
+    /// Its spin regions (format version 3).
+    pub(super) regions: Vec<SpinRegion>,
+    /// Whether any instruction has a spin role or may be a sync access: warps then decode
+    /// their operands.
+    pub(super) special: bool,
 }
 
 impl KernelPrep {
@@ -41,10 +58,46 @@ impl KernelPrep {
                 let mut srcs: Vec<u16> = st.src_regs().collect();
                 srcs.sort_unstable();
                 srcs.dedup();
+                let spin = kernel
+                    .spin_regions
+                    .iter()
+                    .enumerate()
+                    .find_map(|(r, reg)| {
+                        let r = r as u16;
+                        if st.pc == reg.start_pc {
+                            Some(SpinRole::Start(r))
+                        } else if st.pc == reg.test_pc {
+                            Some(SpinRole::Test(r))
+                        } else if st.pc == reg.end_pc {
+                            Some(SpinRole::End(r))
+                        } else {
+                            None
+                        }
+                    })
+                    .unwrap_or_default();
+                let strong = matches!(op.scope, Scope::Gpu | Scope::Sys);
+                let sync = kernel.records_operands
+                    && op.width_bytes == 4
+                    && match op.class {
+                        OpClass::AtomicGlobal | OpClass::AtomicGeneric | OpClass::Reduction => true,
+                        OpClass::LoadGlobal
+                        | OpClass::StoreGlobal
+                        | OpClass::LoadGeneric
+                        | OpClass::StoreGeneric => strong,
+                        _ => false,
+                    };
                 SlotRegs {
                     wait: wait.into(),
                     srcs: srcs.into(),
                     dsts: dsts.into(),
+                    fence: matches!(spin, SpinRole::Test(_)),
+                    operands: if kernel.records_operands {
+                        tessera_traces::codec::operands_at(kernel, st.pc, op)
+                    } else {
+                        0
+                    },
+                    spin,
+                    sync,
                 }
             })
             .collect();
@@ -59,10 +112,13 @@ impl KernelPrep {
         let hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
+        let special = slots.iter().any(|s| s.sync || s.spin != SpinRole::None);
         KernelPrep {
             slots,
             regs,
             code_base: (hash & 0xffff_ffff) << 32,
+            regions: kernel.spin_regions.clone(),
+            special,
         }
     }
 }

@@ -13,10 +13,11 @@
 use super::cta::Resident;
 use super::decode::KernelPrep;
 use super::icache::{fetch, Icache};
-use super::ldst::{InFlight, MemIssue, MemPort, MemToken};
+use super::ldst::{InFlight, MemIssue, MemPort, MemToken, NO_VALUE};
 use super::params::SmParams;
 use super::scheduler::{Entry, SchedState};
 use super::scoreboard::{is_long, refresh_warp, NEVER};
+use super::spin::{self, SpinRole, SpinWarp};
 use super::stats::SmStats;
 use super::warp::WarpState;
 use crate::config::SchedulerPolicy;
@@ -49,6 +50,14 @@ pub enum SmError {
     /// table).
     #[error("CTA {cta}: {detail}")]
     Trace { cta: u32, detail: &'static str },
+    /// A spin region the warp cannot run as the trace gives it (issue 24).
+    #[error("CTA ({},{},{}) warp {warp}, pc {pc:#x}: {detail}", cta[0], cta[1], cta[2])]
+    Spin {
+        cta: [u32; 3],
+        warp: u32,
+        pc: u32,
+        detail: String,
+    },
     /// A warp accesses outside every allocation (or outside shared memory), as `verify`
     /// refuses.
     #[error("CTA ({},{},{}): {fault}", cta[0], cta[1], cta[2])]
@@ -110,6 +119,8 @@ pub struct Sm {
     pub(super) fault: Option<SmError>,
     /// The LD/ST unit takes no memory instruction ([`Sm::block_memory`]).
     pub(super) mem_blocked: bool,
+    /// Per warp slot, its state in the spin region it is in (`sm/spin.rs`).
+    pub(super) spins: Vec<SpinWarp>,
 }
 
 /// Warp slots whose per-slot tables [`Sm::new`] reserves up front (more are grown on use).
@@ -170,6 +181,7 @@ impl Sm {
             icache,
             fault: None,
             mem_blocked: false,
+            spins: Vec::new(),
         }
     }
 
@@ -280,6 +292,7 @@ impl Sm {
             long,
             &prep.slots[inst.slot as usize].wait,
             inst.class,
+            prep.slots[inst.slot as usize].fence,
         );
     }
 
@@ -313,6 +326,7 @@ impl Sm {
             n_finished,
             finished_at,
             fault,
+            spins,
             ..
         } = self;
         // Without a kernel no warp is resident: nothing can issue.
@@ -359,6 +373,11 @@ impl Sm {
             p.obs.issue(p.unit, &e);
         }
         let regs = &prep.slots[inst.slot as usize];
+        if let SpinRole::Start(r) = regs.spin {
+            if let Some(sw) = spins.get_mut(w) {
+                spin::enter(sw, cur, r, &inst);
+            }
+        }
         // Operand reads before dispatch: bank conflicts delay the result. The unit's
         // interval still counts from issue: collectors dispatch in any order (GPGPU-Sim),
         // so a later instruction whose operands are ready can take the unit meanwhile.
@@ -380,12 +399,49 @@ impl Sm {
                         slot: 0,
                         delay: 0,
                         live: false,
+                        value: NO_VALUE,
                     });
                     (inflight.len() as u32 - 1, false)
                 }
             };
             let addrs = cur.lane_source();
-            let done_at = match mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles) {
+            let mut value = NO_VALUE;
+            let issued = if regs.sync {
+                match mem.access_sync(
+                    now,
+                    addrs,
+                    &inst,
+                    cur.operands(regs.operands),
+                    MemToken(token),
+                ) {
+                    None => mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles),
+                    Some(r) => {
+                        let returns = !matches!(
+                            inst.class,
+                            OpClass::StoreGlobal | OpClass::StoreGeneric | OpClass::Reduction
+                        );
+                        if returns {
+                            if let Some(k) = spins.get_mut(w).and_then(|sw| sw.take_value_slot()) {
+                                value = k;
+                            }
+                        }
+                        r.unwrap_or_else(|detail| {
+                            if fault.is_none() {
+                                *fault = Some(SmError::Spin {
+                                    cta: rc.cta.id(),
+                                    warp: cur.warp_id(),
+                                    pc: inst.pc,
+                                    detail,
+                                });
+                            }
+                            MemIssue::Done(now + 1)
+                        })
+                    }
+                }
+            } else {
+                mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles)
+            };
+            let done_at = match issued {
                 MemIssue::Done(at) => {
                     if !listed {
                         free.push(token);
@@ -403,6 +459,7 @@ impl Sm {
                         slot: inst.slot,
                         delay: x,
                         live: true,
+                        value,
                     };
                     *pending += 1;
                     is_pending = true;
@@ -439,8 +496,43 @@ impl Sm {
                 board[r as usize] = done_at;
             }
         }
-        ws.next += 1;
-        if let Err(e) = cur.advance(&rc.cta) {
+        let moved = if regs.spin == SpinRole::None {
+            let fresh = cur.fresh();
+            if !fresh {
+                st.spin.replayed_by_class[inst.class as usize] += 1;
+            }
+            ws.next += fresh as usize;
+            cur.advance(&rc.cta)
+        } else {
+            if !cur.fresh() {
+                st.spin.replayed_by_class[inst.class as usize] += 1;
+            }
+            let sw = &mut spins[w];
+            match spin::step(
+                regs.spin,
+                &prep.regions,
+                sw,
+                cur,
+                &rc.cta,
+                ws,
+                &inst,
+                now,
+                &mut st.spin,
+            ) {
+                Ok(step) => {
+                    ws.next += step.consumed;
+                    Ok(())
+                }
+                Err(e) => {
+                    if fault.is_none() {
+                        *fault = Some(e);
+                    }
+                    ws.end = ws.next;
+                    Ok(())
+                }
+            }
+        };
+        if let Err(e) = moved {
             // A stream is checked whole when made, but its accesses as its warps are
             // decoded: the warp ends before the access, and the run stops with it.
             ws.end = ws.next;
@@ -488,6 +580,7 @@ impl Sm {
                     long_board,
                     &prep.slots[next.slot as usize].wait,
                     next.class,
+                    prep.slots[next.slot as usize].fence,
                 );
             }
             sc.settle_issue(ws, now);

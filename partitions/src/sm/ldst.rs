@@ -42,6 +42,22 @@ pub trait MemPort {
         placeholder_latency: u32,
     ) -> MemIssue;
 
+    /// A global atomic or strong load or store (issue 24) with its per-lane `operands`
+    /// (an atomic's, in lane order; a store's value): when its lanes access declared sync
+    /// words it is performed at their home with its values, which come back through
+    /// [`Sm::sync_values`] before its [`Sm::mem_reply`]; `None` when it accesses none
+    /// (the SM then calls [`MemPort::access`]), an error when it cannot be sent.
+    fn access_sync(
+        &mut self,
+        _cycle: u64,
+        _addrs: LaneAddrSource<'_>,
+        _inst: &WarpInst,
+        _operands: Option<&[u64]>,
+        _token: MemToken,
+    ) -> Option<Result<MemIssue, String>> {
+        None
+    }
+
     /// Whether it takes memory instructions now; after an [`MemPort::access`] that makes it
     /// refuse, the SM issues none until [`Sm::unblock_memory`].
     fn accepting(&self) -> bool {
@@ -58,7 +74,12 @@ pub(super) struct InFlight {
     /// Operand-collection delay of the instruction, added to the reply's cycle.
     pub(super) delay: u64,
     pub(super) live: bool,
+    /// Its index among the values of its warp's spin-region head ([`NO_VALUE`]: none).
+    pub(super) value: u8,
 }
+
+/// [`InFlight::value`] of an instruction that is no spin head's value.
+pub(super) const NO_VALUE: u8 = u8::MAX;
 
 impl Sm {
     /// The LD/ST unit takes no memory instruction from now on: every scheduler's memory
@@ -92,6 +113,20 @@ impl Sm {
     /// Whether the LD/ST unit takes no memory instruction now.
     pub fn memory_blocked(&self) -> bool {
         self.mem_blocked
+    }
+
+    /// The values sync instruction `token` read for lanes `mask` (`values[lane]`), before
+    /// its [`Sm::mem_reply`]: a spin head's values are kept for its exit test.
+    pub fn sync_values(&mut self, token: MemToken, mask: u32, values: &[u32; 32]) {
+        let Some(f) = self.inflight.get(token.0 as usize).filter(|f| f.live) else {
+            return;
+        };
+        if f.value == NO_VALUE {
+            return;
+        }
+        if let Some(sw) = self.spins.get_mut(f.warp as usize) {
+            sw.set_values(f.value, mask, values);
+        }
     }
 
     /// Memory instructions issued with [`MemIssue::Pending`] and not yet replied.

@@ -34,6 +34,7 @@ mod operand_collector;
 pub(crate) mod params;
 pub(crate) mod scheduler;
 mod scoreboard;
+mod spin;
 mod stats;
 mod warp;
 
@@ -42,4 +43,4 @@ pub use decode::KernelPrep;
 pub use issue::{Sm, SmError};
 pub use ldst::{MemIssue, MemPort, MemToken};
 pub use params::{IcacheParams, SmParams, UnitTiming};
-pub use stats::{IcacheStats, OperandCollectorStats, SchedulerStats, SmStats};
+pub use stats::{IcacheStats, OperandCollectorStats, SchedulerStats, SmStats, SpinCounters};

@@ -40,6 +40,7 @@ pub(super) fn refresh_warp(
     long: &[bool],
     wait: &[u16],
     class: OpClass,
+    fence: bool,
 ) {
     let (mut reg_at, mut long_at) = (0, 0);
     if long.is_empty() {
@@ -55,7 +56,7 @@ pub(super) fn refresh_warp(
             }
         }
     }
-    if class == OpClass::Fence {
+    if class == OpClass::Fence || fence {
         // A fence waits for every memory result of its warp.
         if ws.mem_pending > 0 {
             reg_at = NEVER;

@@ -54,6 +54,43 @@ pub struct SmStats {
     pub operands: OperandCollectorStats,
     /// Instruction fetches.
     pub icache: IcacheStats,
+    /// Its warps' spin regions (issue 24).
+    #[serde(default)]
+    pub spin: SpinCounters,
+}
+
+/// What an SM's warps did in spin regions (`sm/spin.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpinCounters {
+    /// Iterations of spin regions (one per warp per round).
+    pub iterations: u64,
+    /// Lanes that left a spin region with their exit condition satisfied.
+    pub exits: u64,
+    /// Warp instructions issued again from a kept body (beyond the trace's), and the
+    /// trace's instructions passed over without issue (a tail nobody ran), per class:
+    /// the trace's own count is `class_warp_insts - replayed + skipped`.
+    #[serde(with = "class_array")]
+    pub replayed_by_class: [u64; OpClass::COUNT],
+    #[serde(with = "class_array")]
+    pub skipped_by_class: [u64; OpClass::COUNT],
+}
+
+impl SpinCounters {
+    pub fn add(&mut self, o: &SpinCounters) {
+        self.iterations += o.iterations;
+        self.exits += o.exits;
+        for (a, b) in self.replayed_by_class.iter_mut().zip(&o.replayed_by_class) {
+            *a += b;
+        }
+        for (a, b) in self.skipped_by_class.iter_mut().zip(&o.skipped_by_class) {
+            *a += b;
+        }
+    }
+
+    /// Warp instructions issued beyond the trace's.
+    pub fn replayed(&self) -> u64 {
+        self.replayed_by_class.iter().sum()
+    }
 }
 
 impl SmStats {
@@ -81,6 +118,7 @@ impl SmStats {
         self.sched.add(&o.sched);
         self.operands.add(&o.operands);
         self.icache.add(&o.icache);
+        self.spin.add(&o.spin);
     }
 }
 

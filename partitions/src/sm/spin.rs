@@ -1,0 +1,248 @@
+//! Spin regions (issue 24, DESIGN.md section 6): a warp repeats a spin loop's recorded
+//! body as many times as the values the simulated memory returns require, instead of the
+//! number of times the recorder happened to see.
+//!
+//! A region ([`tessera_traces::SpinRegion`]) is a head, a test, a tail and a back-edge.
+//! When a warp issues the region's first instruction its lanes start spinning and the warp
+//! cursor keeps the body ([`WarpCursor::loop_begin`]). The head's loads and returning
+//! atomics on sync words are its values, in order; the test waits for them (as a fence
+//! waits for its warp's memory results: the branch reads the loaded registers), and each
+//! spinning lane whose exit condition holds on them (terms over the values and the test's
+//! per-lane constants) leaves: it runs the tail (a critical section, a release) and the
+//! region is over for it. At the back-edge the lanes still spinning go round again after
+//! the back-off (`min(base * 2^i, max)` core cycles), running the body served again from
+//! the cursor; when none is left the warp goes on after the back-edge. Under the default
+//! `its` policy the lanes that left wait at the back-edge for the others (they reconverge
+//! there, as the recorded reconvergence point says); a pre-Volta stack, where that would
+//! deadlock a lock held by a waiting lane, is the reconvergence issue's.
+
+use super::issue::SmError;
+use super::stats::SpinCounters;
+use super::warp::WarpState;
+use tessera_traces::{CtaStream, SpinRegion, WarpCursor, WarpInst};
+
+/// What an instruction is to the spin regions of its kernel (per static slot).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum SpinRole {
+    #[default]
+    None,
+    Start(u16),
+    Test(u16),
+    End(u16),
+}
+
+/// Value instructions a head may read (the trace's limit).
+pub(super) const MAX_VALUES: usize = tessera_traces::reader::MAX_EXIT_TERMS;
+
+/// A warp's state in the spin region it is in.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SpinWarp {
+    /// The region, while the warp is in one.
+    pub(super) region: Option<u16>,
+    /// The lanes still spinning, and those leaving in this iteration (after its test).
+    pub(super) spinning: u32,
+    pub(super) exiting: u32,
+    /// Iterations done in this region.
+    pub(super) iter: u32,
+    /// The next value instruction's index in this iteration's head, the values read (by
+    /// index, by lane), and which have arrived.
+    pub(super) next_value: u8,
+    pub(super) values: [[u32; 32]; MAX_VALUES],
+    pub(super) got: u16,
+    /// A digest of the previous iteration's values, and whether this one read the same
+    /// (the watchdog's "a full round returned the same values").
+    pub(super) last_digest: u64,
+    pub(super) same: bool,
+}
+
+impl SpinWarp {
+    /// The index of the head's next value instruction (none past [`MAX_VALUES`] or outside
+    /// a head).
+    pub(super) fn take_value_slot(&mut self) -> Option<u8> {
+        if self.region.is_none() || self.exiting != 0 {
+            return None;
+        }
+        let k = self.next_value;
+        if (k as usize) < MAX_VALUES {
+            self.next_value += 1;
+            Some(k)
+        } else {
+            None
+        }
+    }
+
+    /// Lanes `mask` of value instruction `k` read `values`.
+    pub(super) fn set_values(&mut self, k: u8, mask: u32, values: &[u32; 32]) {
+        if let Some(v) = self.values.get_mut(k as usize) {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                v[l] = values[l];
+            }
+            self.got |= 1 << k;
+        }
+    }
+}
+
+/// What the issue of a region's start, test or back-edge did to the warp's stream.
+pub(super) struct Step {
+    /// Instructions taken from the trace's stream (the warp's `next` moves by it).
+    pub(super) consumed: usize,
+}
+
+/// The issue of `inst` (role `role`) by warp `ws` at cycle `now`, in place of the plain
+/// advance of its cursor. `consts` are the test's per-lane constants (its operands).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn step(
+    role: SpinRole,
+    regions: &[SpinRegion],
+    sw: &mut SpinWarp,
+    cur: &mut WarpCursor,
+    cta: &CtaStream,
+    ws: &mut WarpState,
+    inst: &WarpInst,
+    now: u64,
+    st: &mut SpinCounters,
+) -> Result<Step, SmError> {
+    let warp_id = cur.warp_id();
+    let fault = |what: String| SmError::Spin {
+        cta: cta.id(),
+        warp: warp_id,
+        pc: inst.pc,
+        detail: what,
+    };
+    let advance = |cur: &mut WarpCursor| -> Result<usize, SmError> {
+        let fresh = cur.fresh();
+        cur.advance(cta).map_err(|e| SmError::Spin {
+            cta: cta.id(),
+            warp: warp_id,
+            pc: inst.pc,
+            detail: e.0.to_string(),
+        })?;
+        Ok(fresh as usize)
+    };
+    match role {
+        SpinRole::None => Ok(Step {
+            consumed: advance(cur)?,
+        }),
+        SpinRole::Start(_) => {
+            // Entered before the issue (see `enter`): the head goes on.
+            Ok(Step {
+                consumed: advance(cur)?,
+            })
+        }
+        SpinRole::Test(r) => {
+            let Some(reg) = regions.get(r as usize).filter(|_| sw.region == Some(r)) else {
+                return Err(fault(format!(
+                    "the exit test of spin region {r} runs outside its region"
+                )));
+            };
+            let consts = cur.operands(reg.terms.len() as u8).unwrap_or(&[]);
+            let n = reg.terms.len();
+            let mut exiting = 0u32;
+            let mut m = inst.mask & sw.spinning;
+            let mut k = 0usize;
+            let mut digest = 0xcbf2_9ce4_8422_2325u64;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let mut all = true;
+                let mut any = false;
+                for (t, term) in reg.terms.iter().enumerate() {
+                    let v = term.value as usize;
+                    if sw.got >> v & 1 == 0 {
+                        return Err(fault(format!(
+                            "spin region {r}: its exit reads value {v}, which the head did not \
+                             read from a sync word (only strong loads and atomics on declared \
+                             sync words have values)"
+                        )));
+                    }
+                    let value = sw.values[v][l];
+                    digest = (digest ^ value as u64).wrapping_mul(0x0100_0000_01b3);
+                    let Some(&c) = consts.get(k * n + t) else {
+                        return Err(fault(format!(
+                            "spin region {r}: its test records no constant for lane {l}, term {t}"
+                        )));
+                    };
+                    let holds = term.cmp.holds(value, c as u32);
+                    all &= holds;
+                    any |= holds;
+                }
+                if if reg.all { all } else { any } {
+                    exiting |= 1 << l;
+                }
+                k += 1;
+            }
+            sw.same = sw.iter > 0 && digest == sw.last_digest;
+            sw.last_digest = digest;
+            sw.exiting = exiting;
+            st.exits += exiting.count_ones() as u64;
+            let mut consumed = advance(cur)?;
+            if exiting != 0 {
+                cur.set_filter(exiting);
+            } else {
+                // Nobody leaves: the tail is passed over (the branch jumps to the back-edge).
+                while let Some(next) = cur.peek() {
+                    if next.pc == reg.end_pc {
+                        break;
+                    }
+                    let class = next.class as usize;
+                    let fresh = advance(cur)?;
+                    consumed += fresh;
+                    if fresh == 1 {
+                        st.skipped_by_class[class] += 1;
+                    }
+                }
+                if cur.peek().is_none() {
+                    return Err(fault(format!(
+                        "spin region {r}: the warp's stream ends before its back-edge"
+                    )));
+                }
+                cur.set_filter(sw.spinning);
+            }
+            Ok(Step { consumed })
+        }
+        SpinRole::End(r) => {
+            let Some(reg) = regions.get(r as usize).filter(|_| sw.region == Some(r)) else {
+                return Err(fault(format!(
+                    "the back-edge of spin region {r} runs outside its region"
+                )));
+            };
+            sw.spinning &= !sw.exiting;
+            sw.exiting = 0;
+            sw.iter += 1;
+            st.iterations += 1;
+            if sw.spinning != 0 {
+                let shift = (sw.iter - 1).min(31);
+                let backoff = (reg.backoff_base as u64)
+                    .saturating_mul(1 << shift)
+                    .min(reg.backoff_max as u64);
+                ws.release_at = ws.release_at.max(now + 1 + backoff);
+                sw.next_value = 0;
+                sw.got = 0;
+                cur.loop_back(sw.spinning);
+                return Ok(Step { consumed: 0 });
+            }
+            sw.region = None;
+            cur.loop_end();
+            Ok(Step {
+                consumed: advance(cur)?,
+            })
+        }
+    }
+}
+
+/// Warp `sw` issues region `r`'s first instruction `inst`: unless it is repeating the
+/// region already, its lanes start spinning and the cursor keeps the body from here.
+pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16, inst: &WarpInst) {
+    if sw.region == Some(r) {
+        return;
+    }
+    *sw = SpinWarp {
+        region: Some(r),
+        spinning: inst.mask,
+        ..SpinWarp::default()
+    };
+    cur.loop_begin();
+}

@@ -1,0 +1,211 @@
+//! Spin regions and sync values end to end (issue 24) on a trace written with the trace
+//! writer: a producer CTA does a chain of dependent loads and then sets a flag with an
+//! atomic exchange; a consumer CTA spins on the flag with a strong load. How many times
+//! the consumer goes round is decided by the simulated timing, not by the trace.
+
+use std::path::{Path, PathBuf};
+use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
+use tessera_partitions::config::GpuConfig;
+use tessera_partitions::stats::RunStats;
+use tessera_traces::{
+    AddrRecord, Command, ExitTerm, KernelMeta, RawInst, SpinRegion, SyncCmp, SyncWords, TraceFile,
+    TraceWriter, WriterOptions,
+};
+
+const DATA: u64 = 0x7f00_0000_0000;
+const FLAG: u64 = 0x7f00_0010_0000;
+
+fn config(name: &str, overrides: &[(&str, &str)]) -> GpuConfig {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../configs")
+        .join(name);
+    let o: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    GpuConfig::load(p, &o).unwrap()
+}
+
+/// The producer-consumer trace: CTA 0 runs `work` dependent loads, then `flag = 1`
+/// (`ATOMG.E.EXCH`, unless `set_flag` is false: a flag nobody sets); CTA 1 spins while
+/// `flag != 1` (one strong load per round). `expect`: the flag's value the recorder saw
+/// at the end.
+fn write_trace(dir: &Path, work: u32, set_flag: bool, expect: Option<u32>) -> PathBuf {
+    let path = dir.join(format!("spin-{work}-{set_flag}.tst"));
+    let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+    w.add_command(Command::Alloc {
+        device: 0,
+        addr: DATA,
+        bytes: 1 << 20,
+    })
+    .unwrap();
+    w.add_command(Command::Alloc {
+        device: 0,
+        addr: FLAG,
+        bytes: 4,
+    })
+    .unwrap();
+    w.add_sync_words(SyncWords {
+        name: "flag".into(),
+        device: 0,
+        addr: FLAG,
+        init: vec![0],
+        expect: expect.map_or(Vec::new(), |e| vec![e]),
+    });
+    let mut meta = KernelMeta::new("_Z8producerPjS_", [2, 1, 1], [32, 1, 1]);
+    meta.records_operands = true;
+    meta.spin_regions = vec![SpinRegion {
+        start_pc: 0x100,
+        test_pc: 0x110,
+        end_pc: 0x120,
+        terms: vec![ExitTerm {
+            value: 0,
+            cmp: SyncCmp::Eq,
+        }],
+        all: true,
+        backoff_base: 0,
+        backoff_max: 0,
+        label: "flag set".into(),
+    }];
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let op = |w: &mut TraceWriter, name: &str| {
+        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
+            .unwrap()
+    };
+    let (ldg, exch, ldg_strong, bra, exit) = (
+        op(&mut w, "LDG.E"),
+        op(&mut w, "ATOMG.E.EXCH.STRONG.GPU"),
+        op(&mut w, "LDG.E.STRONG.GPU"),
+        op(&mut w, "BRA"),
+        op(&mut w, "EXIT"),
+    );
+    let inst =
+        |pc: u32, opcode: u16, mask: u32, dsts: &'static [u16], srcs: &'static [u16]| RawInst {
+            pc,
+            mask,
+            opcode,
+            dsts,
+            srcs,
+            mem_width: 0,
+            imm: None,
+            line: None,
+            addrs: AddrRecord::None,
+        };
+    let flag_addr = [FLAG];
+    // CTA 0: the producer.
+    w.begin_cta([0, 0, 0], None).unwrap();
+    w.begin_warp(0).unwrap();
+    for i in 0..work {
+        let a = [DATA + 4096 * i as u64];
+        let mut x = inst(0x10, ldg, 1, &[2], &[2]);
+        x.mem_width = 4;
+        x.addrs = AddrRecord::List { mode: 0, addrs: &a };
+        w.push(&x).unwrap();
+    }
+    if set_flag {
+        let mut x = inst(0x20, exch, 1, &[], &[2]);
+        x.mem_width = 4;
+        x.addrs = AddrRecord::List {
+            mode: 0,
+            addrs: &flag_addr,
+        };
+        w.push_with_operands(&x, &[1]).unwrap();
+    }
+    w.push(&inst(0x30, exit, u32::MAX, &[], &[])).unwrap();
+    w.end_warp().unwrap();
+    w.end_cta().unwrap();
+    // CTA 1: the consumer, one round of its spin loop recorded.
+    w.begin_cta([1, 0, 0], None).unwrap();
+    w.begin_warp(0).unwrap();
+    let mut x = inst(0x100, ldg_strong, 1, &[4], &[]);
+    x.mem_width = 4;
+    x.addrs = AddrRecord::List {
+        mode: 0,
+        addrs: &flag_addr,
+    };
+    w.push(&x).unwrap();
+    w.push_with_operands(&inst(0x110, bra, 1, &[], &[]), &[1])
+        .unwrap();
+    w.push(&inst(0x120, bra, 1, &[], &[])).unwrap();
+    w.push(&inst(0x130, exit, u32::MAX, &[], &[])).unwrap();
+    w.end_warp().unwrap();
+    w.end_cta().unwrap();
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    path
+}
+
+fn run(cfg: &GpuConfig, path: &Path, threads: usize) -> RunStats {
+    let trace = TraceFile::open(path).unwrap();
+    tessera_system::run_gpu_threads(cfg, &trace, threads)
+        .unwrap()
+        .0
+}
+
+#[test]
+fn the_spin_count_comes_from_the_simulated_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("default.yaml", &[]);
+    let mut rounds = Vec::new();
+    for work in [4, 16] {
+        let s = run(&cfg, &write_trace(dir.path(), work, true, Some(1)), 1);
+        let sync = s
+            .sync
+            .clone()
+            .expect("a trace with sync words reports them");
+        assert_eq!(sync.words.len(), 1);
+        assert_eq!(sync.words[0].check, "ok", "{:?}", sync.words);
+        assert!(sync.spin_iterations >= 1);
+        // Every round is one strong load at the flag's home.
+        assert_eq!(sync.loads, sync.spin_iterations);
+        assert_eq!(sync.spin_exits, 1);
+        rounds.push(sync.spin_iterations);
+    }
+    // The producer's longer chain keeps the consumer spinning longer.
+    assert!(
+        rounds[1] > rounds[0] + 4,
+        "16 dependent loads before the flag gave {} rounds, 4 gave {}",
+        rounds[1],
+        rounds[0]
+    );
+    // A slower L2 makes each round and the producer's chain slower alike, so the count
+    // moves, and not in proportion to either.
+    let slow = config("default.yaml", &[("l2.hit_latency_cycles", "600")]);
+    let s = run(&slow, &write_trace(dir.path(), 16, true, Some(1)), 1);
+    assert_ne!(s.sync.unwrap().spin_iterations, rounds[1]);
+}
+
+#[test]
+fn a_value_that_differs_from_the_recorders_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("default.yaml", &[]);
+    let trace = TraceFile::open(&write_trace(dir.path(), 4, true, Some(7))).unwrap();
+    let e = tessera_system::run_gpu_threads(&cfg, &trace, 1).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("\"flag\"") && m.contains("is 1") && m.contains("left 7"),
+        "{m}"
+    );
+}
+
+#[test]
+fn spinning_is_the_same_on_any_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("a100-4chiplet.yaml", &[]);
+    let path = write_trace(dir.path(), 16, true, Some(1));
+    let one = run(&cfg, &path, 1);
+    assert!(one.sync.as_ref().unwrap().spin_iterations > 1);
+    for threads in [2, 4] {
+        let many = run(&cfg, &path, threads);
+        assert_eq!(
+            serde_json::to_string(&many).unwrap(),
+            serde_json::to_string(&one).unwrap(),
+            "{threads} threads"
+        );
+    }
+}
