@@ -539,7 +539,50 @@ pub(crate) fn report_run(
             windows.messages
         );
     }
+    if let Some(w) = &stats.watchdog {
+        report_watchdog(w);
+        return Err(crate::Exit(WATCHDOG_EXIT).into());
+    }
     Ok(())
+}
+
+/// The exit status of a run the progress watchdog stopped (a deadlock or livelock in the
+/// simulated system; its stats file is written, with the `watchdog` object): distinct from
+/// 1, an error.
+pub(crate) const WATCHDOG_EXIT: u8 = 3;
+
+/// The watchdog's verdict on stderr: kind, cycle, the waiting warps and sync words.
+fn report_watchdog(w: &tessera_partitions::watchdog::WatchdogReport) {
+    let kind = match w.verdict {
+        tessera_partitions::watchdog::Verdict::Deadlock => "deadlock",
+        tessera_partitions::watchdog::Verdict::Livelock => "livelock",
+    };
+    eprintln!(
+        "watchdog: {kind} at cycle {}: no progress since cycle {}; {} warp(s) unfinished",
+        w.cycle, w.no_progress_since, w.live_warps
+    );
+    for x in w.warps.iter().take(16) {
+        let at = match &x.spin {
+            Some(s) => format!(
+                ", spinning in the region at pc {:#x} ({}) for {} round(s), lanes {:#x}, last values {:?}",
+                s.region_pc, s.label, s.rounds, s.lanes, s.values
+            ),
+            None => String::new(),
+        };
+        eprintln!(
+            "  SM {} kernel {} CTA ({},{},{}) warp {}: {} at pc {:#x}{at}",
+            x.sm, x.kernel, x.cta[0], x.cta[1], x.cta[2], x.warp, x.state, x.pc
+        );
+    }
+    if w.warps.len() > 16 {
+        eprintln!(
+            "  ... {} more in the stats file's `watchdog.warps`",
+            w.warps.len() - 16
+        );
+    }
+    for s in &w.sync_words {
+        eprintln!("  sync word {} at {:#x} = {}", s.name, s.addr, s.value);
+    }
 }
 
 fn pct(a: u64, b: u64) -> f64 {

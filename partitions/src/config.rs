@@ -57,6 +57,7 @@ pub use crate::mem::shared_mem::SharedMemConfig;
 pub use crate::sm::icache::IcacheConfig;
 pub use crate::sm::params::{CoreConfig, OpLatencyTable, OpTiming};
 pub use crate::sm::scheduler::SchedulerPolicy;
+pub use crate::watchdog::WatchdogConfig;
 
 use crate::Picos;
 
@@ -402,6 +403,8 @@ section! {
         launch: LaunchConfig = Kind::Section(LaunchConfig::KEYS), unit "-", None;
         /// Host-to-device copies from the command list.
         memcpy: MemcpyConfig = Kind::Section(MemcpyConfig::KEYS), unit "-", None;
+        /// The progress watchdog of runs with spin regions (issue 24).
+        watchdog: WatchdogConfig = Kind::Section(WatchdogConfig::KEYS), unit "-", None;
     }
 }
 

@@ -27,6 +27,7 @@ pub mod sm;
 pub mod stats;
 pub mod stats_doc;
 pub mod timeseries;
+pub mod watchdog;
 
 pub use tessera_interconnect::Picos;
 pub use tessera_traces::{DecodedCta, WarpInst};

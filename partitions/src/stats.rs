@@ -61,6 +61,13 @@ pub struct RunStats {
     /// the spin regions and the sync memory did (issue 24).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncSummary>,
+    /// Present only when the progress watchdog stopped the run (issue 24): a deadlock or
+    /// livelock, where, and the unfinished warps and sync words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<crate::watchdog::WatchdogReport>,
+    /// The unfinished warps at the end, by SM (read by the watchdog's report).
+    #[serde(skip)]
+    pub waiting: Vec<crate::watchdog::WaitingWarp>,
 }
 
 /// The stats' `sync` object: spin regions and the sync words' values (issue 24).
@@ -443,6 +450,8 @@ pub enum UnitStats {
         ctas: u64,
         per_kernel: Vec<(u64, u64)>,
         mem_per_kernel: KernelTally,
+        /// Its unfinished warps when the run stopped (for the watchdog's report).
+        waiting: Vec<crate::watchdog::WaitingWarp>,
     },
     /// A channel unit: its L2 slices, LLC slice and DRAM channel, and the same per kernel;
     /// with sync words, what its sync memory did and the words written there (issue 24).

@@ -21,6 +21,9 @@ use tessera_partitions::config::GpuConfig;
 use tessera_partitions::gpu::{build, collect_stats, collect_stats_at, GpuError, GpuPartition};
 use tessera_partitions::stats::{RunLimit, RunStats};
 use tessera_partitions::timeseries::Interval;
+use tessera_partitions::watchdog::{
+    SyncWordValue, Verdict, Watchdog, WatchdogReport, WatchdogSample, MAX_REPORTED_WARPS,
+};
 use tessera_traces::TraceFile;
 
 /// The GPU of `cfg` running `trace`: built by `tessera-partitions`, run here, stats
@@ -172,21 +175,35 @@ pub fn run_gpu_limited(
     if let Some(i) = interval {
         sys.sample(i);
     }
-    let run = if limits.max_warp_insts.is_some() || on_progress.is_some() {
+    let watch = Watch::of(cfg, trace);
+    let mut verdict: Option<Stopped> = None;
+    let run = if limits.max_warp_insts.is_some() || on_progress.is_some() || watch.is_some() {
         // Paused (every worker waiting) to read the counters: at exact multiples of
-        // WARP_INSTS_STEP for the limit, at window ends for progress alone.
-        let pauses = match limits.max_warp_insts {
-            Some(_) => (
-                WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()),
-                Pauses::Exact,
-            ),
-            None => (PROGRESS_STEP_PS, Pauses::WindowEnds),
+        // WARP_INSTS_STEP for the limit and of `watchdog.check_cycles` for the watchdog,
+        // at window ends for progress alone.
+        let period = cfg.core_period_ps();
+        let pauses = match (limits.max_warp_insts, &watch) {
+            (Some(_), Some(w)) => (gcd(WARP_INSTS_STEP, w.check_cycles) * period, Pauses::Exact),
+            (Some(_), None) => (WARP_INSTS_STEP.saturating_mul(period), Pauses::Exact),
+            (None, Some(w)) => (w.check_cycles.saturating_mul(period), Pauses::Exact),
+            (None, None) => (PROGRESS_STEP_PS, Pauses::WindowEnds),
         };
         let mut report = on_progress;
+        let mut dog = watch.clone();
         let mut on_pause = |parts: &[&GpuPartition<'_>], at: Picos| {
             let p = progress_of(parts, at);
             if let Some(r) = report.as_mut() {
                 r(p);
+            }
+            if let Some(d) = dog.as_mut() {
+                let mut sample = WatchdogSample::default();
+                for part in parts {
+                    sample.add(&part.watchdog_sample());
+                }
+                if let Some(v) = d.check(at / period, sample) {
+                    verdict = Some(v);
+                    return false;
+                }
             }
             !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
         };
@@ -224,7 +241,100 @@ pub fn run_gpu_limited(
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
     finish_sync(trace, &mut stats, finished)?;
+    if let Some(v) = verdict {
+        stats.watchdog = Some(watchdog_report(trace, &stats, v));
+    }
     Ok((stats, w))
+}
+
+/// The watchdog of a run (`crate::watchdog` of tessera-partitions): on for a trace with
+/// spin regions, whose warps may never finish; a trace without has finite streams only.
+#[derive(Clone, Debug)]
+struct Watch {
+    check_cycles: u64,
+    dog: Watchdog,
+}
+
+/// Why the watchdog stopped a run: its verdict, the check's cycle, the cycle from which
+/// nothing progressed, and the unfinished warps then.
+#[derive(Clone, Copy, Debug)]
+struct Stopped {
+    verdict: Verdict,
+    cycle: u64,
+    since: u64,
+    live_warps: u64,
+}
+
+impl Watch {
+    fn of(cfg: &GpuConfig, trace: &TraceFile) -> Option<Watch> {
+        if !trace.kernels().iter().any(|k| !k.spin_regions.is_empty()) {
+            return None;
+        }
+        let w = &cfg.watchdog;
+        let check_cycles = w.check_cycles.max(1);
+        Some(Watch {
+            check_cycles,
+            dog: Watchdog::new(w.livelock_cycles),
+        })
+    }
+
+    /// The check at core cycle `cycle` (a pause: only multiples of `check_cycles` count).
+    fn check(&mut self, cycle: u64, sample: WatchdogSample) -> Option<Stopped> {
+        if cycle % self.check_cycles != 0 {
+            return None;
+        }
+        let verdict = self.dog.check(cycle, sample)?;
+        Some(Stopped {
+            verdict,
+            cycle,
+            since: self.dog.since(),
+            live_warps: sample.live_warps,
+        })
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The stats' `watchdog` object of a run it stopped: the verdict, the unfinished warps
+/// (the first [`MAX_REPORTED_WARPS`], by SM) and the sync words that are not at their
+/// initial values.
+fn watchdog_report(trace: &TraceFile, stats: &RunStats, s: Stopped) -> WatchdogReport {
+    let declared = &trace.index().sync_words;
+    let mut sync_words = Vec::new();
+    if let Some(sync) = &stats.sync {
+        for &(addr, value) in &sync.values {
+            let Some(w) = declared.iter().find(|w| w.contains(addr)) else {
+                continue;
+            };
+            let i = ((addr - w.addr) / 4) as usize;
+            if w.init.get(i) != Some(&value) && sync_words.len() < MAX_REPORTED_WARPS {
+                sync_words.push(SyncWordValue {
+                    name: format!("{}[{i}]", w.name),
+                    addr,
+                    value,
+                });
+            }
+        }
+    }
+    WatchdogReport {
+        verdict: s.verdict,
+        cycle: s.cycle,
+        no_progress_since: s.since,
+        warps: stats
+            .waiting
+            .iter()
+            .take(MAX_REPORTED_WARPS)
+            .cloned()
+            .collect(),
+        live_warps: s.live_warps,
+        sync_words,
+    }
 }
 
 /// `schedule` with its partitions grouped (unless groups are given) for `workers`
@@ -622,25 +732,47 @@ pub fn run_gpu_mpi(
     )
     .map_err(gpu_error)?;
     // Every rank takes the same branch (they all pause together, or none does).
+    let watch = Watch::of(cfg, trace);
+    if watch.is_some() && threads > 1 {
+        return Err(GpuError::Unsupported(
+            "the trace has spin regions, whose progress watchdog pauses every rank at the \
+             same simulated times: run one thread per rank under MPI"
+                .into(),
+        ));
+    }
+    let mut verdict: Option<Stopped> = None;
     let (partitions, windows, cut) = if threads <= 1 {
         let least = lookahead.min();
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
-        let pauses = match limits.max_warp_insts {
-            Some(_) => (WARP_INSTS_STEP.saturating_mul(cfg.core_period_ps()), true),
-            None => (PROGRESS_STEP_PS, least > PROGRESS_STEP_PS),
+        let period = cfg.core_period_ps();
+        let pauses = match (limits.max_warp_insts, &watch) {
+            (Some(_), Some(w)) => (gcd(WARP_INSTS_STEP, w.check_cycles) * period, true),
+            (Some(_), None) => (WARP_INSTS_STEP.saturating_mul(period), true),
+            (None, Some(w)) => (w.check_cycles.saturating_mul(period), true),
+            (None, None) => (PROGRESS_STEP_PS, least > PROGRESS_STEP_PS),
         };
+        let mut dog = watch.clone();
         let mut on_pause = |engine: &Engine<GpuPartition<'_>, _>, at: Picos| -> bool {
             let parts: Vec<&GpuPartition<'_>> = engine.partitions().iter().collect();
             let p = progress_of(&parts, at);
+            let mut sample = WatchdogSample::default();
+            for part in &parts {
+                sample.add(&part.watchdog_sample());
+            }
+            let w = sample.words();
             let mine = [
                 p.warp_insts,
                 p.ctas_done,
                 p.kernels_done as u64,
                 p.kernels as u64,
+                w[0],
+                w[1],
+                w[2],
+                w[3],
             ];
             // The host's rank alone counts kernels: the sums are the whole GPU's.
-            let mut all = [0u64; 4];
+            let mut all = [0u64; 8];
             world.all_reduce_into(&mine[..], &mut all[..], SystemOperation::sum());
             let p = GpuProgress {
                 sim_ps: at,
@@ -651,6 +783,13 @@ pub fn run_gpu_mpi(
             };
             if let Some(r) = on_progress.as_mut() {
                 r(p);
+            }
+            if let Some(d) = dog.as_mut() {
+                let sample = WatchdogSample::from_words([all[4], all[5], all[6], all[7]]);
+                if let Some(v) = d.check(at / period, sample) {
+                    verdict = Some(v);
+                    return false;
+                }
             }
             !matches!(limits.max_warp_insts, Some(n) if p.warp_insts >= n)
         };
@@ -724,5 +863,8 @@ pub fn run_gpu_mpi(
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
     finish_sync(trace, &mut stats, finished)?;
+    if let Some(v) = verdict {
+        stats.watchdog = Some(watchdog_report(trace, &stats, v));
+    }
     Ok(Some((stats, windows)))
 }

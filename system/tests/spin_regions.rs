@@ -209,3 +209,41 @@ fn spinning_is_the_same_on_any_threads() {
         );
     }
 }
+
+/// A flag nobody sets: the consumer spins on a value that never changes while nothing
+/// else runs. The watchdog stops the run within `watchdog.livelock_cycles` and reports a
+/// deadlock with the spinning warp, at the same cycle on any threads.
+#[test]
+fn a_flag_nobody_sets_is_reported_as_a_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        "a100-4chiplet.yaml",
+        &[
+            ("watchdog.check_cycles", "1000"),
+            ("watchdog.livelock_cycles", "20000"),
+        ],
+    );
+    let path = write_trace(dir.path(), 4, false, Some(1));
+    let one = run(&cfg, &path, 1);
+    let w = one.watchdog.as_ref().expect("the watchdog stops the run");
+    assert_eq!(w.verdict, tessera_partitions::watchdog::Verdict::Deadlock);
+    assert!(w.cycle - w.no_progress_since >= 20_000, "{w:?}");
+    assert!(w.cycle - w.no_progress_since < 22_000, "{w:?}");
+    assert_eq!(w.live_warps, 1);
+    assert_eq!(w.warps.len(), 1);
+    let x = &w.warps[0];
+    assert_eq!((x.cta, x.state.as_str()), ([1, 0, 0], "spin"));
+    let spin = x.spin.as_ref().unwrap();
+    assert_eq!(
+        (spin.region_pc, spin.values.as_slice()),
+        (0x100, &[0u32][..])
+    );
+    assert!(spin.rounds > 10);
+    // A run that did not finish is not checked against the recorder's values.
+    assert_eq!(one.sync.as_ref().unwrap().words[0].check, "partial");
+    let four = run(&cfg, &path, 4);
+    assert_eq!(
+        serde_json::to_string(&four).unwrap(),
+        serde_json::to_string(&one).unwrap()
+    );
+}

@@ -362,8 +362,10 @@ pub fn stats_part(cfg: &GpuConfig, partitions: Vec<GpuPartition<'_>>, end_ps: Pi
         for u in p.sms {
             // Every SM's idle tail counts up to the run's end.
             let end = end_cycle.max(u.sm.now());
+            let waiting = u.sm.waiting_warps(u.index, u.kernel().unwrap_or(0));
             let core = Box::new(u.sm.finish(0, end));
             let stats = UnitStats::Sm {
+                waiting,
                 core,
                 mem: u.ldst.stats(),
                 ctas: u.ctas,
@@ -455,6 +457,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
     let mut links = Vec::new();
     let mut tally = KernelTally::default();
     let mut sync: Option<crate::stats::SyncSummary> = None;
+    let mut waiting = Vec::new();
     for (unit, stats) in units.into_sorted() {
         let Some(c) = sums.get_mut(ids.chiplet_of(unit) as usize) else {
             continue;
@@ -466,7 +469,9 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 ctas,
                 per_kernel,
                 mem_per_kernel,
+                waiting: w,
             } => {
+                waiting.extend(w);
                 tally.add(&mem_per_kernel);
                 if kernel_insts.len() < per_kernel.len() {
                     kernel_insts.resize(per_kernel.len(), (0, 0));
@@ -646,5 +651,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
             s.values.sort_unstable();
             s
         }),
+        watchdog: None,
+        waiting,
     }
 }

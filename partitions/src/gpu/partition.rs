@@ -471,6 +471,11 @@ impl SmUnit {
         self.answers.front().map_or(horizon, |&a| a.min(horizon))
     }
 
+    /// The kernel of its CTAs (the last one it ran).
+    pub(super) fn kernel(&self) -> Option<u32> {
+        self.kernel
+    }
+
     /// Adds the instructions retired since the kernel started to that kernel.
     fn attribute(&mut self) {
         let Some(k) = self.kernel else { return };
@@ -1489,6 +1494,17 @@ impl GpuPartition<'_> {
             ctas_done,
             self.cps.iter().find_map(|c| c.kernels_done()),
         )
+    }
+
+    /// The watchdog's view of the units it hosts (`crate::watchdog`): its SMs' samples,
+    /// with a CTA dispatched or completed counted as progress.
+    pub fn watchdog_sample(&self) -> crate::watchdog::WatchdogSample {
+        let mut s = crate::watchdog::WatchdogSample::default();
+        for u in &self.sms {
+            s.add(&u.sm.watchdog_sample());
+            s.progress += u.ctas * 2 - (u.sm.resident() as u64).min(u.ctas);
+        }
+        s
     }
 
     /// Reports the events of every unit it hosts to `obs` from now on (see

@@ -246,3 +246,84 @@ pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16, inst: &Warp
     };
     cur.loop_begin();
 }
+
+impl super::issue::Sm {
+    /// The watchdog's view of this SM (`crate::watchdog`): its progress events (warp
+    /// instructions taken from the trace, lanes that left spin regions), its spin rounds,
+    /// its unfinished warps and those of them that wait at a barrier or spin on values
+    /// that did not change in their last round. CTAs are counted by the GPU.
+    pub fn watchdog_sample(&self) -> crate::watchdog::WatchdogSample {
+        let st = self.stats();
+        let (mut live, mut stuck) = (0u64, 0u64);
+        for (i, &used) in self.used.iter().enumerate() {
+            let w = &self.warps[i];
+            if !used || w.done {
+                continue;
+            }
+            live += 1;
+            let spinning = self
+                .spins
+                .get(i)
+                .is_some_and(|s| s.region.is_some() && s.same);
+            stuck += u64::from(w.at_barrier || spinning);
+        }
+        crate::watchdog::WatchdogSample {
+            progress: st.warp_insts.wrapping_sub(st.spin.replayed()) + st.spin.exits,
+            spin_rounds: st.spin.iterations,
+            live_warps: live,
+            stuck_warps: stuck,
+        }
+    }
+
+    /// Its unfinished warps, for the watchdog's report (`sm`: its index in the system,
+    /// `kernel`: the kernel it runs).
+    pub fn waiting_warps(&self, sm: u32, kernel: u32) -> Vec<crate::watchdog::WaitingWarp> {
+        let mut out = Vec::new();
+        for (i, &used) in self.used.iter().enumerate() {
+            let w = &self.warps[i];
+            if !used || w.done {
+                continue;
+            }
+            let Some(rc) = self.ctas.get(w.cta as usize).and_then(|c| c.as_ref()) else {
+                continue;
+            };
+            let cur = &self.cursors[i];
+            let sw = self.spins.get(i).filter(|s| s.region.is_some());
+            let spin = sw.and_then(|s| {
+                let r = s.region?;
+                let reg = self.prep.as_ref()?.regions.get(r as usize)?;
+                let lane = s.spinning.trailing_zeros().min(31) as usize;
+                let n = reg
+                    .terms
+                    .iter()
+                    .map(|t| t.value as usize + 1)
+                    .max()
+                    .unwrap_or(0);
+                Some(crate::watchdog::SpinWait {
+                    region_pc: reg.start_pc,
+                    label: reg.label.clone(),
+                    lanes: s.spinning,
+                    rounds: s.iter,
+                    values: (0..n.min(MAX_VALUES)).map(|v| s.values[v][lane]).collect(),
+                })
+            });
+            out.push(crate::watchdog::WaitingWarp {
+                sm,
+                kernel,
+                cta: rc.cta.id(),
+                warp: cur.warp_id(),
+                pc: cur.peek().map_or(0, |x| x.pc),
+                state: if w.at_barrier {
+                    "barrier"
+                } else if spin.is_some() {
+                    "spin"
+                } else {
+                    "ready"
+                }
+                .into(),
+                spin,
+            });
+        }
+        out
+    }
+}
