@@ -90,6 +90,14 @@ pub const PROVENANCE_KEYS: &[DocKey] = &[
         doc: "CRC-32 of the trace's index: its content hash, 8 hexadecimal digits.",
     },
     DocKey {
+        path: "provenance.input.sync",
+        unit: "text",
+        doc: "`values` when the trace declares sync words or spin regions (format version 3: \
+              spin counts and sync values come from the simulated timing, the `sync` object is \
+              written), else `as recorded` (older traces and Accel-Sim imports replay their \
+              synchronization as the trace has it).",
+    },
+    DocKey {
         path: "provenance.config_effective",
         unit: "map",
         doc: "The effective configuration after includes, overrides and defaults, every \
@@ -315,6 +323,14 @@ pub fn stats_value(
     }
     let crc = format!("{:08x}", trace.index_crc32());
     inp.insert("trace_crc32".into(), crc.into());
+    // Whether synchronization is simulated as values (a format-3 trace with sync words or
+    // spin regions) or replayed as the trace recorded it (older traces, Accel-Sim imports).
+    let values = !trace.index().sync_words.is_empty()
+        || trace.kernels().iter().any(|k| !k.spin_regions.is_empty());
+    inp.insert(
+        "sync".into(),
+        if values { "values" } else { "as recorded" }.into(),
+    );
 
     let mut prov = Map::new();
     prov.insert("tool".into(), TOOL_VERSION.into());

@@ -553,19 +553,16 @@ pub(crate) const WATCHDOG_EXIT: u8 = 3;
 
 /// The watchdog's verdict on stderr: kind, cycle, the waiting warps and sync words.
 fn report_watchdog(w: &tessera_partitions::watchdog::WatchdogReport) {
-    let kind = match w.verdict {
-        tessera_partitions::watchdog::Verdict::Deadlock => "deadlock",
-        tessera_partitions::watchdog::Verdict::Livelock => "livelock",
-    };
+    let kind = &w.verdict;
     eprintln!(
         "watchdog: {kind} at cycle {}: no progress since cycle {}; {} warp(s) unfinished",
-        w.cycle, w.no_progress_since, w.live_warps
+        w.cycle, w.no_progress_since_cycle, w.live_warps
     );
     for x in w.warps.iter().take(16) {
         let at = match &x.spin {
             Some(s) => format!(
                 ", spinning in the region at pc {:#x} ({}) for {} round(s), lanes {:#x}, last values {:?}",
-                s.region_pc, s.label, s.rounds, s.lanes, s.values
+                s.region_pc, s.label, s.rounds, s.lane_mask, s.values
             ),
             None => String::new(),
         };

@@ -15,6 +15,7 @@ use crate::mem::{ChannelStats, LdStStats, MemStats};
 use crate::per_kernel::{KernelMemStats, KernelTally};
 use crate::sm::SmStats;
 use crate::timeseries::TimeSeries;
+use crate::watchdog::{WaitingWarp, WatchdogReport};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use tessera_traces::OpClass;
@@ -64,28 +65,34 @@ pub struct RunStats {
     /// Present only when the progress watchdog stopped the run (issue 24): a deadlock or
     /// livelock, where, and the unfinished warps and sync words.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub watchdog: Option<crate::watchdog::WatchdogReport>,
+    pub watchdog: Option<WatchdogReport>,
     /// The unfinished warps at the end, by SM (read by the watchdog's report).
     #[serde(skip)]
-    pub waiting: Vec<crate::watchdog::WaitingWarp>,
+    pub waiting: Vec<WaitingWarp>,
 }
 
 /// The stats' `sync` object: spin regions and the sync words' values (issue 24).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SyncSummary {
-    /// Spin-region iterations (per warp per round), and lanes that left a region with their
-    /// exit condition satisfied.
+    /// Spin-region iterations (per warp per round).
     pub spin_iterations: u64,
+    /// Lanes that left a spin region with their exit condition satisfied.
     pub spin_exits: u64,
     /// Warp instructions issued again from a spin region's body (beyond the trace's).
     pub replayed_warp_insts: u64,
-    /// Requests on sync words taken at their homes: strong loads, strong stores, atomics,
-    /// and compare-and-swap lanes that found their compare value (won) or not (lost).
+    /// Requests on sync words taken at their homes (one per word and operand group of an
+    /// instruction).
     pub requests: u64,
+    /// Of them, strong loads.
     pub loads: u64,
+    /// Of them, strong stores.
     pub stores: u64,
+    /// Of them, atomics.
     pub atomics: u64,
+    /// Compare-and-swap lanes that found their compare value (the swap took place: a lock
+    /// acquired).
     pub cas_won: u64,
+    /// Compare-and-swap lanes that did not (a failed attempt).
     pub cas_lost: u64,
     /// The declared sync words at the end of the run, by declaration.
     pub words: Vec<SyncWordsEnd>,
@@ -93,6 +100,7 @@ pub struct SyncSummary {
     /// `skipped_by_class`, is the trace's count).
     #[serde(skip)]
     pub replayed_by_class: [u64; OpClass::COUNT],
+    /// Per class, the trace's instructions passed over without issue.
     #[serde(skip)]
     pub skipped_by_class: [u64; OpClass::COUNT],
     /// Every written sync word's value at the end, by address (read by the check).
@@ -103,12 +111,15 @@ pub struct SyncSummary {
 /// One declaration of sync words at the end of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SyncWordsEnd {
+    /// Its name (the recorder's buffer name).
     pub name: String,
+    /// Its first word's address.
     pub addr: u64,
+    /// Its 32-bit words.
     pub words: u64,
-    /// Words whose value at the end differs from their initial one, and the sum of the
-    /// values at the end (wrapping at 64 bits).
+    /// Words whose value at the end differs from their initial one.
     pub changed: u64,
+    /// The sum of the words' values at the end (wrapping at 64 bits).
     pub sum: u64,
     /// Whether the recorder's values at the end were checked ("ok"), differ ("mismatch":
     /// the run stops with an error) or were not recorded ("unchecked"); a run that did not

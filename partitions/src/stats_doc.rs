@@ -12,6 +12,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("mem/stats.rs", include_str!("mem/stats.rs")),
     ("per_kernel.rs", include_str!("per_kernel.rs")),
     ("timeseries.rs", include_str!("timeseries.rs")),
+    ("watchdog.rs", include_str!("watchdog.rs")),
 ];
 
 /// A key written outside the stats views (by the binary): its full dotted path (`[]` for
@@ -67,6 +68,7 @@ fn decl(name: &str) -> Decl {
     let mut fields = Vec::new();
     let mut doc = Vec::new();
     let mut rename = None;
+    let mut skip = false;
     for l in &lines[at + 1..] {
         let t = l.trim();
         if t == "}" {
@@ -84,6 +86,11 @@ fn decl(name: &str) -> Decl {
                 // An optional key: its doc comment says when it is there.
                 continue;
             }
+            if attr == "serde(skip)]" {
+                // Not written: not a key.
+                skip = true;
+                continue;
+            }
             if attr.starts_with("serde") {
                 let r = attr
                     .strip_prefix("serde(rename = \"")
@@ -93,6 +100,11 @@ fn decl(name: &str) -> Decl {
                     });
                 rename = Some(r.to_string());
             }
+            continue;
+        }
+        if skip {
+            skip = false;
+            doc.clear();
             continue;
         }
         let t = t.strip_prefix("pub ").unwrap_or(t);
@@ -215,6 +227,14 @@ fn scalar_unit(strukt: &str, f: &Field) -> &'static str {
             .any(|s| k.ends_with(s));
     if strukt == "StallStats" {
         "scheduler-cycles"
+    } else if k == "addr" || k.ends_with("pc") {
+        "address"
+    } else if k.ends_with("mask") {
+        "bit mask"
+    } else if matches!(k, "value" | "values" | "sum") {
+        "value"
+    } else if matches!(k, "sm" | "kernel" | "warp") {
+        "index"
     } else if k == "stats_version" {
         "version"
     } else if k == "id" || k == "gpu" {

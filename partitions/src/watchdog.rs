@@ -13,7 +13,7 @@
 //! same values as the one before (nothing it reads is changing), else a **livelock** (the
 //! values move, as a lock word toggled by warps that never get in, but nothing gets done).
 
-use crate::config::{section, Kind};
+use crate::config::{section, Kind, MAX_CYCLES};
 use serde::Serialize;
 
 section! {
@@ -22,12 +22,12 @@ section! {
     pub struct WatchdogConfig {
         /// Core cycles between two checks (a pause of every partition at the same
         /// simulated time). Presets: the default, 10,000.
-        check_cycles: u64 = Kind::U64, unit "cycles", Some("10000"), range (1, 1 << 40);
+        check_cycles: u64 = Kind::U64, unit "cycles", Some("10000"), range (1, MAX_CYCLES);
         /// Core cycles without progress, while spin regions go round, after which the run
         /// ends as a deadlock or livelock (rounded up to a multiple of `check_cycles`).
-        /// Presets: the default, 1,000,000 (a critical section longer than that would be
-        /// taken for a livelock).
-        livelock_cycles: u64 = Kind::U64, unit "cycles", Some("1000000"), range (1, 1 << 50);
+        /// Presets: the default, 500,000 (a critical section longer than that, with no
+        /// other warp progressing meanwhile, would be taken for a livelock).
+        livelock_cycles: u64 = Kind::U64, unit "cycles", Some("500000"), range (1, MAX_CYCLES);
     }
 }
 
@@ -73,11 +73,20 @@ impl WatchdogSample {
 }
 
 /// What the watchdog concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Deadlock,
     Livelock,
+}
+
+impl Verdict {
+    /// Its name in the stats and on stderr.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Deadlock => "deadlock",
+            Verdict::Livelock => "livelock",
+        }
+    }
 }
 
 /// The watchdog's state between checks.
@@ -125,21 +134,23 @@ impl Watchdog {
     }
 }
 
-/// A warp that had not finished when the watchdog stopped the run.
+/// An unfinished warp when the watchdog stopped the run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WaitingWarp {
-    /// SM (index across the system), kernel (trace index), CTA and warp id.
+    /// Its SM (index across the system).
     pub sm: u32,
+    /// Its kernel (index in the trace).
     pub kernel: u32,
+    /// Its CTA's coordinates.
     pub cta: [u32; 3],
+    /// Its warp id in the CTA.
     pub warp: u32,
     /// The PC of its next instruction.
     pub pc: u32,
     /// `barrier`, `spin` (in a spin region), or `ready` (neither: waiting on memory or
     /// its turn).
     pub state: String,
-    /// In a spin region: its first PC, the lanes still spinning, its rounds, and the
-    /// values its last round read (by value index, the first spinning lane's).
+    /// Present when the warp is in a spin region: where and on what it spins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spin: Option<SpinWait>,
 }
@@ -147,33 +158,45 @@ pub struct WaitingWarp {
 /// Where a warp spins.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SpinWait {
+    /// The region's first PC.
     pub region_pc: u32,
+    /// What leaving the region means (the trace's label, `lock acquired`).
     pub label: String,
-    pub lanes: u32,
+    /// The lanes still spinning.
+    pub lane_mask: u32,
+    /// The rounds the warp has gone in the region.
     pub rounds: u32,
-    pub values: Vec<u32>,
+    /// The values its last round read, by value index (the first spinning lane's).
+    pub values: Vec<u64>,
 }
 
-/// The stats' `watchdog` object: why and where the run was stopped.
+/// Why and where the progress watchdog stopped the run (issue 24).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WatchdogReport {
-    pub verdict: Verdict,
-    /// The check that stopped it, and the cycle from which nothing progressed.
+    /// `deadlock` (every unfinished warp waits at a barrier or spins on values that no
+    /// longer change) or `livelock` (warps spin on changing values, but nothing progresses).
+    pub verdict: String,
+    /// The check that stopped the run.
     pub cycle: u64,
-    pub no_progress_since: u64,
-    /// The unfinished warps, by SM (at most [`MAX_REPORTED_WARPS`]), and how many there were.
+    /// The check from which nothing progressed.
+    pub no_progress_since_cycle: u64,
+    /// The unfinished warps, by SM (at most 64).
     pub warps: Vec<WaitingWarp>,
+    /// How many warps were unfinished.
     pub live_warps: u64,
-    /// Every sync word whose value is not its initial one, with its value.
+    /// Every sync word whose value is not its initial one (at most 64).
     pub sync_words: Vec<SyncWordValue>,
 }
 
 /// A sync word in the watchdog's report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SyncWordValue {
+    /// The declaration's name and the word's index in it (`locks[17]`).
     pub name: String,
+    /// The word's address.
     pub addr: u64,
-    pub value: u32,
+    /// Its value when the run stopped.
+    pub value: u64,
 }
 
 /// Warps listed in a report (the rest are counted).

@@ -317,15 +317,15 @@ fn watchdog_report(trace: &TraceFile, stats: &RunStats, s: Stopped) -> WatchdogR
                 sync_words.push(SyncWordValue {
                     name: format!("{}[{i}]", w.name),
                     addr,
-                    value,
+                    value: value as u64,
                 });
             }
         }
     }
     WatchdogReport {
-        verdict: s.verdict,
+        verdict: s.verdict.name().into(),
         cycle: s.cycle,
-        no_progress_since: s.since,
+        no_progress_since_cycle: s.since,
         warps: stats
             .waiting
             .iter()

@@ -302,9 +302,11 @@ impl super::issue::Sm {
                 Some(crate::watchdog::SpinWait {
                     region_pc: reg.start_pc,
                     label: reg.label.clone(),
-                    lanes: s.spinning,
+                    lane_mask: s.spinning,
                     rounds: s.iter,
-                    values: (0..n.min(MAX_VALUES)).map(|v| s.values[v][lane]).collect(),
+                    values: (0..n.min(MAX_VALUES))
+                        .map(|v| s.values[v][lane] as u64)
+                        .collect(),
                 })
             });
             out.push(crate::watchdog::WaitingWarp {
