@@ -119,9 +119,18 @@ fn write_trace(dir: &Path, work: u32, set_flag: bool, expect: Option<u32>) -> Pa
     w.push(&inst(0x30, exit, u32::MAX, &[], &[])).unwrap();
     w.end_warp().unwrap();
     w.end_cta().unwrap();
-    // CTA 1: the consumer, one round of its spin loop recorded.
+    // CTA 1: the consumer, one round of its spin loop recorded (after a load of its own,
+    // so that the region's addresses are not the first of its warp's).
     w.begin_cta([1, 0, 0], None).unwrap();
     w.begin_warp(0).unwrap();
+    let own = [DATA + 64, DATA + 192];
+    let mut x = inst(0x90, ldg, 0b11, &[6], &[]);
+    x.mem_width = 4;
+    x.addrs = AddrRecord::List {
+        mode: 0,
+        addrs: &own,
+    };
+    w.push(&x).unwrap();
     let mut x = inst(0x100, ldg_strong, 1, &[4], &[]);
     x.mem_width = 4;
     x.addrs = AddrRecord::List {

@@ -341,7 +341,7 @@ impl Sm {
         sc.last_at = Some(pos as u32);
         sc.rr_start = pos as u32 + 1;
         let cur = &mut cursors[w];
-        let Some(&inst) = cur.peek() else {
+        let Some(&(mut inst)) = cur.peek() else {
             return;
         };
         let ws = &mut warps[w];
@@ -376,6 +376,10 @@ impl Sm {
         if let SpinRole::Start(r) = regs.spin {
             if let Some(sw) = spins.get_mut(w) {
                 spin::enter(sw, cur, r, &inst);
+                // Served from the kept body from here: its addresses are the body's.
+                if let Some(&i) = cur.peek() {
+                    inst = i;
+                }
             }
         }
         // Operand reads before dispatch: bank conflicts delay the result. The unit's
