@@ -806,6 +806,8 @@ pub struct WarpCursor {
     spare: Option<Box<LoopBody>>,
     /// The body of the spin region the warp is in (see [`WarpCursor::loop_begin`]).
     lp: Option<Box<LoopBody>>,
+    /// `lp` serves a kept body again (its `replay`), read on every issue.
+    replaying: bool,
 }
 
 /// The body of a spin region while a warp runs it: its instructions as the trace records
@@ -829,6 +831,19 @@ struct LoopBody {
     cur: Option<WarpInst>,
     addrs: Vec<u64>,
     ops: Vec<u64>,
+    /// The stream's buffers while the cursor's own hold the instruction served (so that
+    /// reading the cursor costs nothing more outside spin regions).
+    saved: StreamBuf,
+}
+
+/// A cursor's buffer of decoded instructions, set aside while a body is served.
+#[derive(Clone, Debug, Default)]
+struct StreamBuf {
+    insts: Vec<WarpInst>,
+    addrs: AddrBuf,
+    operands: Vec<u64>,
+    operand_index: Vec<(u32, u32)>,
+    pos: usize,
 }
 
 impl LoopBody {
@@ -965,6 +980,7 @@ impl WarpCursor {
         self.tmpl_pos = 0;
         self.warp_id = h.warp_id;
         self.fault = None;
+        self.replaying = false;
         if let Some(mut l) = self.lp.take() {
             l.insts.clear();
             self.spare = Some(l);
@@ -1021,20 +1037,39 @@ impl WarpCursor {
     /// [`Addrs::List`] indexes [`WarpCursor::lane_source`].
     #[inline]
     pub fn peek(&self) -> Option<&WarpInst> {
-        match &self.lp {
-            None => self.insts.get(self.pos),
-            Some(l) if l.j < l.insts.len() => l.cur.as_ref(),
-            Some(_) => None,
-        }
+        self.insts.get(self.pos)
     }
 
     /// The list-mode addresses of the buffered instructions (valid until the next
     /// [`WarpCursor::advance`]).
     #[inline]
     pub fn lane_source(&self) -> LaneAddrSource<'_> {
-        match &self.lp {
-            None => LaneAddrSource(self.addrs.as_slice()),
-            Some(l) => LaneAddrSource(&l.addrs),
+        LaneAddrSource(self.addrs.as_slice())
+    }
+
+    /// Swaps the stream's buffers and the served instruction's (see [`LoopBody::saved`]).
+    fn swap_buffers(&mut self, l: &mut LoopBody) {
+        let b = &mut l.saved;
+        std::mem::swap(&mut self.insts, &mut b.insts);
+        std::mem::swap(&mut self.addrs, &mut b.addrs);
+        std::mem::swap(&mut self.operands, &mut b.operands);
+        std::mem::swap(&mut self.operand_index, &mut b.operand_index);
+        std::mem::swap(&mut self.pos, &mut b.pos);
+    }
+
+    /// Puts the instruction `l` serves (none past the body's end) in the cursor's buffers.
+    fn put_served(&mut self, l: &LoopBody) {
+        self.insts.clear();
+        self.pos = 0;
+        if let Some(c) = l.cur.filter(|_| l.j < l.insts.len()) {
+            self.insts.push(c);
+        }
+        self.addrs.set(&l.addrs);
+        self.operands.clear();
+        self.operand_index.clear();
+        if !l.ops.is_empty() {
+            self.operands.extend_from_slice(&l.ops);
+            self.operand_index.push((0, 0));
         }
     }
 
@@ -1058,11 +1093,14 @@ impl WarpCursor {
         lp.lane_addrs.clear();
         lp.lane_ops.clear();
         (lp.j, lp.replay, lp.filter) = (0, false, u32::MAX);
+        self.replaying = false;
         if let Some(&inst) = self.insts.get(self.pos) {
             let ops = self.stream_operands();
             lp.keep(&inst, self.addrs.as_slice(), ops);
-            lp.serve();
         }
+        lp.serve();
+        self.swap_buffers(&mut lp);
+        self.put_served(&lp);
         self.lp = Some(lp);
     }
 
@@ -1070,7 +1108,7 @@ impl WarpCursor {
     /// or in its first pass), rather than from a kept body being repeated.
     #[inline]
     pub fn fresh(&self) -> bool {
-        self.lp.as_ref().is_none_or(|l| !l.replay)
+        !self.replaying
     }
 
     /// Whether the warp is in a spin region.
@@ -1082,25 +1120,32 @@ impl WarpCursor {
     /// Narrows the lanes that run the region's instructions from the one at the cursor on
     /// to `filter` (a lane that is not in an instruction's recorded mask never runs it).
     pub fn set_filter(&mut self, filter: u32) {
-        if let Some(l) = self.lp.as_mut() {
+        if let Some(mut l) = self.lp.take() {
             l.filter = filter;
             l.serve();
+            self.put_served(&l);
+            self.lp = Some(l);
         }
     }
 
     /// Goes back to the first instruction of the region (the cursor is at its last, the
     /// back-edge, which stays unread in the stream), run by the lanes of `filter`.
     pub fn loop_back(&mut self, filter: u32) {
-        if let Some(l) = self.lp.as_mut() {
+        if let Some(mut l) = self.lp.take() {
             (l.j, l.replay, l.filter) = (0, true, filter);
             l.serve();
+            self.put_served(&l);
+            self.lp = Some(l);
+            self.replaying = true;
         }
     }
 
     /// Leaves the region at its back-edge: the cursor is at the back-edge in the stream
     /// again, and [`WarpCursor::advance`] moves past it.
     pub fn loop_end(&mut self) {
+        self.replaying = false;
         if let Some(mut l) = self.lp.take() {
+            self.swap_buffers(&mut l);
             l.insts.clear();
             // Kept for the next region of the warp (its buffers).
             self.spare = Some(l);
@@ -1126,10 +1171,6 @@ impl WarpCursor {
     /// (see [`DecodedCta::operands_of`]); `None` without (or when made without
     /// `with_operands`).
     pub fn operands(&self, per_lane: u8) -> Option<&[u64]> {
-        if let Some(l) = &self.lp {
-            let n = l.cur.map_or(0, |c| c.mask.count_ones() as usize) * per_lane as usize;
-            return l.ops.get(..n).filter(|o| !o.is_empty());
-        }
         let k = self
             .operand_index
             .binary_search_by_key(&(self.pos as u32), |&(x, _)| x)
@@ -1166,26 +1207,29 @@ impl WarpCursor {
         if l.replay {
             l.j += 1;
             l.serve();
+            self.put_served(&l);
             self.lp = Some(l);
             return Ok(());
         }
+        self.swap_buffers(&mut l);
         if self.pos < self.insts.len() {
             self.pos += 1;
         }
-        if self.pos == self.insts.len() && self.left > 0 {
-            if let Err(e) = self.fill(cta) {
-                self.lp = Some(l);
-                return Err(e);
-            }
-        }
+        let filled = if self.pos == self.insts.len() && self.left > 0 {
+            self.fill(cta)
+        } else {
+            Ok(())
+        };
         l.j += 1;
         if let Some(&inst) = self.insts.get(self.pos) {
             let ops = self.stream_operands();
             l.keep(&inst, self.addrs.as_slice(), ops);
         }
         l.serve();
+        self.swap_buffers(&mut l);
+        self.put_served(&l);
         self.lp = Some(l);
-        Ok(())
+        filled
     }
 
     /// The static and mask columns of the next `n` instructions, into `insts`, whatever

@@ -471,6 +471,30 @@ impl SmUnit {
         self.answers.front().map_or(horizon, |&a| a.min(horizon))
     }
 
+    /// The value of its sync request `tag` arrives at `at`: its lanes' values go to the
+    /// SM, then the instruction's result if it was its last. Out of line: sync traffic only.
+    #[inline(never)]
+    fn sync_value(
+        &mut self,
+        at: Picos,
+        tag: u32,
+        value: u32,
+        done: &mut Vec<(u32, Picos)>,
+        values: &mut Vec<SyncValues>,
+        period: Picos,
+    ) -> Result<(), GpuError> {
+        done.clear();
+        values.clear();
+        self.ldst
+            .on_value(at, tag, value, done, values)
+            .map_err(|e| GpuError::Protocol(format!("SM {}: {e}", self.index)))?;
+        for v in values.iter() {
+            self.sm.sync_values(MemToken(v.token), v.mask, &v.values);
+        }
+        self.results_in(done, period);
+        Ok(())
+    }
+
     /// The kernel of its CTAs (the last one it ran).
     pub(super) fn kernel(&self) -> Option<u32> {
         self.kernel
@@ -1149,6 +1173,7 @@ impl<'t> GpuPartition<'t> {
     /// cycle due at `t`, then its next cycles while they come before `horizon` (its run-ahead
     /// horizon), the answer to a report and its next arrival, and complete no CTA; returns
     /// its next event's time. [`Wires::now`] is left at the last cycle run.
+    #[inline(always)]
     fn process_sm(
         &mut self,
         i: usize,
@@ -1222,15 +1247,7 @@ impl<'t> GpuPartition<'t> {
                     unit.results_in(done, period);
                 }
                 Packet::Response(Response::Value { tag, value, .. }) => {
-                    done.clear();
-                    values.clear();
-                    unit.ldst
-                        .on_value(at, tag, value, done, values)
-                        .map_err(|e| GpuError::Protocol(format!("SM {sm_index}: {e}")))?;
-                    for v in values.iter() {
-                        unit.sm.sync_values(MemToken(v.token), v.mask, &v.values);
-                    }
-                    unit.results_in(done, period);
+                    unit.sync_value(at, tag, value, done, values, period)?;
                 }
                 Packet::Control(Control::Credit { bytes: flits, .. }) => {
                     // Credit at the crossbar: the miss queue drains, and the LD/ST unit

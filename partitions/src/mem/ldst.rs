@@ -668,7 +668,7 @@ impl LdStUnit {
         self.credits
             .as_ref()
             .is_some_and(|c| c.waiting() >= self.params.l1d.miss_queue)
-            || !self.sync_room()
+            || self.sync_full()
     }
 
     /// `flits` of credit come back from the crossbar at `now`: the packets waiting for it

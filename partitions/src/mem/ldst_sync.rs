@@ -52,9 +52,15 @@ pub enum SyncError {
 }
 
 impl LdStUnit {
+    /// Whether its sync requests in flight leave no room for another instruction's.
+    #[inline(always)]
+    pub(super) fn sync_full(&self) -> bool {
+        self.sync.full
+    }
+
     /// Whether it can take a sync instruction of up to 32 groups now.
     pub fn sync_room(&self) -> bool {
-        self.sync.live + 32 <= MAX_SYNC_IN_FLIGHT
+        !self.sync.full
     }
 
     /// Sends the sync requests of instruction `token` issued at `now`, one per group;
@@ -97,6 +103,7 @@ impl LdStUnit {
                 live: true,
             };
             self.sync.live += 1;
+            self.sync.full = self.sync.live + 32 > MAX_SYNC_IN_FLIGHT;
             let req = Request::Sync {
                 addr: g.addr,
                 tag,
@@ -131,6 +138,7 @@ impl LdStUnit {
         w.live = false;
         let w = *w;
         self.sync.live -= 1;
+        self.sync.full = self.sync.live + 32 > MAX_SYNC_IN_FLIGHT;
         self.sync.free.push(tag);
         let op = SyncOp::from_code(w.op).unwrap_or(SyncOp::Load);
         let mut values = [0u32; 32];
@@ -161,4 +169,6 @@ pub(super) struct SyncTable {
     waits: Vec<SyncWait>,
     free: Vec<u32>,
     live: usize,
+    /// Fewer than a warp's worth of tags left: the LD/ST unit takes no instruction.
+    full: bool,
 }

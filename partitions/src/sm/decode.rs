@@ -18,8 +18,8 @@ pub(super) struct SlotRegs {
     /// A global atomic, or a strong (GPU- or system-scope) global load or store: on a
     /// declared sync word it is performed at the word's home with its value (issue 24).
     pub(super) sync: bool,
-    /// It waits for its warp's memory results before it issues, as a fence does (a spin
-    /// region's test: its branch reads the values the head loaded).
+    /// It waits for its warp's memory results before it issues: a fence (`MEMBAR`), or a
+    /// spin region's test (its branch reads the values the head loaded).
     pub(super) fence: bool,
     /// Operands its instances record per active lane (an atomic's, a strong store's
     /// value, a spin test's constants).
@@ -90,7 +90,7 @@ impl KernelPrep {
                     wait: wait.into(),
                     srcs: srcs.into(),
                     dsts: dsts.into(),
-                    fence: matches!(spin, SpinRole::Test(_)),
+                    fence: op.class == OpClass::Fence || matches!(spin, SpinRole::Test(_)),
                     operands: if kernel.records_operands {
                         tessera_traces::codec::operands_at(kernel, st.pc, op)
                     } else {

@@ -290,9 +290,8 @@ impl Sm {
             &mut self.warps[w],
             &self.reg_ready[base..base + self.stride],
             long,
-            &prep.slots[inst.slot as usize].wait,
+            &prep.slots[inst.slot as usize],
             inst.class,
-            prep.slots[inst.slot as usize].fence,
         );
     }
 
@@ -411,24 +410,10 @@ impl Sm {
             let addrs = cur.lane_source();
             let mut value = NO_VALUE;
             let issued = if regs.sync {
-                match mem.access_sync(
-                    now,
-                    addrs,
-                    &inst,
-                    cur.operands(regs.operands),
-                    MemToken(token),
-                ) {
-                    None => mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles),
-                    Some(r) => {
-                        let returns = !matches!(
-                            inst.class,
-                            OpClass::StoreGlobal | OpClass::StoreGeneric | OpClass::Reduction
-                        );
-                        if returns {
-                            if let Some(k) = spins.get_mut(w).and_then(|sw| sw.take_value_slot()) {
-                                value = k;
-                            }
-                        }
+                let sw = spins.get_mut(w);
+                match spin::access_sync(mem, sw, cur, &inst, regs.operands, now, token) {
+                    Some((r, v)) => {
+                        value = v;
                         r.unwrap_or_else(|detail| {
                             if fault.is_none() {
                                 *fault = Some(SmError::Spin {
@@ -441,6 +426,7 @@ impl Sm {
                             MemIssue::Done(now + 1)
                         })
                     }
+                    None => mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles),
                 }
             } else {
                 mem.access(now, addrs, &inst, MemToken(token), t.latency_cycles)
@@ -500,22 +486,15 @@ impl Sm {
                 board[r as usize] = done_at;
             }
         }
-        let moved = if regs.spin == SpinRole::None {
-            let fresh = cur.fresh();
-            if !fresh {
-                st.spin.replayed_by_class[inst.class as usize] += 1;
-            }
-            ws.next += fresh as usize;
+        let moved = if regs.spin == SpinRole::None && !cur.looping() {
+            ws.next += 1;
             cur.advance(&rc.cta)
         } else {
-            if !cur.fresh() {
-                st.spin.replayed_by_class[inst.class as usize] += 1;
-            }
-            let sw = &mut spins[w];
-            match spin::step(
+            // In a spin region, or at one's start, test or back-edge.
+            match spin::advance(
                 regs.spin,
                 &prep.regions,
-                sw,
+                &mut spins[w],
                 cur,
                 &rc.cta,
                 ws,
@@ -523,8 +502,8 @@ impl Sm {
                 now,
                 &mut st.spin,
             ) {
-                Ok(step) => {
-                    ws.next += step.consumed;
+                Ok(consumed) => {
+                    ws.next += consumed;
                     Ok(())
                 }
                 Err(e) => {
@@ -582,9 +561,8 @@ impl Sm {
                     ws,
                     &reg_ready[base..base + stride],
                     long_board,
-                    &prep.slots[next.slot as usize].wait,
+                    &prep.slots[next.slot as usize],
                     next.class,
-                    prep.slots[next.slot as usize].fence,
                 );
             }
             sc.settle_issue(ws, now);

@@ -12,6 +12,7 @@
 //! waiting counts as `stall_scoreboard`. A store counts as done when its write
 //! acknowledgements are in (`l2.write_acks`; without them, when its data has left the SM).
 
+use super::decode::SlotRegs;
 use super::warp::WarpState;
 use tessera_traces::OpClass;
 
@@ -38,10 +39,10 @@ pub(super) fn refresh_warp(
     ws: &mut WarpState,
     board: &[u64],
     long: &[bool],
-    wait: &[u16],
+    slot: &SlotRegs,
     class: OpClass,
-    fence: bool,
 ) {
+    let wait = &slot.wait;
     let (mut reg_at, mut long_at) = (0, 0);
     if long.is_empty() {
         for &r in wait {
@@ -56,7 +57,8 @@ pub(super) fn refresh_warp(
             }
         }
     }
-    if class == OpClass::Fence || fence {
+    // A fence's slot says so (as does a spin region's exit test).
+    if slot.fence {
         // A fence waits for every memory result of its warp.
         if ws.mem_pending > 0 {
             reg_at = NEVER;

@@ -17,9 +17,10 @@
 //! deadlock a lock held by a waiting lane, is the reconvergence issue's.
 
 use super::issue::SmError;
+use super::ldst::{MemIssue, MemPort, MemToken, NO_VALUE};
 use super::stats::SpinCounters;
 use super::warp::WarpState;
-use tessera_traces::{CtaStream, SpinRegion, WarpCursor, WarpInst};
+use tessera_traces::{CtaStream, OpClass, SpinRegion, WarpCursor, WarpInst};
 
 /// What an instruction is to the spin regions of its kernel (per static slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -233,8 +234,64 @@ pub(super) fn step(
     }
 }
 
+/// Sync instruction `inst` of warp state `sw` issues at `now` as token `token`
+/// ([`MemPort::access_sync`]): `None` when it accesses no sync word (it is then a plain
+/// access), else the port's answer and, for a load or returning atomic in a spin head, its
+/// index among the head's values. Out of line: only sync candidates come here.
+#[inline(never)]
+pub(super) fn access_sync(
+    mem: &mut impl MemPort,
+    sw: Option<&mut SpinWarp>,
+    cur: &WarpCursor,
+    inst: &WarpInst,
+    operands: u8,
+    now: u64,
+    token: u32,
+) -> Option<(Result<MemIssue, String>, u8)> {
+    let r = mem.access_sync(
+        now,
+        cur.lane_source(),
+        inst,
+        cur.operands(operands),
+        MemToken(token),
+    )?;
+    let returns = !matches!(
+        inst.class,
+        OpClass::StoreGlobal | OpClass::StoreGeneric | OpClass::Reduction
+    );
+    let value = match sw {
+        Some(sw) if returns => sw.take_value_slot().unwrap_or(NO_VALUE),
+        _ => NO_VALUE,
+    };
+    Some((r, value))
+}
+
+/// The advance of a warp's cursor past `inst` (role `role`) in or at a spin region: a
+/// repeated instruction is counted, the start, test and back-edge act ([`step`]). The
+/// instructions taken from the trace's stream.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub(super) fn advance(
+    role: SpinRole,
+    regions: &[SpinRegion],
+    sw: &mut SpinWarp,
+    cur: &mut WarpCursor,
+    cta: &CtaStream,
+    ws: &mut WarpState,
+    inst: &WarpInst,
+    now: u64,
+    st: &mut SpinCounters,
+) -> Result<usize, SmError> {
+    if !cur.fresh() {
+        st.replayed_by_class[inst.class as usize] += 1;
+    }
+    step(role, regions, sw, cur, cta, ws, inst, now, st).map(|s| s.consumed)
+}
+
 /// Warp `sw` issues region `r`'s first instruction `inst`: unless it is repeating the
 /// region already, its lanes start spinning and the cursor keeps the body from here.
+#[cold]
+#[inline(never)]
 pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16, inst: &WarpInst) {
     if sw.region == Some(r) {
         return;
