@@ -946,6 +946,7 @@ impl<'t> GpuPartition<'t> {
     }
 
     /// Runs unit `u`'s events at `t`; returns the time of its next one (at least `t`).
+    #[inline(always)]
     fn process(&mut self, u: u32, t: Picos) -> Result<Option<Picos>, GpuError> {
         Ok(match self.slot[u as usize] {
             Slot::Cp(i) => self.process_cp(i, u, t)?,
@@ -1173,7 +1174,6 @@ impl<'t> GpuPartition<'t> {
     /// cycle due at `t`, then its next cycles while they come before `horizon` (its run-ahead
     /// horizon), the answer to a report and its next arrival, and complete no CTA; returns
     /// its next event's time. [`Wires::now`] is left at the last cycle run.
-    #[inline(always)]
     fn process_sm(
         &mut self,
         i: usize,
@@ -1267,7 +1267,9 @@ impl<'t> GpuPartition<'t> {
                     if unit.kernel != Some(kernel) {
                         unit.attribute();
                         let prep = preps[kernel as usize]
-                            .get_or_insert_with(|| Arc::new(KernelPrep::new(meta)))
+                            .get_or_insert_with(|| {
+                                Arc::new(KernelPrep::of_trace(meta, !sync_words.is_empty()))
+                            })
                             .clone();
                         unit.sm
                             .set_kernel(prep)

@@ -539,40 +539,7 @@ impl MemChannel {
                 let at = self.l2_atomic(now, slice, set, line, sectors, ops, data);
                 self.reply(now, From::L2(slice), sm, at, line, sectors, tag, ctx, net);
             }
-            Request::Sync {
-                addr,
-                tag,
-                sm,
-                ctx,
-                op,
-                lanes,
-                a,
-                b,
-            } => {
-                // Timed as the access it is (a read, a write, an atomic on the word's
-                // sector); its value is the home's, in the order the home takes them.
-                let geom = &self.params.l2.geom;
-                let line = addr & !(geom.line_bytes - 1);
-                let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
-                let sb = geom.sector_bytes;
-                let at = match op {
-                    SyncOp::Load => {
-                        let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
-                        self.taken = ta;
-                        self.l2_read(now, slice, set, ta, line, sector)
-                    }
-                    SyncOp::Store => {
-                        let ta = self.slices[slice]
-                            .noc_in
-                            .reserve(now, now, HEADER_BYTES + sb);
-                        self.taken = ta;
-                        self.l2_write(now, slice, set, ta, line, sector)
-                    }
-                    _ => self.l2_atomic(now, slice, set, line, sector, lanes, HEADER_BYTES + sb),
-                };
-                let value = self.sync.apply(addr, op, lanes, a, b);
-                self.value_reply(now, From::L2(slice), sm, at, addr, value, tag, ctx, net);
-            }
+            Request::Sync { .. } => self.l2_sync(now, slice, set, req, net),
             _ => {
                 let ta = self.slices[slice]
                     .noc_in
@@ -589,9 +556,51 @@ impl MemChannel {
         Ok(())
     }
 
+    /// Sync request `req` taken at `now` by L2 slice `slice` (set `set`): timed as the
+    /// access it is (a read, a write, an atomic on the word's sector); its value is the
+    /// home's, in the order the home takes them. Out of line: sync traffic only.
+    #[inline(never)]
+    fn l2_sync(&mut self, now: Picos, slice: usize, set: u64, req: Request, net: &mut dyn Net) {
+        let Request::Sync {
+            addr,
+            tag,
+            sm,
+            ctx,
+            op,
+            lanes,
+            a,
+            b,
+        } = req
+        else {
+            return;
+        };
+        let geom = &self.params.l2.geom;
+        let line = addr & !(geom.line_bytes - 1);
+        let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
+        let sb = geom.sector_bytes;
+        let at = match op {
+            SyncOp::Load => {
+                let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
+                self.taken = ta;
+                self.l2_read(now, slice, set, ta, line, sector)
+            }
+            SyncOp::Store => {
+                let ta = self.slices[slice]
+                    .noc_in
+                    .reserve(now, now, HEADER_BYTES + sb);
+                self.taken = ta;
+                self.l2_write(now, slice, set, ta, line, sector)
+            }
+            _ => self.l2_atomic(now, slice, set, line, sector, lanes, sb),
+        };
+        let value = self.sync.apply(addr, op, lanes, a, b);
+        self.value_reply(now, From::L2(slice), sm, at, addr, value, tag, ctx, net);
+    }
+
     /// The L2 slice's part of an atomic of `ops` lanes on `sectors` of `line` (`bytes` on
     /// the NoC) taken at `now`: when its result leaves.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn l2_atomic(
         &mut self,
         now: Picos,
@@ -619,6 +628,7 @@ impl MemChannel {
     /// Sends SM unit `sm` the value of sync word `addr` for its request `tag`, from slice
     /// `from` at `ready` (as [`MemChannel::reply`], with a sector of data).
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     pub(super) fn value_reply(
         &mut self,
         now: Picos,

@@ -45,7 +45,14 @@ pub struct KernelPrep {
 }
 
 impl KernelPrep {
+    /// The kernel of a trace without sync words (its atomics are timed only).
     pub fn new(kernel: &KernelMeta) -> KernelPrep {
+        KernelPrep::of_trace(kernel, false)
+    }
+
+    /// The kernel of a trace that declares sync words (`sync_words`) or not: with them,
+    /// its global atomics and strong loads and stores may be sync accesses.
+    pub fn of_trace(kernel: &KernelMeta, sync_words: bool) -> KernelPrep {
         let slots: Vec<SlotRegs> = kernel
             .statics
             .iter()
@@ -76,7 +83,8 @@ impl KernelPrep {
                     })
                     .unwrap_or_default();
                 let strong = matches!(op.scope, Scope::Gpu | Scope::Sys);
-                let sync = kernel.records_operands
+                let sync = sync_words
+                    && kernel.records_operands
                     && op.width_bytes == 4
                     && match op.class {
                         OpClass::AtomicGlobal | OpClass::AtomicGeneric | OpClass::Reduction => true,
