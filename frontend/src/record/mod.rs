@@ -16,8 +16,11 @@ mod mem;
 mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
+mod spin;
 mod warp;
 
 pub use exec::{compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES};
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
+pub use spin::Exit;
+pub use tessera_traces::SyncCmp;
 pub use warp::{Atom, AtomicElem, Cmp, Float, Pred, SharedArr, Val, Warp, WARP};
