@@ -181,7 +181,10 @@ impl Sass {
 
 /// Per-kernel tables: PC by source location, destination register by PC, opcodes.
 pub(crate) struct KernelTables {
-    pcs: HashMap<(usize, u32, u32, u8), u32>,
+    pcs: HashMap<(usize, u32, u32, u16), u32>,
+    /// The unrolled copy the running warp is in ([`Warp::unrolled`]; 0 outside): part of
+    /// every PC's key. Set by the warp holding the baton whenever it takes it.
+    pub(crate) copy: u8,
     next_pc: u32,
     dst: HashMap<u32, u16>,
     next_reg: u16,
@@ -207,6 +210,7 @@ impl KernelTables {
     fn new(family: ArchFamily, reg_budget: u16) -> Self {
         let mut t = KernelTables {
             pcs: HashMap::default(),
+            copy: 0,
             next_pc: 0,
             dst: HashMap::default(),
             next_reg: 0,
@@ -266,9 +270,15 @@ impl KernelTables {
         Ok(())
     }
 
-    /// The PC of the `sub`-th instruction emitted at source location `loc`.
+    /// The PC of the `sub`-th instruction emitted at source location `loc` (in the
+    /// current unrolled copy).
     pub(crate) fn pc(&mut self, loc: &'static Location<'static>, sub: u8) -> u32 {
-        let key = (loc.file().as_ptr() as usize, loc.line(), loc.column(), sub);
+        let key = (
+            loc.file().as_ptr() as usize,
+            loc.line(),
+            loc.column(),
+            u16::from(sub) | u16::from(self.copy) << 8,
+        );
         let next = &mut self.next_pc;
         *self.pcs.entry(key).or_insert_with(|| {
             let pc = *next;
@@ -940,6 +950,8 @@ impl Warp {
         } else {
             (1u32 << lanes) - 1
         };
+        let mut st = st;
+        st.kernel.copy = 0;
         let (slot, resume, events) = match baton {
             Some((slot, rx, tx)) => (slot, Some(rx), Some(tx)),
             None => (0, None, None),
@@ -959,6 +971,7 @@ impl Warp {
             exited: 0,
             rec: WarpRecord::default(),
             spin: SpinCtx::default(),
+            unroll: 0,
         }
     }
 }

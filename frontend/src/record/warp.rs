@@ -317,6 +317,8 @@ pub struct Warp {
     pub(crate) rec: WarpRecord,
     /// Where the warp is in a spin region ([`Warp::spin`]).
     pub(crate) spin: SpinCtx,
+    /// The unrolled copy the warp is in ([`Warp::unrolled`]).
+    pub(crate) unroll: u8,
 }
 
 /// Unwinds a warp thread when the recording was aborted (not a bug: no message).
@@ -387,7 +389,10 @@ impl Warp {
             std::panic::resume_unwind(Box::new(Aborted));
         }
         match resume.recv() {
-            Some(Resume::Go(st)) => self.st = Some(st),
+            Some(Resume::Go(mut st)) => {
+                st.kernel.copy = self.unroll;
+                self.st = Some(st);
+            }
             // Closed (the recording is over or failed); `Start` goes to idle threads only.
             Some(Resume::Start(..)) | None => std::panic::resume_unwind(Box::new(Aborted)),
         }
@@ -732,6 +737,26 @@ impl Warp {
     pub fn imin(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
         let v = self.zip(a, b, u32::min);
         self.alu("IMNMX.U32", false, &[a.reg, b.reg], v)
+    }
+
+    /// `max(a, b)`: `IMNMX` (with the `!PT` selector, the same mnemonic).
+    #[track_caller]
+    pub fn imax(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, b, u32::max);
+        self.alu("IMNMX.U32", false, &[a.reg, b.reg], v)
+    }
+
+    /// The `copy`-th copy of a body the compiler unrolled: every instruction `f` records
+    /// gets a PC (and destination register) of its own per copy, where a Rust loop over
+    /// `f` would record the same PCs again. Copy 0 is the body's own PCs.
+    pub fn unrolled<R>(&mut self, copy: u8, f: impl FnOnce(&mut Warp) -> R) -> R {
+        let saved = self.unroll;
+        self.unroll = copy;
+        self.state().kernel.copy = copy;
+        let r = f(self);
+        self.unroll = saved;
+        self.state().kernel.copy = saved;
+        r
     }
 
     /// Integer comparison with a per-lane value: `ISETP.<cmp>.U32.AND`.
