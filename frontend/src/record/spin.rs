@@ -566,6 +566,7 @@ impl Warp {
 
     /// A later iteration's head instruction: the same as the recorded one (PC, opcode,
     /// mask narrowed to the spinning lanes, addresses and operands per lane).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn spin_check(
         &mut self,
         pc: u32,
@@ -720,11 +721,14 @@ mod tests {
     use crate::record::{Atom, Buffer, Exit, LaunchSpec, RecordError, Recorder, SyncCmp, Warp};
     use tessera_traces::TraceFile;
 
+    /// A test kernel: the warp, 32 sync words `ctr` and 32 data words `out`.
+    type Kernel = dyn Fn(&mut Warp, Buffer<u32>, Buffer<u32>) + Sync;
+
     /// Records one warp of 32 lanes running `kernel` with `ctr` (32 sync words, 0) and
     /// `out` (32 data words); returns the recorder's error or the trace.
     fn record(
         dir: &std::path::Path,
-        kernel: &(dyn Fn(&mut Warp, Buffer<u32>, Buffer<u32>) + Sync),
+        kernel: &Kernel,
     ) -> Result<TraceFile, RecordError> {
         let path = dir.join("t.tst");
         let mut rec = Recorder::create(&path, 80, "test")?;
@@ -808,7 +812,7 @@ mod tests {
         tessera_traces::verify(&t).unwrap();
     }
 
-    fn err(kernel: &(dyn Fn(&mut Warp, Buffer<u32>, Buffer<u32>) + Sync)) -> String {
+    fn err(kernel: &Kernel) -> String {
         let dir = tempfile::tempdir().unwrap();
         match record(dir.path(), kernel) {
             Err(e @ RecordError::Kernel { .. }) => e.to_string(),

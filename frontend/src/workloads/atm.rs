@@ -69,7 +69,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let base = u32::try_from(p.u64_any("backoff")?)
         .map_err(|_| p.invalid("backoff must fit in 32 bits"))?;
     let backoff = (base, base.saturating_mul(32));
-    if accounts < 2 || accounts > 1 << 24 {
+    if !(2..=1 << 24).contains(&accounts) {
         return Err(p.invalid("accounts must be from 2 to 16777216"));
     }
     if block % 32 != 0 || block > 1024 {

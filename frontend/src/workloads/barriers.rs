@@ -342,8 +342,8 @@ fn flag_release(
                 backoff,
                 |w| {
                     let mut ex = Exit::when_imm(0, SyncCmp::Ge, goal);
-                    for j in 0..per as usize {
-                        w.unrolled(j as u8, |w| w.ld_strong(&watch_in[j]));
+                    for (j, a) in watch_in.iter().enumerate().take(per as usize) {
+                        w.unrolled(j as u8, |w| w.ld_strong(a));
                         if j > 0 {
                             ex = ex.and_imm(j, SyncCmp::Ge, goal);
                         }
