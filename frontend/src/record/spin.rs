@@ -726,10 +726,7 @@ mod tests {
 
     /// Records one warp of 32 lanes running `kernel` with `ctr` (32 sync words, 0) and
     /// `out` (32 data words); returns the recorder's error or the trace.
-    fn record(
-        dir: &std::path::Path,
-        kernel: &Kernel,
-    ) -> Result<TraceFile, RecordError> {
+    fn record(dir: &std::path::Path, kernel: &Kernel) -> Result<TraceFile, RecordError> {
         let path = dir.join("t.tst");
         let mut rec = Recorder::create(&path, 80, "test")?;
         let ctr = rec.alloc::<u32>("ctr", 32)?;

@@ -22,6 +22,8 @@ mod reduce;
 mod spinlock;
 mod stencil2d;
 mod stream;
+#[cfg(test)]
+mod sync_replay;
 mod vectoradd;
 
 /// One parameter of a workload.
