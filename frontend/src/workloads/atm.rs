@@ -217,6 +217,7 @@ mod tests {
         let args = params(&[("accounts", "24"), ("transfers", "800"), ("block", "64")]);
         let p = Params::parse(&SPEC, &args).unwrap();
         let o = compute(&p, &mut rec).unwrap();
+        assert_eq!(rec.stats.warp_thread_allocs, 0);
         rec.finish().unwrap();
         check(&o).unwrap();
         assert!(o.attempts > 800, "{} tries", o.attempts);

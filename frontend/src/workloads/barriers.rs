@@ -202,7 +202,6 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
         let c1 = w.iadd_imm(&c, 1);
         let cn = w.rem_imm(&c1, ctas);
         let nb = w.imad_imm(&cn, block, &t);
-        let cta_slot = w.iadd_imm(&c, 0);
         // CTA 0's watchers: the addresses of their flags (flag_barrier).
         let empty = Val {
             v: [0u64; WARP],
@@ -255,7 +254,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                         );
                     }
                     (None, Some(fi)) => {
-                        let fa = w.addr(&fi, &cta_slot);
+                        let fa = w.addr(&fi, &c);
                         let g = w.konst(goal);
                         w.st_strong(&fa, &g);
                     }
@@ -268,7 +267,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                 );
                 if let Some(fo) = flags_out {
                     w.if_(leader, |w| {
-                        let oa = w.addr(&fo, &cta_slot);
+                        let oa = w.addr(&fo, &c);
                         w.spin(
                             "grid barrier passed",
                             backoff,
@@ -409,6 +408,7 @@ mod tests {
         };
         let p = Params::parse(spec, &params(kv)).unwrap();
         let o = compute(kind, &p, &mut rec).unwrap();
+        assert_eq!(rec.stats.warp_thread_allocs, 0);
         rec.finish().unwrap();
         check(kind, &o).unwrap();
         let t = TraceFile::open(&path).unwrap();
