@@ -244,10 +244,11 @@ impl KernelTables {
         }
     }
 
-    /// Registers a spin region (from a warp thread: the table has room, see
-    /// [`KernelTables::needs_room`]). A call site registers once; running it again must
-    /// give the same region, and no two call sites may share a start PC.
-    pub(crate) fn register_spin(&mut self, site: SpinSite) -> Result<(), String> {
+    /// Registers a spin region (from a warp thread the table has room, see
+    /// [`KernelTables::needs_room`]; an inline warp, on the scheduler's thread, may grow
+    /// it). A call site registers once; running it again must give the same region, and
+    /// no two call sites may share a start PC.
+    pub(crate) fn register_spin(&mut self, site: SpinSite, inline: bool) -> Result<(), String> {
         if let Some(r) = self.spins.iter().find(|r| r.test_pc == site.test_pc) {
             if *r != site {
                 return Err(format!(
@@ -263,7 +264,7 @@ impl KernelTables {
                 r.test_pc, site.test_pc, site.start_pc
             ));
         }
-        if self.spins.len() == self.spins.capacity() {
+        if !inline && self.spins.len() == self.spins.capacity() {
             return Err("the kernel's spin-region table is full".into());
         }
         self.spins.push(site);

@@ -477,6 +477,7 @@ impl Warp {
             Some([i]) => i.pc,
             _ => fail("a spin head's first instruction is not in the record".into()),
         };
+        let inline = self.events.is_none();
         let st = self.state();
         let test_pc = st.kernel.pc(loc, 0);
         let end_pc = st.kernel.pc(loc, 1);
@@ -494,7 +495,7 @@ impl Warp {
             backoff,
             label,
         };
-        if let Err(m) = st.kernel.register_spin(site) {
+        if let Err(m) = st.kernel.register_spin(site, inline) {
             fail(m);
         }
     }
@@ -807,6 +808,40 @@ mod tests {
             Some(&ops[..])
         );
         tessera_traces::verify(&t).unwrap();
+    }
+
+    /// An inline launch (no blocking) records regions that let every lane through at
+    /// once, as many as it has call sites (here unrolled copies of one).
+    #[test]
+    fn inline_launches_record_regions_that_never_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.tst");
+        let mut rec = Recorder::create(&path, 80, "test").unwrap();
+        let ctr = rec.alloc::<u32>("ctr", 1).unwrap();
+        rec.sync_words(ctr, true).unwrap();
+        let mut spec = LaunchSpec::new("inline", [2, 1, 1], [64, 1, 1]);
+        spec.blocking = false;
+        rec.launch(&spec, &|w| {
+            let zero = w.konst(0u32);
+            let a = w.addr(&ctr, &zero);
+            for j in 0..6u8 {
+                w.unrolled(j, |w| {
+                    w.spin(
+                        "free",
+                        (0, 0),
+                        |w| {
+                            w.ld_strong(&a);
+                            Exit::when_imm(0, SyncCmp::Eq, 0)
+                        },
+                        |_| {},
+                    )
+                });
+            }
+        })
+        .unwrap();
+        rec.finish().unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        assert_eq!(t.kernels()[0].spin_regions.len(), 6);
     }
 
     fn err(kernel: &Kernel) -> String {
