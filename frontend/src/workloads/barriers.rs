@@ -13,13 +13,15 @@
 //! and arrives:
 //!
 //! - `atomic_barrier`: `atomicAdd(&count, 1)` (`RED.E.ADD`), then spins while
-//!   `ld.strong(count) < ctas * (e + 1)` (a spin region: head `LDG.E.STRONG.GPU`, exit
-//!   `(0, >=, goal)`, empty tail). `count` is a sync word, checked to end at
+//!   `ld.strong(count) < ctas * (e + 1)` (a spin region: head `LDG.E.STRONG.GPU`,
+//!   `ISETP.GE`; test `BRA` exiting on `(0, >=, ctas * (e + 1))`; empty tail; back-edge
+//!   `BRA`). `count` is a sync word, checked to end at
 //!   `ctas * episodes`.
 //! - `flag_barrier` (the lock-free barrier of Xiao and Feng that Liu cites as [25]): it
 //!   raises its own flag, `st.strong(in[cta], goal)`; in CTA 0, thread `t` (for `t <
 //!   ctas`) watches flags `t`, `t + block`, ... (at most 8; clamped to the last flag) in a
-//!   spin region (head one `LDG.E.STRONG.GPU` per flag, exit when every one `>= goal`),
+//!   spin region (head one `LDG.E.STRONG.GPU` per flag, then one `ISETP.GE` per flag;
+//!   exit when every one `>= goal`; empty tail),
 //!   then `__syncthreads()`, then raises the same release flags `st.strong(out[..],
 //!   goal)`; every CTA's thread 0 spins on `out[cta] >= goal`. `in` and `out` are sync
 //!   words, checked to end at `episodes`.

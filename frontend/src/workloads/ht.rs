@@ -20,8 +20,8 @@
 //! `insertions`), `IMAD.WIDE`, `LDG.E` (key), `IMAD.WIDE`, `STG.E` (node key), `LOP3`/
 //! `IMAD.HI`+`IMAD` (bucket), `IMAD.WIDE` (lock), `MOV`, `MOV`, then the region: head
 //! `ATOMG.E.CAS.STRONG.GPU`, `ISETP.EQ`; test `BRA`; tail `MEMBAR.SC.GPU`, `IMAD.WIDE`,
-//! `LDG.E` (head), `IMAD.WIDE`, `STG.E` (next), `STG.E` (head), `MEMBAR.SC.GPU`,
-//! `ATOMG.E.EXCH.STRONG.GPU`; back-edge `BRA`; `EXIT`.
+//! `LDG.E` (head), `IMAD.WIDE`, `STG.E` (next), `IMAD.WIDE`, `STG.E` (head),
+//! `MEMBAR.SC.GPU`, `ATOMG.E.EXCH.STRONG.GPU`; back-edge `BRA`; `EXIT`.
 
 use super::{GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
 use crate::record::{Atom, Cmp, Exit, LaunchSpec, Recorder, SyncCmp};
