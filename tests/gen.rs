@@ -21,7 +21,11 @@ fn content(path: &Path) -> (Vec<String>, Vec<(String, Vec<DecodedCta>)>) {
         | tessera_traces::Command::KernelLaunch { device, .. }
         | tessera_traces::Command::Alloc { device, .. } => *device,
     });
-    let cmds = by_device.iter().map(|c| format!("{c:?}")).collect();
+    let mut cmds: Vec<String> = by_device.iter().map(|c| format!("{c:?}")).collect();
+    // Sync words (format version 3), by device as their lists carry them.
+    let mut sync: Vec<_> = t.index().sync_words.iter().collect();
+    sync.sort_by_key(|s| s.device);
+    cmds.extend(sync.iter().map(|s| format!("{s:?}")));
     let mut kernels = Vec::new();
     let mut dec = t.decoder();
     for (k, m) in t.kernels().iter().enumerate() {

@@ -649,13 +649,27 @@ pub fn operands_per_lane(op: &crate::OpcodeInfo) -> u8 {
     }
 }
 
+/// Whether `op` is a strong global store (`STG.E.STRONG.GPU`): in a kernel that records
+/// operands it carries the value each active lane stores (format version 3), so that the
+/// timing model can update a sync word it writes.
+pub fn is_strong_store(op: &crate::OpcodeInfo) -> bool {
+    op.class == OpClass::StoreGlobal && op.name.split('.').any(|m| m == "STRONG")
+}
+
 /// Operands per active lane an instruction at `pc` of kernel `k` records: an atomic's
-/// ([`operands_per_lane`]), or for the exit test of one of the kernel's spin regions one
-/// constant per exit term (format version 3).
+/// ([`operands_per_lane`]), a strong store's stored value ([`is_strong_store`]), or for the
+/// exit test of one of the kernel's spin regions one constant per exit term (format
+/// version 3). Callers ask only for kernels that record operands.
 pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8 {
     let n = operands_per_lane(op);
-    if n > 0 || k.spin_regions.is_empty() {
+    if n > 0 {
         return n;
+    }
+    if is_strong_store(op) {
+        return 1;
+    }
+    if k.spin_regions.is_empty() {
+        return 0;
     }
     k.spin_regions
         .iter()
@@ -1185,6 +1199,64 @@ mod tests {
             buf.clear();
             assert!(decode_addrs(&mut c, &mut BaseState::default(), mask, true, &mut buf).is_err());
         }
+    }
+
+    /// A strong store carries one operand per active lane (the stored value) in a kernel
+    /// that records operands, and a plain store none; the writer demands them and the
+    /// reader gives them back.
+    #[test]
+    fn strong_stores_carry_their_values() {
+        use crate::{
+            DeviceInfo, KernelMeta, OpcodeInfo, RawInst, TraceFile, TraceWriter, WriterOptions,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tst");
+        let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+        w.add_device(DeviceInfo {
+            source: "kernelslist.g".into(),
+        });
+        let mut meta = KernelMeta::new("k", [1, 1, 1], [32, 1, 1]);
+        meta.records_operands = true;
+        w.begin_kernel(meta).unwrap();
+        let strong = OpcodeInfo::simple("STG.E.STRONG.GPU", OpClass::StoreGlobal);
+        let plain = OpcodeInfo::simple("STG.E", OpClass::StoreGlobal);
+        assert!(is_strong_store(&strong) && !is_strong_store(&plain));
+        w.add_opcode(strong).unwrap();
+        w.add_opcode(plain).unwrap();
+        w.begin_cta([0, 0, 0], None).unwrap();
+        w.begin_warp(0).unwrap();
+        let addrs = [0x1000u64, 0x1010];
+        let inst = |pc, opcode| RawInst {
+            pc,
+            mask: 0b101,
+            opcode,
+            dsts: &[],
+            srcs: &[],
+            mem_width: 4,
+            imm: None,
+            line: None,
+            addrs: AddrRecord::List {
+                mode: ADDR_DELTA,
+                addrs: &addrs,
+            },
+        };
+        // Without its values the strong store is refused; the plain one takes none.
+        assert!(w.push(&inst(0, 0)).is_err());
+        assert!(w.push_with_operands(&inst(16, 1), &[5, 6]).is_err());
+        w.push_with_operands(&inst(0, 0), &[7, 9]).unwrap();
+        w.push(&inst(16, 1)).unwrap();
+        w.end_warp().unwrap();
+        w.end_cta().unwrap();
+        w.end_kernel().unwrap();
+        w.finish().unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        let k = &t.kernels()[0];
+        let ops: Vec<u8> = SlotInfo::table(k).iter().map(|s| s.operands).collect();
+        assert_eq!(ops, [1, 0]);
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 0).unwrap();
+        assert_eq!(d.operands_of(0, 1), Some(&[7u64, 9][..]));
+        assert_eq!(d.operands_of(1, 0), None);
     }
 
     #[test]

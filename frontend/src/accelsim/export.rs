@@ -10,8 +10,8 @@ use super::line::{TextAddrs, TextInst};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tessera_traces::codec::{operands_per_lane, Addrs, ADDR_DELTA};
-use tessera_traces::{Command, DecodedCta, KernelMeta, TraceFile, WarpInst};
+use tessera_traces::codec::{operands_at, Addrs, ADDR_DELTA};
+use tessera_traces::{Command, DecodedCta, KernelMeta, SyncCmp, TraceFile, WarpInst};
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default)]
@@ -113,9 +113,38 @@ fn synth_header(m: &KernelMeta) -> String {
         }
         h.push('\n');
     }
+    for r in &m.spin_regions {
+        let _ = write!(
+            h,
+            "-tessera spin = 0x{:x} 0x{:x} 0x{:x} {} {} {} ",
+            r.start_pc,
+            r.test_pc,
+            r.end_pc,
+            if r.all { "all" } else { "any" },
+            r.backoff_base,
+            r.backoff_max
+        );
+        for (i, t) in r.terms.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(h, "{sep}{}:{}", t.value, cmp_name(t.cmp));
+        }
+        let _ = writeln!(h, " {}", r.label);
+    }
     h.push('\n');
     h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
     h
+}
+
+/// The name of an exit term's comparison in `-tessera spin` lines.
+pub(crate) fn cmp_name(c: SyncCmp) -> &'static str {
+    match c {
+        SyncCmp::Eq => "eq",
+        SyncCmp::Ne => "ne",
+        SyncCmp::Lt => "lt",
+        SyncCmp::Le => "le",
+        SyncCmp::Gt => "gt",
+        SyncCmp::Ge => "ge",
+    }
 }
 
 /// File name a kernel is exported under: its import name without `.xz`, or `kernel-N.traceg`.
@@ -197,6 +226,24 @@ fn export_into(
             .map(|x| x.source.clone())
             .unwrap_or_else(|| "kernelslist.g".into());
         let mut list = String::new();
+        // tessera extension (recorded traces): sync words with their initial and expected
+        // values; Accel-Sim skips unknown lines.
+        for sw in idx.sync_words.iter().filter(|sw| sw.device as usize == d) {
+            let words = |v: &[u32]| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let _ = writeln!(
+                list,
+                "SyncWords,0x{:016x},{},{},{}",
+                sw.addr,
+                words(&sw.init),
+                words(&sw.expect),
+                sw.name
+            );
+        }
         for c in &idx.commands {
             match *c {
                 Command::Alloc {
@@ -276,7 +323,9 @@ fn write_kernel(
                 for (ii, inst) in cta.insts[wp.insts.clone()].iter().enumerate() {
                     to_text_inst(meta, cta, inst, &mut text);
                     if meta.records_operands {
-                        let per_lane = operands_per_lane(
+                        let per_lane = operands_at(
+                            meta,
+                            inst.pc,
                             &meta.opcodes[meta.statics[inst.slot as usize].opcode as usize],
                         );
                         if let Some(ops) = cta.operands_of(wp.insts.start + ii, per_lane) {

@@ -10,8 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::{
-    Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, KernelMeta, OpClass,
-    RawInst, TraceError, TraceWriter, WriterOptions,
+    Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, ExitTerm, KernelMeta,
+    OpClass, RawInst, SpinRegion, SyncCmp, SyncWords, TraceError, TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -128,7 +128,15 @@ pub fn import_dir_with_progress(
             if l.is_empty() {
                 continue;
             }
-            if let Some(rest) = l.strip_prefix("MemAlloc,") {
+            if let Some(rest) = l.strip_prefix("SyncWords,") {
+                // tessera extension (recorded traces): sync words and their values.
+                let sw = parse_sync_words(rest, device).ok_or_else(|| {
+                    lerr(format!(
+                        "expected SyncWords,<hex address>,<initial values>,<expected values>,<name>, found '{l}'"
+                    ))
+                })?;
+                w.add_sync_words(sw);
+            } else if let Some(rest) = l.strip_prefix("MemAlloc,") {
                 // tessera extension (recorded traces): an allocation; Accel-Sim ignores it.
                 let (addr, bytes) = parse_memcpy(rest).ok_or_else(|| {
                     lerr(format!(
@@ -165,7 +173,7 @@ pub fn import_dir_with_progress(
                 w.add_command(Command::KernelLaunch { device, kernel: k })?;
             } else {
                 return Err(lerr(format!(
-                    "unknown command '{l}' (expected MemcpyHtoD,..., MemAlloc,... or a kernel-N.traceg file name)"
+                    "unknown command '{l}' (expected MemcpyHtoD,..., MemAlloc,..., SyncWords,... or a kernel-N.traceg file name)"
                 )));
             }
         }
@@ -223,6 +231,68 @@ struct Header {
     generator: String,
     operands: bool,
     annotations: Vec<ArrayAnnotation>,
+    spins: Vec<SpinRegion>,
+}
+
+/// Parses `0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL` (a spin region,
+/// format version 3).
+fn parse_spin(v: &str) -> Option<SpinRegion> {
+    let mut f = v.trim().splitn(8, ' ');
+    let start_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
+    let test_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
+    let end_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
+    let all = match f.next()? {
+        "all" => true,
+        "any" => false,
+        _ => return None,
+    };
+    let backoff_base = f.next()?.parse().ok()?;
+    let backoff_max = f.next()?.parse().ok()?;
+    let mut terms = Vec::new();
+    for t in f.next()?.split(',') {
+        let (value, cmp) = t.split_once(':')?;
+        let cmp = match cmp {
+            "eq" => SyncCmp::Eq,
+            "ne" => SyncCmp::Ne,
+            "lt" => SyncCmp::Lt,
+            "le" => SyncCmp::Le,
+            "gt" => SyncCmp::Gt,
+            "ge" => SyncCmp::Ge,
+            _ => return None,
+        };
+        terms.push(ExitTerm {
+            value: value.parse().ok()?,
+            cmp,
+        });
+    }
+    Some(SpinRegion {
+        start_pc,
+        test_pc,
+        end_pc,
+        terms,
+        all,
+        backoff_base,
+        backoff_max,
+        label: f.next().unwrap_or("").to_string(),
+    })
+}
+
+/// Parses `0xADDR,INIT...,EXPECT...,NAME` (sync words: decimal values separated by
+/// spaces; no expected values when not checked).
+fn parse_sync_words(v: &str, device: u32) -> Option<SyncWords> {
+    let mut f = v.splitn(4, ',');
+    let addr = hex_u64(f.next()?)?;
+    let words =
+        |s: &str| -> Option<Vec<u32>> { s.split_whitespace().map(|x| x.parse().ok()).collect() };
+    let init = words(f.next()?)?;
+    let expect = words(f.next()?)?;
+    Some(SyncWords {
+        name: f.next()?.to_string(),
+        device,
+        addr,
+        init,
+        expect,
+    })
 }
 
 /// Parses `NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...`.
@@ -384,6 +454,9 @@ impl Header {
             "enable lineinfo" => self.lineinfo = flag("0 or 1")?,
             "tessera generator" => self.generator = v.trim().to_string(),
             "tessera operands" => self.operands = flag("0 or 1")?,
+            "tessera spin" => self.spins.push(parse_spin(v).ok_or_else(|| {
+                bad("0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL")
+            })?),
             "tessera annotation" => {
                 self.annotations.push(parse_annotation(v).ok_or_else(|| {
                     bad("NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...")
@@ -556,6 +629,7 @@ fn import_kernel(
     meta.header_text = header_text;
     meta.records_operands = hdr.operands;
     meta.annotations = std::mem::take(&mut hdr.annotations);
+    meta.spin_regions = std::mem::take(&mut hdr.spins);
     meta.generator = if hdr.generator.is_empty() {
         "accel-sim import".into()
     } else {

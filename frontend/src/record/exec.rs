@@ -14,6 +14,7 @@
 //! as large as the resident warps, and record buffers are reused (see `run_grid`).
 
 use super::mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
+use super::spin::{SpinCtx, SpinSite};
 use super::warp::{Aborted, RecInst, Warp, WarpRecord, WARP};
 use crate::opcodes::{decode_opcode, ArchFamily};
 use rustc_hash::FxHashMap as HashMap;
@@ -25,8 +26,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use tessera_traces::codec::{AddrRecord, ADDR_DELTA};
 use tessera_traces::schema::RZ;
 use tessera_traces::{
-    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, RawInst, TraceError,
-    TraceWriter, WriterOptions,
+    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, RawInst, SyncWords,
+    TraceError, TraceWriter, WriterOptions,
 };
 
 /// A recording failure.
@@ -180,7 +181,10 @@ impl Sass {
 
 /// Per-kernel tables: PC by source location, destination register by PC, opcodes.
 pub(crate) struct KernelTables {
-    pcs: HashMap<(usize, u32, u32, u8), u32>,
+    pcs: HashMap<(usize, u32, u32, u16), u32>,
+    /// The unrolled copy the running warp is in ([`Warp::unrolled`]; 0 outside): part of
+    /// every PC's key. Set by the warp holding the baton whenever it takes it.
+    pub(crate) copy: u8,
     next_pc: u32,
     dst: HashMap<u32, u16>,
     next_reg: u16,
@@ -189,6 +193,9 @@ pub(crate) struct KernelTables {
     pub(crate) opcodes: Vec<&'static str>,
     opcode_ids: HashMap<&'static str, u16>,
     pub(crate) sass: Sass,
+    /// The kernel's spin regions, one per call site of [`Warp::spin`], in order of first
+    /// execution (the writer's thread copies them into the kernel's metadata).
+    pub(crate) spins: Vec<SpinSite>,
 }
 
 /// Bytes between consecutive SASS instructions (sm_70 and later).
@@ -203,6 +210,7 @@ impl KernelTables {
     fn new(family: ArchFamily, reg_budget: u16) -> Self {
         let mut t = KernelTables {
             pcs: HashMap::default(),
+            copy: 0,
             next_pc: 0,
             dst: HashMap::default(),
             next_reg: 0,
@@ -211,6 +219,7 @@ impl KernelTables {
             opcodes: Vec::new(),
             opcode_ids: HashMap::default(),
             sass: Sass { family },
+            spins: Vec::new(),
         };
         t.grow();
         t
@@ -221,6 +230,7 @@ impl KernelTables {
             || self.dst.capacity() - self.dst.len() < TABLE_HEADROOM
             || self.opcodes.capacity() - self.opcodes.len() < TABLE_HEADROOM
             || self.opcode_ids.capacity() - self.opcode_ids.len() < TABLE_HEADROOM
+            || self.spins.capacity() == self.spins.len()
     }
 
     /// Doubles the tables (at least 64 entries more).
@@ -229,11 +239,47 @@ impl KernelTables {
         self.dst.reserve(self.dst.len().max(64));
         self.opcodes.reserve(self.opcodes.len().max(64));
         self.opcode_ids.reserve(self.opcode_ids.len().max(64));
+        if self.spins.capacity() == self.spins.len() {
+            self.spins.reserve(self.spins.len().max(4));
+        }
     }
 
-    /// The PC of the `sub`-th instruction emitted at source location `loc`.
+    /// Registers a spin region (from a warp thread the table has room, see
+    /// [`KernelTables::needs_room`]; an inline warp, on the scheduler's thread, may grow
+    /// it). A call site registers once; running it again must give the same region, and
+    /// no two call sites may share a start PC.
+    pub(crate) fn register_spin(&mut self, site: SpinSite, inline: bool) -> Result<(), String> {
+        if let Some(r) = self.spins.iter().find(|r| r.test_pc == site.test_pc) {
+            if *r != site {
+                return Err(format!(
+                    "the spin region at pc {:#x} changed between runs of its call site (start pc {:#x} then {:#x}, or its exit terms, back-off or label): a call site must always record the same region",
+                    site.test_pc, r.start_pc, site.start_pc
+                ));
+            }
+            return Ok(());
+        }
+        if let Some(r) = self.spins.iter().find(|r| r.start_pc == site.start_pc) {
+            return Err(format!(
+                "two spin regions (tests at pc {:#x} and {:#x}) start at pc {:#x}: each region's head must begin with an instruction of its own",
+                r.test_pc, site.test_pc, site.start_pc
+            ));
+        }
+        if !inline && self.spins.len() == self.spins.capacity() {
+            return Err("the kernel's spin-region table is full".into());
+        }
+        self.spins.push(site);
+        Ok(())
+    }
+
+    /// The PC of the `sub`-th instruction emitted at source location `loc` (in the
+    /// current unrolled copy).
     pub(crate) fn pc(&mut self, loc: &'static Location<'static>, sub: u8) -> u32 {
-        let key = (loc.file().as_ptr() as usize, loc.line(), loc.column(), sub);
+        let key = (
+            loc.file().as_ptr() as usize,
+            loc.line(),
+            loc.column(),
+            u16::from(sub) | u16::from(self.copy) << 8,
+        );
         let next = &mut self.next_pc;
         *self.pcs.entry(key).or_insert_with(|| {
             let pc = *next;
@@ -293,6 +339,8 @@ pub(crate) struct ExecState {
     error: Option<String>,
     /// A warp's record while the scheduler grows it ([`WarpEvent::Room`]).
     pub(crate) room: WarpRecord,
+    /// The declared sync words, `[start, end)` byte ranges in address order.
+    pub(crate) sync: Vec<(u64, u64)>,
 }
 
 impl ExecState {
@@ -303,7 +351,15 @@ impl ExecState {
             shared: HashMap::default(),
             error: None,
             room: WarpRecord::default(),
+            sync: Vec::new(),
         })
+    }
+
+    /// Whether `addr` lies in a declared sync word.
+    #[inline]
+    pub(crate) fn is_sync(&self, addr: u64) -> bool {
+        let i = self.sync.partition_point(|&(_, end)| end <= addr);
+        self.sync.get(i).is_some_and(|&(start, _)| start <= addr)
     }
 
     /// Whether a warp thread must have its record (`rec`) or the kernel's tables grown
@@ -496,7 +552,17 @@ pub struct Recorder {
     n_devices: u32,
     next_kernel_id: u32,
     generator: String,
+    /// Declared sync words ([`Recorder::sync_words`]).
+    sync: Vec<SyncDecl>,
     pub stats: RecordStats,
+}
+
+/// Sync words declared by [`Recorder::sync_words`].
+struct SyncDecl {
+    /// Index in the writer's sync words.
+    index: usize,
+    buf: Buffer<u32>,
+    checked: bool,
 }
 
 /// Yields one warp may make before the capture gives up on it: a spin loop that never
@@ -548,6 +614,7 @@ impl Recorder {
             n_devices: 1,
             next_kernel_id: 1,
             generator: generator.to_string(),
+            sync: Vec::new(),
             stats: RecordStats::default(),
         })
     }
@@ -608,6 +675,7 @@ impl Recorder {
 
     /// `cudaMemcpy` host to device of all of `buf`; recorded as `MemcpyHtoD`.
     pub fn upload<T: Elem>(&mut self, buf: Buffer<T>, data: &[T]) -> Result<(), RecordError> {
+        self.check_not_sync(buf.base, buf.base + buf.bytes())?;
         if data.len() as u64 != buf.len {
             return Err(RecordError::Invalid(format!(
                 "upload of {} elements into a buffer of {}",
@@ -634,6 +702,7 @@ impl Recorder {
         buf: Buffer<T>,
         data: impl IntoIterator<Item = T>,
     ) -> Result<(), RecordError> {
+        self.check_not_sync(buf.base, buf.base + buf.bytes())?;
         let mut n = 0u64;
         for v in data {
             if n < buf.len {
@@ -716,15 +785,21 @@ impl Recorder {
         let budget = spec
             .regs_per_thread
             .map_or(DEFAULT_REG_BUDGET, |r| r.clamp(8, 254) as u16);
-        let state = ExecState::new(
+        let mut state = ExecState::new(
             self.mem.take().unwrap_or_default(),
             KernelTables::new(self.family, budget),
         );
-        let mut written_ops = 0usize;
+        state.sync = self
+            .sync
+            .iter()
+            .map(|d| (d.buf.base, d.buf.base + d.buf.bytes()))
+            .collect();
+        state.sync.sort_unstable();
+        let mut written = (0usize, 0usize);
         let family = self.family;
         let writer = &mut self.writer;
         let mut sink = |st: &ExecState, id: [u32; 3], recs: &[WarpRecord]| {
-            write_cta(writer, &st.kernel, &mut written_ops, family, id, recs)
+            write_cta(writer, &st.kernel, &mut written, family, id, recs)
         };
         let mut held = Held::default();
         let (res, state) = if spec.blocking {
@@ -772,8 +847,82 @@ impl Recorder {
         Ok(c)
     }
 
-    /// Writes the index; the file is complete.
-    pub fn finish(self) -> Result<Index, RecordError> {
+    /// Declares `buf` as sync words of the current device (format version 3): 32-bit
+    /// words whose values the timing model computes as atomics and strong stores reach
+    /// them, and that spin regions read ([`Warp::spin`]). Their initial values are the
+    /// buffer's contents now: declare them after their last upload (uploading to them
+    /// afterwards is an error). When `checked`, their contents at [`Recorder::finish`]
+    /// are the values the model must end with: set it only where the final values do
+    /// not depend on scheduling (a lock back to 0, a barrier counter). In kernels, a
+    /// spin head's loads and value-returning atomics must read sync words, stores to them
+    /// must be [`Warp::st_strong`], and atomics on them 32-bit integer ones.
+    pub fn sync_words(&mut self, buf: Buffer<u32>, checked: bool) -> Result<(), RecordError> {
+        let (lo, hi) = (buf.base, buf.base + buf.bytes());
+        if buf.len == 0 {
+            return Err(RecordError::Invalid("sync words: an empty buffer".into()));
+        }
+        if let Some(d) = self
+            .sync
+            .iter()
+            .find(|d| d.buf.base < hi && lo < d.buf.base + d.buf.bytes())
+        {
+            return Err(RecordError::Invalid(format!(
+                "sync words at {lo:#x} overlap those declared at {:#x}",
+                d.buf.base
+            )));
+        }
+        let name = self
+            .mem()
+            .name_of(buf.base)
+            .ok_or_else(|| {
+                RecordError::Invalid(format!(
+                    "sync words at {lo:#x}: not an allocation of the recording"
+                ))
+            })?
+            .to_string();
+        let init = self.download(buf)?;
+        self.writer.add_sync_words(SyncWords {
+            name,
+            device: self.device,
+            addr: buf.base,
+            init,
+            expect: Vec::new(),
+        });
+        let index = self.writer.index().sync_words.len() - 1;
+        self.sync.push(SyncDecl {
+            index,
+            buf,
+            checked,
+        });
+        Ok(())
+    }
+
+    /// An error when `[lo, hi)` overlaps declared sync words (their initial values are
+    /// fixed at declaration).
+    fn check_not_sync(&self, lo: u64, hi: u64) -> Result<(), RecordError> {
+        match self
+            .sync
+            .iter()
+            .find(|d| d.buf.base < hi && lo < d.buf.base + d.buf.bytes())
+        {
+            Some(d) => Err(RecordError::Invalid(format!(
+                "upload to the sync words at {:#x} after their declaration: declare sync words after their last upload",
+                d.buf.base
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the index; the file is complete. Checked sync words get their expected
+    /// values: their contents now.
+    pub fn finish(mut self) -> Result<Index, RecordError> {
+        let decls = std::mem::take(&mut self.sync);
+        for d in decls.iter().filter(|d| d.checked) {
+            let v = self.download(d.buf)?;
+            if let Some(w) = self.writer.sync_words_mut().get_mut(d.index) {
+                w.expect = v;
+            }
+        }
         Ok(self.writer.finish()?)
     }
 }
@@ -802,6 +951,8 @@ impl Warp {
         } else {
             (1u32 << lanes) - 1
         };
+        let mut st = st;
+        st.kernel.copy = 0;
         let (slot, resume, events) = match baton {
             Some((slot, rx, tx)) => (slot, Some(rx), Some(tx)),
             None => (0, None, None),
@@ -820,6 +971,8 @@ impl Warp {
             mask: valid,
             exited: 0,
             rec: WarpRecord::default(),
+            spin: SpinCtx::default(),
+            unroll: 0,
         }
     }
 }
@@ -1312,11 +1465,23 @@ pub fn compress_addrs(mask: u32, addrs: &[u64]) -> AddrRecord<'_> {
 fn write_cta(
     w: &mut TraceWriter,
     tables: &KernelTables,
-    written_ops: &mut usize,
+    written: &mut (usize, usize),
     family: ArchFamily,
     id: [u32; 3],
     recs: &[WarpRecord],
 ) -> Result<(), RecordError> {
+    let (written_ops, written_spins) = (&mut written.0, &mut written.1);
+    // Spin regions go into the kernel's metadata before any CTA that runs them: the
+    // writer gives their tests one operand per exit term.
+    if *written_spins < tables.spins.len() {
+        let meta = w
+            .kernel_meta_mut()
+            .ok_or_else(|| RecordError::Invalid("a CTA written outside its kernel".into()))?;
+        for site in &tables.spins[*written_spins..] {
+            meta.spin_regions.push(site.region());
+        }
+        *written_spins = tables.spins.len();
+    }
     while *written_ops < tables.opcodes.len() {
         let name = tables.opcodes[*written_ops];
         let info = decode_opcode(family, name).ok_or_else(|| {

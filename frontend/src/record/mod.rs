@@ -10,14 +10,25 @@
 //! - The executor interleaves warps deterministically (one runs at a time, FIFO), so the
 //!   same inputs give the same trace byte for byte, and warps that wait on each other
 //!   (barriers, flags with [`Warp::spin_yield`]) are captured without deadlock.
+//! - Synchronization as values (format version 3): [`Recorder::sync_words`] declares the
+//!   32-bit words whose values the timing model computes (initial values, and expected
+//!   final ones when they do not depend on scheduling); [`Warp::spin`] records a spin
+//!   loop once, as a region whose body the model repeats until its exit condition
+//!   ([`Exit`]) holds on the simulated values; [`Warp::ld_strong`] and
+//!   [`Warp::st_strong`] are the strong accesses of flags (a strong store records its
+//!   values). A program whose progress needs every CTA resident (a grid barrier) is
+//!   recorded with `resident_ctas` as large as its grid.
 
 mod exec;
 mod mem;
 mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
+mod spin;
 mod warp;
 
 pub use exec::{compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES};
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
+pub use spin::Exit;
+pub use tessera_traces::SyncCmp;
 pub use warp::{Atom, AtomicElem, Cmp, Float, Pred, SharedArr, Val, Warp, WARP};

@@ -9,6 +9,7 @@
 
 use super::exec::{ExecState, Mailbox, Resume, WarpEvent};
 use super::mem::{Buffer, Elem};
+use super::spin::{SpinCtx, SpinMode};
 use std::panic::Location;
 use std::sync::Arc;
 use tessera_traces::codec::AddrRecord;
@@ -93,13 +94,21 @@ impl Cmp {
     }
 }
 
-/// Operation of an atomic or reduction.
+/// Operation of an atomic or reduction. On `u32`: all (`Sub` is recorded as `ADD` of the
+/// negated operand; `Inc` and `Dec` are CUDA's `atomicInc`/`atomicDec`, wrapping at the
+/// operand); on floats: `Add`, `Sub`, `Exch` (and `Min`/`Max`, recorded as exchange).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Atom {
     Add,
+    Sub,
     Min,
     Max,
     Exch,
+    And,
+    Or,
+    Xor,
+    Inc,
+    Dec,
 }
 
 /// One recorded warp instruction (addresses and operands live in the warp's chunked
@@ -212,6 +221,16 @@ impl<T: Copy, const N: usize> Chunks<T, N> {
         self.chunks.get(c)?.get(off..off + n)
     }
 
+    /// The entries of a range [`Chunks::push_slice`] returned, to change them.
+    pub(crate) fn get_mut(&mut self, (start, end): (u32, u32)) -> Option<&mut [T]> {
+        if start == end {
+            return Some(&mut []);
+        }
+        let (c, off) = (start as usize / N, start as usize % N);
+        let n = end.checked_sub(start)? as usize;
+        self.chunks.get_mut(c)?.get_mut(off..off + n)
+    }
+
     /// Every entry, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks.iter().flatten()
@@ -296,6 +315,10 @@ pub struct Warp {
     pub(crate) mask: u32,
     pub(crate) exited: u32,
     pub(crate) rec: WarpRecord,
+    /// Where the warp is in a spin region ([`Warp::spin`]).
+    pub(crate) spin: SpinCtx,
+    /// The unrolled copy the warp is in ([`Warp::unrolled`]).
+    pub(crate) unroll: u8,
 }
 
 /// Unwinds a warp thread when the recording was aborted (not a bug: no message).
@@ -338,7 +361,7 @@ impl Warp {
     /// when recording one more instruction could allocate: memory a warp thread
     /// allocated would stay with that thread's allocator heap (see `run_grid`). Inline
     /// warps run on the scheduler's thread and grow their buffers as they go.
-    fn ensure_room(&mut self) {
+    pub(crate) fn ensure_room(&mut self) {
         if self.events.is_none() {
             return;
         }
@@ -366,7 +389,10 @@ impl Warp {
             std::panic::resume_unwind(Box::new(Aborted));
         }
         match resume.recv() {
-            Some(Resume::Go(st)) => self.st = Some(st),
+            Some(Resume::Go(mut st)) => {
+                st.kernel.copy = self.unroll;
+                self.st = Some(st);
+            }
             // Closed (the recording is over or failed); `Start` goes to idle threads only.
             Some(Resume::Start(..)) | None => std::panic::resume_unwind(Box::new(Aborted)),
         }
@@ -400,13 +426,33 @@ impl Warp {
         }
         self.ensure_room();
         let mask = self.active();
+        let in_head = self.spin.in_head();
         let st = self.state();
         let pc = st.kernel.pc(loc, sub);
+        let name = opcode;
         let opcode = st.kernel.opcode(opcode);
         let reg = match dst {
             Some(pair) => st.kernel.dst_reg(pc, pair),
             None => RZ,
         };
+        if let Some((w, a)) = mem {
+            if w > 0 && (in_head || !st.sync.is_empty()) {
+                check_sync_access(st, name, pc, w, a, in_head);
+            }
+        }
+        match self.spin.mode {
+            SpinMode::HeadCheck => {
+                let a = mem.map_or(&[][..], |m| m.1);
+                self.spin_check(pc, opcode, name, mask, a, operands, reg);
+                return reg;
+            }
+            SpinMode::TailMerge => {
+                let a = mem.map_or(&[][..], |m| m.1);
+                self.spin_merge(pc, opcode, name, mask, a, operands);
+                return reg;
+            }
+            _ => {}
+        }
         let rec = &mut self.rec;
         let mut strided = false;
         let (mem_width, addrs) = match mem {
@@ -425,7 +471,7 @@ impl Warp {
         let mut s = [RZ; 4];
         let n_srcs = srcs.len().min(4);
         s[..n_srcs].copy_from_slice(&srcs[..n_srcs]);
-        rec.insts.push_slice(&[RecInst {
+        let (idx, _) = rec.insts.push_slice(&[RecInst {
             pc,
             mask,
             opcode,
@@ -438,6 +484,9 @@ impl Warp {
             addrs,
             operands,
         }]);
+        if self.spin.mode != SpinMode::Off {
+            self.spin_recorded(idx, mask, name, reg);
+        }
         reg
     }
 
@@ -690,6 +739,26 @@ impl Warp {
         self.alu("IMNMX.U32", false, &[a.reg, b.reg], v)
     }
 
+    /// `max(a, b)`: `IMNMX` (with the `!PT` selector, the same mnemonic).
+    #[track_caller]
+    pub fn imax(&mut self, a: &Val<u32>, b: &Val<u32>) -> Val<u32> {
+        let v = self.zip(a, b, u32::max);
+        self.alu("IMNMX.U32", false, &[a.reg, b.reg], v)
+    }
+
+    /// The `copy`-th copy of a body the compiler unrolled: every instruction `f` records
+    /// gets a PC (and destination register) of its own per copy, where a Rust loop over
+    /// `f` would record the same PCs again. Copy 0 is the body's own PCs.
+    pub fn unrolled<R>(&mut self, copy: u8, f: impl FnOnce(&mut Warp) -> R) -> R {
+        let saved = self.unroll;
+        self.unroll = copy;
+        self.state().kernel.copy = copy;
+        let r = f(self);
+        self.unroll = saved;
+        self.state().kernel.copy = saved;
+        r
+    }
+
     /// Integer comparison with a per-lane value: `ISETP.<cmp>.U32.AND`.
     #[track_caller]
     pub fn icmp(&mut self, c: Cmp, a: &Val<u32>, b: &Val<u32>) -> Pred {
@@ -905,6 +974,9 @@ impl Warp {
             }
         }
         let op = st.kernel.sass.ldg(T::BYTES);
+        if self.spin.in_head() {
+            self.spin.stash(|l| v[l].to_bits());
+        }
         let reg = self.emit(
             loc,
             sub,
@@ -948,6 +1020,63 @@ impl Warp {
     #[track_caller]
     pub fn st<T: Elem>(&mut self, a: &Val<u64>, x: &Val<T>) {
         self.st_at(Location::caller(), 0, a, x)
+    }
+
+    /// A strong (`volatile`, `ld.relaxed.gpu`) 32-bit global load: `LDG.E.STRONG.GPU`. It
+    /// bypasses L1, so it sees other SMs' writes: the load a spin loop polls a flag or
+    /// counter with.
+    #[track_caller]
+    pub fn ld_strong(&mut self, a: &Val<u64>) -> Val<u32> {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let mut v = [0u32; WARP];
+        let st = self.state();
+        for (l, x) in v.iter_mut().enumerate() {
+            if m >> l & 1 == 1 {
+                *x = st.read_global(a.v[l], 4) as u32;
+            }
+        }
+        if self.spin.in_head() {
+            self.spin.stash(|l| u64::from(v[l]));
+        }
+        let reg = self.emit(
+            Location::caller(),
+            0,
+            "LDG.E.STRONG.GPU",
+            Some(false),
+            &[a.reg],
+            Some((4, &addrs[..n])),
+            &[],
+        );
+        Val { v, reg }
+    }
+
+    /// A strong 32-bit global store (`st.relaxed.gpu`): `STG.E.STRONG.GPU`, recording the
+    /// value each active lane stores (format version 3), so that the timing model can
+    /// update a sync word it writes; the store a flag is raised with.
+    #[track_caller]
+    pub fn st_strong(&mut self, a: &Val<u64>, x: &Val<u32>) {
+        let (addrs, n) = self.lane_addrs(a);
+        let m = self.active();
+        let mut operands = [0u64; WARP];
+        let mut k = 0;
+        let st = self.state();
+        for l in 0..WARP {
+            if m >> l & 1 == 1 {
+                st.write_global(a.v[l], 4, u64::from(x.v[l]));
+                operands[k] = u64::from(x.v[l]);
+                k += 1;
+            }
+        }
+        self.emit(
+            Location::caller(),
+            0,
+            "STG.E.STRONG.GPU",
+            None,
+            &[a.reg, x.reg],
+            Some((4, &addrs[..n])),
+            &operands[..k],
+        );
     }
 
     /// Byte offset of `arr[idx]` in shared memory: `LEA`.
@@ -1038,17 +1167,26 @@ impl Warp {
         let mut old = [T::default(); WARP];
         let mut operands = [0u64; WARP];
         let mut k = 0;
+        let Some(name) = T::atom_name(op, ret) else {
+            super::spin::fail(format!(
+                "atomic {op:?} on {}-byte values is not an operation the recorder emits",
+                T::BYTES
+            ));
+        };
         let st = self.state();
         for (l, o) in old.iter_mut().enumerate() {
             if m >> l & 1 == 1 {
                 let cur = T::from_bits(st.read_global(a.v[l], T::BYTES));
                 *o = cur;
                 st.write_global(a.v[l], T::BYTES, T::apply(op, cur, x.v[l]).to_bits());
-                operands[k] = x.v[l].to_bits();
+                // `Sub` is recorded as the addition of the negated operand.
+                operands[k] = T::operand(op, x.v[l]).to_bits();
                 k += 1;
             }
         }
-        let name = T::atom_name(op, ret);
+        if self.spin.in_head() {
+            self.spin.stash(|l| old[l].to_bits());
+        }
         let dst = ret.then_some(T::BYTES == 8);
         let reg = self.emit(
             Location::caller(),
@@ -1085,6 +1223,9 @@ impl Warp {
                 operands[k + 1] = u64::from(new.v[l]);
                 k += 2;
             }
+        }
+        if self.spin.in_head() {
+            self.spin.stash(|l| u64::from(old[l]));
         }
         let reg = self.emit(
             Location::caller(),
@@ -1271,6 +1412,56 @@ impl Warp {
     }
 }
 
+/// Checks an access to memory against the declared sync words: a spin head's value
+/// instructions read only sync words (32-bit); a plain store never writes one (the timing
+/// model would not know the value: `st_strong` records it); an atomic on one is a 32-bit
+/// integer operation. A violation ends the recording with a message.
+fn check_sync_access(
+    st: &ExecState,
+    name: &str,
+    pc: u32,
+    width: u32,
+    addrs: &[u64],
+    in_head: bool,
+) {
+    let what = |a: u64| {
+        format!(
+            "{a:#x} ({})",
+            st.mem.name_of(a).unwrap_or("outside every allocation")
+        )
+    };
+    if in_head && super::spin::is_value_inst(name) {
+        if let Some(&a) = addrs.iter().find(|&&a| !st.is_sync(a)) {
+            super::spin::fail(format!(
+                "{name} at pc {pc:#x} in a spin head reads {}, which is not a declared sync word: a spin head's loads and atomics must access sync words (Recorder::sync_words)",
+                what(a)
+            ));
+        }
+        if width != 4 {
+            super::spin::fail(format!(
+                "{name} at pc {pc:#x} in a spin head reads {width} bytes: sync words are 32-bit"
+            ));
+        }
+        return;
+    }
+    let Some(&a) = addrs.iter().find(|&&a| st.is_sync(a)) else {
+        return;
+    };
+    if name.starts_with("STG") && !name.contains(".STRONG") {
+        super::spin::fail(format!(
+            "{name} at pc {pc:#x} writes the sync word {} with a plain store; write sync words with st_strong (STG.E.STRONG.GPU records the value)",
+            what(a)
+        ));
+    }
+    let atomic = name.starts_with("ATOMG") || name.starts_with("RED");
+    if atomic && (width != 4 || name.contains(".F32") || name.contains(".F64")) {
+        super::spin::fail(format!(
+            "{name} at pc {pc:#x} on the sync word {}: atomics on sync words are 32-bit integer operations",
+            what(a)
+        ));
+    }
+}
+
 fn isetp(c: Cmp) -> &'static str {
     match c {
         Cmp::Lt => "ISETP.LT.U32.AND",
@@ -1335,27 +1526,65 @@ impl Float for f64 {
 /// Types with global atomics.
 pub trait AtomicElem: Elem {
     fn apply(op: Atom, cur: Self, x: Self) -> Self;
-    fn atom_name(op: Atom, ret: bool) -> &'static str;
+    /// The mnemonic (`ret`: the old value is used), `None` for an operation the type
+    /// lacks.
+    fn atom_name(op: Atom, ret: bool) -> Option<&'static str>;
+    /// The operand recorded for `x` (the negation for `Sub`, recorded as `ADD`).
+    fn operand(op: Atom, x: Self) -> Self;
 }
 
 impl AtomicElem for u32 {
     fn apply(op: Atom, cur: u32, x: u32) -> u32 {
         match op {
             Atom::Add => cur.wrapping_add(x),
+            Atom::Sub => cur.wrapping_sub(x),
             Atom::Min => cur.min(x),
             Atom::Max => cur.max(x),
             Atom::Exch => x,
+            Atom::And => cur & x,
+            Atom::Or => cur | x,
+            Atom::Xor => cur ^ x,
+            Atom::Inc => {
+                if cur >= x {
+                    0
+                } else {
+                    cur + 1
+                }
+            }
+            Atom::Dec => {
+                if cur == 0 || cur > x {
+                    x
+                } else {
+                    cur - 1
+                }
+            }
         }
     }
-    fn atom_name(op: Atom, ret: bool) -> &'static str {
-        match (op, ret) {
-            (Atom::Add, true) => "ATOMG.E.ADD.STRONG.GPU",
-            (Atom::Add, false) => "RED.E.ADD.STRONG.GPU",
+    fn atom_name(op: Atom, ret: bool) -> Option<&'static str> {
+        Some(match (op, ret) {
+            (Atom::Add | Atom::Sub, true) => "ATOMG.E.ADD.STRONG.GPU",
+            (Atom::Add | Atom::Sub, false) => "RED.E.ADD.STRONG.GPU",
             (Atom::Min, true) => "ATOMG.E.MIN.STRONG.GPU",
             (Atom::Min, false) => "RED.E.MIN.STRONG.GPU",
             (Atom::Max, true) => "ATOMG.E.MAX.STRONG.GPU",
             (Atom::Max, false) => "RED.E.MAX.STRONG.GPU",
             (Atom::Exch, _) => "ATOMG.E.EXCH.STRONG.GPU",
+            (Atom::And, true) => "ATOMG.E.AND.STRONG.GPU",
+            (Atom::And, false) => "RED.E.AND.STRONG.GPU",
+            (Atom::Or, true) => "ATOMG.E.OR.STRONG.GPU",
+            (Atom::Or, false) => "RED.E.OR.STRONG.GPU",
+            (Atom::Xor, true) => "ATOMG.E.XOR.STRONG.GPU",
+            (Atom::Xor, false) => "RED.E.XOR.STRONG.GPU",
+            (Atom::Inc, true) => "ATOMG.E.INC.STRONG.GPU",
+            (Atom::Inc, false) => "RED.E.INC.STRONG.GPU",
+            (Atom::Dec, true) => "ATOMG.E.DEC.STRONG.GPU",
+            (Atom::Dec, false) => "RED.E.DEC.STRONG.GPU",
+        })
+    }
+    fn operand(op: Atom, x: u32) -> u32 {
+        match op {
+            Atom::Sub => x.wrapping_neg(),
+            _ => x,
         }
     }
 }
@@ -1364,16 +1593,24 @@ impl AtomicElem for f32 {
     fn apply(op: Atom, cur: f32, x: f32) -> f32 {
         match op {
             Atom::Add => cur + x,
+            Atom::Sub => cur - x,
             Atom::Min => cur.min(x),
             Atom::Max => cur.max(x),
-            Atom::Exch => x,
+            _ => x,
         }
     }
-    fn atom_name(op: Atom, ret: bool) -> &'static str {
+    fn atom_name(op: Atom, ret: bool) -> Option<&'static str> {
         match (op, ret) {
-            (Atom::Add, true) => "ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU",
-            (Atom::Add, false) => "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
-            (_, _) => "ATOMG.E.EXCH.STRONG.GPU",
+            (Atom::Add | Atom::Sub, true) => Some("ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU"),
+            (Atom::Add | Atom::Sub, false) => Some("RED.E.ADD.F32.FTZ.RN.STRONG.GPU"),
+            (Atom::Min | Atom::Max | Atom::Exch, _) => Some("ATOMG.E.EXCH.STRONG.GPU"),
+            _ => None,
+        }
+    }
+    fn operand(op: Atom, x: f32) -> f32 {
+        match op {
+            Atom::Sub => -x,
+            _ => x,
         }
     }
 }
@@ -1382,16 +1619,24 @@ impl AtomicElem for f64 {
     fn apply(op: Atom, cur: f64, x: f64) -> f64 {
         match op {
             Atom::Add => cur + x,
+            Atom::Sub => cur - x,
             Atom::Min => cur.min(x),
             Atom::Max => cur.max(x),
-            Atom::Exch => x,
+            _ => x,
         }
     }
-    fn atom_name(op: Atom, ret: bool) -> &'static str {
+    fn atom_name(op: Atom, ret: bool) -> Option<&'static str> {
         match (op, ret) {
-            (Atom::Add, true) => "ATOMG.E.ADD.F64.RN.STRONG.GPU",
-            (Atom::Add, false) => "RED.E.ADD.F64.RN.STRONG.GPU",
-            (_, _) => "ATOMG.E.EXCH.64.STRONG.GPU",
+            (Atom::Add | Atom::Sub, true) => Some("ATOMG.E.ADD.F64.RN.STRONG.GPU"),
+            (Atom::Add | Atom::Sub, false) => Some("RED.E.ADD.F64.RN.STRONG.GPU"),
+            (Atom::Min | Atom::Max | Atom::Exch, _) => Some("ATOMG.E.EXCH.64.STRONG.GPU"),
+            _ => None,
+        }
+    }
+    fn operand(op: Atom, x: f64) -> f64 {
+        match op {
+            Atom::Sub => -x,
+            _ => x,
         }
     }
 }

@@ -9,16 +9,21 @@ use crate::record::{RecordError, RecordStats, Recorder};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+mod atm;
+mod barriers;
 mod bfs;
 mod gemm;
 mod halo;
 mod histogram;
+mod ht;
 mod peer_stream;
 mod probes;
 mod reduce;
 mod spinlock;
 mod stencil2d;
 mod stream;
+#[cfg(test)]
+mod sync_replay;
 mod vectoradd;
 
 /// One parameter of a workload.
@@ -50,6 +55,10 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &bfs::SPEC,
         &reduce::SPEC,
         &spinlock::SPEC,
+        &ht::SPEC,
+        &atm::SPEC,
+        &barriers::FLAG_BARRIER,
+        &barriers::ATOMIC_BARRIER,
         &peer_stream::SPEC,
         &halo::SPEC,
         &probes::POINTER_CHASE,

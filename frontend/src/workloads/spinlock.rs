@@ -1,32 +1,36 @@
 //! `spinlock`: one global lock guards a counter. In each warp, lane 0 (the lanes of a warp
-//! are serialized behind one leader, as in TSP's rare critical sections) takes the lock
-//! `iters` times: `while (atomicCAS(&lock, 0, 1) != 0) __nanosleep(...)`, then the critical
-//! section reads the counter, adds one and writes it back, `__threadfence()`, and releases
-//! with `atomicExch(&lock, 0)`. The host reference: the counter equals warps x iters and
-//! the lock is free at the end.
+//! are serialized behind one leader, as in TSP's rare critical sections,
+//! eltantawy-2018-inter-thread-synchronization-simt.txt section 6.4) takes the lock `iters`
+//! times: `while (atomicCAS(&lock, 0, 1) != 0) back off;`, then the critical section reads
+//! the counter, adds one and writes it back, `__threadfence()`, and releases with
+//! `atomicExch(&lock, 0)`. The host reference: the counter equals warps x iters and the
+//! lock is free at the end.
 //!
-//! The spin loop's iterations are the ones the recorder saw (it runs `resident` CTAs at a
-//! time, switches warps at every failed attempt, and once while a leader holds the lock):
-//! until the timing model evaluates sync values (issue 24), the trace replays them as
-//! recorded.
+//! The acquire loop is a spin region (format version 3, [`crate::record::Warp::spin`]):
+//! recorded once per critical section, its CAS repeated by the timing model until the
+//! simulated lock word lets it through, with the back-off `backoff` cycles doubling up to
+//! 32 times that. `lock` is a sync word, checked to end at 0; the counter is plain data
+//! the lock protects.
 //!
-//! Per warp: `S2R` (lane), `ISETP` (lane 0), `BSSY`, `BRA`, then for the leader per
-//! critical section: `BSSY`, per attempt `ATOMG.E.CAS.STRONG.GPU`, `ISETP.NE`, `BRA` and,
-//! while it fails, `NANOSLEEP`; `BSYNC`, `LDG.E`, `IADD3`, `STG.E`, `MEMBAR.SC.GPU`,
-//! `ATOMG.E.EXCH.STRONG.GPU`; the loop's `IADD3`, `ISETP`, `BRA`; then `BSYNC`, `EXIT`.
+//! Per warp: `S2R` (lane), `ISETP` (lane 0), `BSSY`, `BRA`, then for the leader `MOV`,
+//! `MOV`, `IMAD.WIDE.U32` x2, and per critical section the region: head
+//! `ATOMG.E.CAS.STRONG.GPU` (value 0), `ISETP.EQ`; test `BRA` (exit when the CAS returned
+//! 0); tail `LDG.E`, `IADD3`, `STG.E`, `MEMBAR.SC.GPU`, `ATOMG.E.EXCH.STRONG.GPU`;
+//! back-edge `BRA`; the loop's `IADD3`, `ISETP`, `BRA`; then `BSYNC`, `EXIT`.
 
 use super::{GenError, ParamSpec, Params, WorkloadSpec};
-use crate::record::{Atom, Cmp, LaunchSpec, Recorder};
+use crate::record::{Atom, Cmp, Exit, LaunchSpec, Recorder, SyncCmp};
 use tessera_traces::{Access, ArrayAnnotation};
 
 pub static SPEC: WorkloadSpec = WorkloadSpec {
     name: "spinlock",
-    help: "one global lock (atomicCAS spin with __nanosleep, atomicExch release) guarding a counter; a leader lane per warp",
+    help: "one global lock (atomicCAS spin region with back-off, atomicExch release) guarding a counter; a leader lane per warp",
     params: &[
         ParamSpec { name: "ctas", default: "16", help: "CTAs" },
         ParamSpec { name: "block", default: "128", help: "threads per CTA (a multiple of 32)" },
         ParamSpec { name: "iters", default: "4", help: "critical sections per warp" },
         ParamSpec { name: "resident", default: "16", help: "CTAs the recorder runs at once (its residency; at least 1)" },
+        ParamSpec { name: "backoff", default: "0", help: "spin back-off base in core cycles, doubling up to 32x (0: none)" },
     ],
     run,
 };
@@ -44,6 +48,9 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let block = p.u32("block")?;
     let iters = p.u32("iters")?;
     let resident = p.u32("resident")?;
+    let base = u32::try_from(p.u64_any("backoff")?)
+        .map_err(|_| p.invalid("backoff must fit in 32 bits"))?;
+    let backoff = (base, base.saturating_mul(32));
     if block == 0 || block % 32 != 0 || block > 1024 {
         return Err(p.invalid("block must be a multiple of 32 from 32 to 1024"));
     }
@@ -54,6 +61,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let counter = rec.alloc::<u32>("counter", 1)?;
     rec.upload(lock, &[0])?;
     rec.upload(counter, &[0])?;
+    rec.sync_words(lock, true)?;
     let mut spec = LaunchSpec::new("_Z8spinlockPjS_j", [ctas, 1, 1], [block, 1, 1]);
     spec.resident_ctas = resident;
     spec.annotations = vec![
@@ -82,23 +90,27 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
             let la = w.addr(&lock, &zero);
             let ca = w.addr(&counter, &zero);
             w.for_range(iters, |w, _| {
-                w.while_(
+                w.spin(
+                    "lock acquired",
+                    backoff,
                     |w| {
                         attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let old = w.atomic_cas(&la, &zero, &one);
-                        w.icmp_imm(Cmp::Ne, &old, 0)
+                        w.atomic_cas(&la, &zero, &one);
+                        Exit::when_imm(0, SyncCmp::Eq, 0)
                     },
-                    |w| w.nanosleep(),
+                    |w| {
+                        // The recorder switches warps only where one waits: let the
+                        // others try while this one holds the lock (their attempts fail,
+                        // as they would while the critical section takes time on a GPU).
+                        // Emits nothing.
+                        w.spin_yield();
+                        let c = w.ld::<u32>(&ca);
+                        let c1 = w.iadd_imm(&c, 1);
+                        w.st(&ca, &c1);
+                        w.fence_gpu();
+                        w.atomic(Atom::Exch, &la, &zero, false);
+                    },
                 );
-                // The recorder switches warps only where one waits: let the others try
-                // while this one holds the lock (their attempts fail, as they would while
-                // the critical section takes time on a GPU). Emits nothing.
-                w.spin_yield();
-                let c = w.ld::<u32>(&ca);
-                let c1 = w.iadd_imm(&c, 1);
-                w.st(&ca, &c1);
-                w.fence_gpu();
-                w.atomic(Atom::Exch, &la, &zero, false);
             });
         });
     })?;
@@ -147,19 +159,57 @@ mod tests {
         rec.finish().unwrap();
         assert_eq!((o.counter, o.lock), (6 * 2 * 3, 0));
         // Contention: some attempts failed (12 leaders on one lock, switching at every
-        // failure), and every success is one CAS of the trace.
+        // failure); the trace holds one CAS per critical section (the region's head,
+        // repeated by the timing model) and one release.
         assert!(o.attempts > u64::from(o.want), "{} attempts", o.attempts);
         let t = TraceFile::open(&path).unwrap();
         let k = &t.kernels()[0];
         let c = |cl: OpClass| k.counts.class_warp_insts[cl as usize];
-        // Every attempt (CAS) and every release (EXCH) is a global atomic of the leaders.
-        assert_eq!(c(OpClass::AtomicGlobal), o.attempts + u64::from(o.want));
+        assert_eq!(c(OpClass::AtomicGlobal), 2 * u64::from(o.want));
         let cas = k
             .opcodes
             .iter()
             .find(|x| x.name == "ATOMG.E.CAS.STRONG.GPU")
             .expect("CAS recorded");
         assert_eq!(cas.class, OpClass::AtomicGlobal);
-        assert!(k.opcodes.iter().any(|x| x.name == "NANOSLEEP"));
+        assert!(!k.opcodes.iter().any(|x| x.name == "NANOSLEEP"));
+        // One region: exit when the CAS (value 0) returned 0.
+        assert_eq!(k.spin_regions.len(), 1, "{:?}", k.spin_regions);
+        let r = &k.spin_regions[0];
+        assert_eq!(
+            r.terms,
+            [tessera_traces::ExitTerm {
+                value: 0,
+                cmp: SyncCmp::Eq
+            }]
+        );
+        assert!(r.all);
+        assert_eq!((r.backoff_base, r.backoff_max), (0, 0));
+        assert_eq!(r.label, "lock acquired");
+        let start = k.statics.iter().find(|s| s.pc == r.start_pc).unwrap();
+        assert_eq!(
+            k.opcodes[start.opcode as usize].name,
+            "ATOMG.E.CAS.STRONG.GPU"
+        );
+        // The lock is a sync word that starts and must end at 0.
+        let sw = &t.index().sync_words;
+        assert_eq!(sw.len(), 1);
+        assert_eq!(
+            (sw[0].name.as_str(), &sw[0].init[..], &sw[0].expect[..]),
+            ("lock", &[0][..], &[0][..])
+        );
+        tessera_traces::verify(&t).unwrap();
+    }
+
+    /// The back-off parameter goes into the region: base and 32 times base.
+    #[test]
+    fn backoff_is_the_regions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.tst");
+        let args = crate::workloads::test_support::params(&[("ctas", "2"), ("backoff", "100")]);
+        crate::workloads::generate("spinlock", &args, 80, &path).unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        let r = &t.kernels()[0].spin_regions[0];
+        assert_eq!((r.backoff_base, r.backoff_max), (100, 3200));
     }
 }
