@@ -105,3 +105,117 @@ fn a_malformed_spin_region_names_the_kernel_and_region() {
         ],
     );
 }
+
+/// `ht` (per-bucket locks, the release inside the spin loop) spins as many rounds as the
+/// simulated timing makes it: the count moves with the CTAs an SM holds, the DRAM latency
+/// and the warp scheduler, while every insertion takes its lock exactly once (one won
+/// compare-and-swap each) and every lock ends free (the recorder's values, checked).
+#[test]
+fn ht_spin_counts_move_with_occupancy_latency_and_scheduler() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(tmp.path(), "ht", &["buckets=128", "insertions=2048"]);
+    let t = tst.to_str().unwrap();
+    let rounds = |set: &[&str]| -> u64 {
+        // Two SMs per chiplet: 16 CTAs compete for 8 SMs, so occupancy matters.
+        let mut a = vec!["--trace", t, "--set", "core.sm_count=2"];
+        for s in set {
+            a.push("--set");
+            a.push(s);
+        }
+        let v = run_json("a100-4chiplet.yaml", &a);
+        let s = &v["sync"];
+        assert_eq!(v["provenance"]["input"]["sync"], "values");
+        assert_eq!(s["words"][0]["check"], "ok", "{set:?}: {s}");
+        assert_eq!(s["cas_won"], 2048, "{set:?}: one won CAS per insertion");
+        assert_eq!(s["spin_exits"], 2048, "{set:?}");
+        assert!(
+            s["cas_lost"].as_u64().unwrap() > 0,
+            "{set:?}: no contention"
+        );
+        s["spin_iterations"].as_u64().unwrap()
+    };
+    let (one, eight) = (
+        rounds(&["core.max_ctas_per_sm=1"]),
+        rounds(&["core.max_ctas_per_sm=8"]),
+    );
+    assert_ne!(one, eight, "1 and 8 CTAs per SM spun alike");
+    let (near, far) = (
+        rounds(&["dram.latency_ps=20000"]),
+        rounds(&["dram.latency_ps=400000"]),
+    );
+    assert_ne!(near, far, "two DRAM latencies spun alike");
+    let (lrr, gto) = (
+        rounds(&["core.scheduler=lrr"]),
+        rounds(&["core.scheduler=gto"]),
+    );
+    assert_ne!(lrr, gto, "lrr and gto spun alike");
+}
+
+/// The software grid barriers complete when every CTA is resident and deadlock when the
+/// GPU holds fewer CTAs than the grid (liu-2018 chapter 4, eltantawy-2018 section 1.2):
+/// the watchdog stops the run, the stats file says where every warp waits, and `tessera
+/// run` exits with status 3.
+#[test]
+fn grid_barriers_over_more_ctas_than_the_gpu_holds_are_deadlocks() {
+    // Four SMs of at most two CTAs: 8 resident at once.
+    let small = [
+        "--set",
+        "core.sm_count=4",
+        "--set",
+        "core.max_ctas_per_sm=2",
+        "--set",
+        "watchdog.check_cycles=1000",
+        "--set",
+        "watchdog.livelock_cycles=20000",
+    ];
+    for w in ["atomic_barrier", "flag_barrier"] {
+        let fits = tempfile::tempdir().unwrap();
+        let tst = gen(fits.path(), w, &["ctas=8", "episodes=2"]);
+        let mut a = vec!["--trace", tst.to_str().unwrap()];
+        a.extend_from_slice(&small);
+        let v = run_json("a100.yaml", &a);
+        assert!(v.get("watchdog").is_none(), "{w}: 8 CTAs on 8 slots");
+        assert!(v["sync"]["words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["check"] == "ok"));
+
+        let over = tempfile::tempdir().unwrap();
+        let tst = gen(over.path(), w, &["ctas=16", "episodes=2"]);
+        let out = over.path().join("stats.json");
+        let mut a = run_args("a100.yaml", &["--trace", tst.to_str().unwrap()]);
+        a.extend(small.iter().map(|s| s.to_string()));
+        a.push("--stats-out".into());
+        a.push(out.display().to_string());
+        let o = tessera(&a);
+        assert_eq!(o.status.code(), Some(3), "{w}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("watchdog: deadlock at cycle"),
+            "{}",
+            stderr(&o)
+        );
+        let v = json(&std::fs::read_to_string(&out).unwrap());
+        let d = &v["watchdog"];
+        assert_eq!(d["verdict"], "deadlock", "{w}");
+        assert!(d["live_warps"].as_u64().unwrap() >= 8, "{w}: {d}");
+        let states: Vec<&str> = d["warps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["state"].as_str().unwrap())
+            .collect();
+        assert!(states.contains(&"spin"), "{w}: {states:?}");
+        // Nothing ran past the 8 resident CTAs: no CTA of the second half started.
+        assert!(d["warps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["cta"][0].as_u64().unwrap() < 8));
+        assert!(v["sync"]["words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["check"] == "partial"));
+    }
+}
