@@ -412,6 +412,84 @@ fn per_pair_windows_and_weighted_ranks_never_change_results() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Synchronization as values (issue 24) on ranks: `ht` and `atm` (locks homed across the
+/// chiplets, spinning across the links) give the bytes of one thread at 2 and 3 ranks,
+/// and of an SM-cluster cut; a grid barrier over more CTAs than the GPU holds gets the
+/// watchdog's same verdict at the same cycle, with the same report, at 2 ranks (exit
+/// status 3); several threads per rank are refused for a trace with spin regions.
+#[test]
+fn sync_values_and_the_watchdog_never_change_with_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (w, params) in [
+        ("ht", &["buckets=128", "insertions=1024"][..]),
+        ("atm", &["accounts=128", "transfers=512"][..]),
+    ] {
+        let dir = tmp.path().join(w);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tst = gen(&dir, w, params);
+        let t = tst.to_str().unwrap();
+        let seq = run_stats("a100-4chiplet.yaml", &["--trace", t]).0;
+        assert!(json(&seq)["sync"]["spin_iterations"].as_u64().unwrap() > 0);
+        for np in [2, 3] {
+            let got = mpi_stats(np, "a100-4chiplet.yaml", &tst, &[]);
+            assert!(got == seq, "{w}: -np {np} differs from one thread");
+        }
+        let cut = [
+            "--set",
+            "partitioning.mode=sm_cluster",
+            "--set",
+            "partitioning.sm_clusters=2",
+        ];
+        let got = mpi_stats(3, "a100-4chiplet.yaml", &tst, &cut);
+        assert!(got == seq, "{w}: -np 3 on a cut differs from one thread");
+    }
+    let dir = tmp.path().join("barrier");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tst = gen(&dir, "atomic_barrier", &["ctas=16", "episodes=2"]);
+    let small = [
+        "--set",
+        "core.sm_count=1",
+        "--set",
+        "core.max_ctas_per_sm=2",
+        "--set",
+        "watchdog.check_cycles=1000",
+        "--set",
+        "watchdog.livelock_cycles=20000",
+    ];
+    let stopped = |np: usize| -> String {
+        let out = dir.join(format!("w{np}.json"));
+        let args = run_to("a100-4chiplet.yaml", &tst, &out, &small);
+        let o = if np == 1 {
+            tessera(&args)
+        } else {
+            mpirun(np, bin(), &args)
+        };
+        assert_ne!(
+            o.status.code(),
+            Some(0),
+            "-np {np}: the run was not stopped"
+        );
+        assert!(stderr(&o).contains("watchdog: deadlock"), "{}", stderr(&o));
+        simulated(&std::fs::read_to_string(&out).unwrap())
+    };
+    let one = stopped(1);
+    assert_eq!(json(&one)["watchdog"]["verdict"], "deadlock");
+    assert!(
+        stopped(2) == one,
+        "the watchdog's report differs at 2 ranks"
+    );
+    let o = mpirun(
+        2,
+        bin(),
+        &run_args(
+            "a100-4chiplet.yaml",
+            &["--trace", tst.to_str().unwrap(), "--threads", "2"],
+        ),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("one thread per rank"), "{}", stderr(&o));
+}
+
 /// More ranks than partitions: one clear error naming both counts, no stats file, no
 /// temporary trace left by any rank.
 #[test]

@@ -78,7 +78,7 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "vectoradd", &["n=4096"]);
     let t = tst.to_str().unwrap();
-    let runs = [
+    let mut runs = vec![
         run_stats_full(
             "default.yaml",
             &["--workload", "vectoradd", "--param", "n=4096"],
@@ -112,7 +112,34 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
         )
         .0,
         run_stats_full("default.yaml", &["--trace", t, "--max-warp-insts", "100"]).0,
+        // Sync values (a format-3 trace with spin regions): `sync`.
+        run_stats_full(
+            "default.yaml",
+            &["--workload", "spinlock", "--param", "ctas=4"],
+        )
+        .0,
     ];
+    // A grid barrier over more CTAs than the GPU holds: the watchdog stops it (exit status
+    // 3, the stats file written with `watchdog`).
+    let over = gen(tmp.path(), "atomic_barrier", &["ctas=8", "episodes=1"]);
+    let out = tmp.path().join("watchdog.json");
+    let mut a = run_args(
+        "default.yaml",
+        &[
+            "--trace",
+            over.to_str().unwrap(),
+            "--set",
+            "core.sm_count=1",
+            "--set",
+            "core.max_ctas_per_sm=2",
+            "--set",
+            "watchdog.livelock_cycles=20000",
+        ],
+    );
+    a.push("--stats-out".into());
+    a.push(out.display().to_string());
+    assert_eq!(tessera(&a).status.code(), Some(3));
+    runs.push(std::fs::read_to_string(&out).unwrap());
     let (documented, maps) = documented();
     let mut written = BTreeSet::new();
     for text in &runs {
