@@ -466,17 +466,17 @@ pub enum UnitStats {
     },
     /// A channel unit: its L2 slices, LLC slice and DRAM channel, and the same per kernel;
     /// with sync words, what its sync memory did and the words written there (issue 24).
-    Channel(
-        ChannelStats,
-        KernelTally,
-        Option<Box<(crate::mem::sync_memory::SyncStats, Vec<(u64, u32)>)>>,
-    ),
+    Channel(ChannelStats, KernelTally, Option<Box<SyncHome>>),
     /// A link interface: one entry per link direction it sends on, in its report order,
     /// and what it sent per kernel.
     Link(Vec<LinkEntry>, KernelTally),
     /// A chiplet's NoC crossbar.
     Crossbar(CrossbarEntry),
 }
+
+/// What a channel unit's sync memory did, and the words written there with their values
+/// at the end, by address (issue 24).
+pub type SyncHome = (crate::mem::sync_memory::SyncStats, Vec<(u64, u32)>);
 
 /// The counters of a set of units by unit id (`mem::UnitIds` numbering).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

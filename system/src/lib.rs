@@ -280,7 +280,7 @@ impl Watch {
 
     /// The check at core cycle `cycle` (a pause: only multiples of `check_cycles` count).
     fn check(&mut self, cycle: u64, sample: WatchdogSample) -> Option<Stopped> {
-        if cycle % self.check_cycles != 0 {
+        if !cycle.is_multiple_of(self.check_cycles) {
             return None;
         }
         let verdict = self.dog.check(cycle, sample)?;
@@ -449,8 +449,11 @@ fn check_retired(trace: &TraceFile, stats: &RunStats) -> Result<(), GpuError> {
     // Spin regions issue their bodies again and pass over tails nobody ran: the trace's
     // own instructions are the rest.
     if let Some(s) = &stats.sync {
-        for c in 0..OpClass::COUNT {
-            got[c] = got[c] - s.replayed_by_class[c].min(got[c]) + s.skipped_by_class[c];
+        for (g, (r, k)) in got
+            .iter_mut()
+            .zip(s.replayed_by_class.iter().zip(&s.skipped_by_class))
+        {
+            *g = *g - (*r).min(*g) + k;
         }
     }
     // Every thread of every CTA exits once: a warp whose EXITs leave lanes running (an
