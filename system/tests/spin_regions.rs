@@ -256,3 +256,133 @@ fn a_flag_nobody_sets_is_reported_as_a_deadlock() {
         serde_json::to_string(&one).unwrap()
     );
 }
+
+/// A lock that is never released: CTA 0 takes it with a compare-and-swap and exits holding
+/// it; CTA 1 spins on the same compare-and-swap, every round answered 1. The watchdog
+/// reports it within `watchdog.livelock_cycles` (a deadlock: the value never changes).
+#[test]
+fn a_lock_never_released_is_reported_within_the_livelock_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lock.tst");
+    let lock = FLAG;
+    let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+    for (addr, bytes) in [(DATA, 1 << 20), (lock, 4)] {
+        w.add_command(Command::Alloc {
+            device: 0,
+            addr,
+            bytes,
+        })
+        .unwrap();
+    }
+    w.add_sync_words(SyncWords {
+        name: "lock".into(),
+        device: 0,
+        addr: lock,
+        init: vec![0],
+        expect: Vec::new(),
+    });
+    let mut meta = KernelMeta::new("_Z4holdPj", [2, 1, 1], [32, 1, 1]);
+    meta.records_operands = true;
+    meta.spin_regions = vec![SpinRegion {
+        start_pc: 0x100,
+        test_pc: 0x110,
+        end_pc: 0x120,
+        terms: vec![ExitTerm {
+            value: 0,
+            cmp: SyncCmp::Eq,
+        }],
+        all: true,
+        backoff_base: 8,
+        backoff_max: 256,
+        label: "lock acquired".into(),
+    }];
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let op = |w: &mut TraceWriter, name: &str| {
+        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
+            .unwrap()
+    };
+    let (ldg, cas, bra, exit) = (
+        op(&mut w, "LDG.E"),
+        op(&mut w, "ATOMG.E.CAS.STRONG.GPU"),
+        op(&mut w, "BRA"),
+        op(&mut w, "EXIT"),
+    );
+    let plain = |pc: u32, opcode: u16, mask: u32| RawInst {
+        pc,
+        mask,
+        opcode,
+        dsts: &[],
+        srcs: &[],
+        mem_width: 0,
+        imm: None,
+        line: None,
+        addrs: AddrRecord::None,
+    };
+    let at = [lock];
+    let take = |pc: u32| {
+        let mut x = plain(pc, cas, 1);
+        x.dsts = &[4];
+        x.mem_width = 4;
+        x.addrs = AddrRecord::List {
+            mode: 0,
+            addrs: &at,
+        };
+        x
+    };
+    // CTA 0 takes the lock and leaves.
+    w.begin_cta([0, 0, 0], None).unwrap();
+    w.begin_warp(0).unwrap();
+    w.push_with_operands(&take(0x20), &[0, 1]).unwrap();
+    w.push(&plain(0x30, exit, u32::MAX)).unwrap();
+    w.end_warp().unwrap();
+    w.end_cta().unwrap();
+    // CTA 1 loads a few lines first (CTA 0 gets there first), then spins for the lock.
+    w.begin_cta([1, 0, 0], None).unwrap();
+    w.begin_warp(0).unwrap();
+    for i in 0..4u64 {
+        let a = [DATA + 4096 * i];
+        let mut x = plain(0x90, ldg, 1);
+        x.dsts = &[2];
+        x.srcs = &[2];
+        x.mem_width = 4;
+        x.addrs = AddrRecord::List {
+            mode: 0,
+            addrs: &a,
+        };
+        w.push(&x).unwrap();
+    }
+    w.push_with_operands(&take(0x100), &[0, 1]).unwrap();
+    w.push_with_operands(&plain(0x110, bra, 1), &[0]).unwrap();
+    w.push(&plain(0x120, bra, 1)).unwrap();
+    w.push(&plain(0x130, exit, u32::MAX)).unwrap();
+    w.end_warp().unwrap();
+    w.end_cta().unwrap();
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+
+    let livelock = 50_000u64;
+    let cfg = config(
+        "a100-4chiplet.yaml",
+        &[
+            ("watchdog.check_cycles", "5000"),
+            ("watchdog.livelock_cycles", "50000"),
+        ],
+    );
+    let s = run(&cfg, &path, 2);
+    let w = s.watchdog.as_ref().expect("the watchdog stops the run");
+    assert_eq!(w.verdict, "deadlock");
+    // Reported within the window (rounded up to the next check).
+    assert!(w.cycle - w.no_progress_since_cycle < livelock + 5_000, "{w:?}");
+    let spin = w.warps[0].spin.as_ref().unwrap();
+    assert_eq!((spin.label.as_str(), spin.values.as_slice()), ("lock acquired", &[1u64][..]));
+    let sync = s.sync.as_ref().unwrap();
+    assert_eq!(sync.cas_won, 1, "only CTA 0 got it");
+    assert!(sync.cas_lost > 5);
+    assert_eq!(w.sync_words.len(), 1);
+    assert_eq!((w.sync_words[0].name.as_str(), w.sync_words[0].value), ("lock[0]", 1));
+}
