@@ -221,3 +221,72 @@ fn grid_barriers_over_more_ctas_than_the_gpu_holds_are_deadlocks() {
             .all(|x| x["check"] == "partial"));
     }
 }
+
+/// `nw` (a wavefront of tiles spinning on their neighbours' flags) and `simt_lock` (the
+/// lanes of a warp contending for one lock, with the release after the loop, replayed as
+/// recorded, or inside it, a spin region) run to completion on the 4-chiplet preset with
+/// their sync words as the recorder left them (`nw`'s flags all set, the lock free). `nw`
+/// also completes on 2 SMs holding fewer CTAs than its grid: a tile waits only for
+/// earlier CTAs, which in-order dispatch has already placed.
+#[test]
+fn nw_and_simt_lock_complete_and_check() {
+    let all_ok = |v: &serde_json::Value| {
+        assert!(v.get("watchdog").is_none(), "{}", v["watchdog"]);
+        assert_eq!(v["provenance"]["input"]["sync"], "values");
+        let words = v["sync"]["words"].as_array().unwrap();
+        assert!(!words.is_empty());
+        assert!(words.iter().all(|x| x["check"] == "ok"), "{words:?}");
+        v["sync"]["spin_iterations"].as_u64().unwrap()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let nw = gen(tmp.path(), "nw", &["tiles=6"]);
+    let nw = nw.to_str().unwrap();
+    let v = run_json("a100-4chiplet.yaml", &["--trace", nw]);
+    assert!(all_ok(&v) > 0);
+    assert_eq!(
+        v["sync"]["spin_exits"], 36,
+        "one leader per tile leaves once"
+    );
+
+    // Beyond residency: 100 CTAs on 2 SMs of 32 slots, and 36 on 2 SMs of 2.
+    let big = tempfile::tempdir().unwrap();
+    let nw10 = gen(big.path(), "nw", &["tiles=10"]);
+    let nw10 = nw10.to_str().unwrap();
+    for (trace, ctas, set) in [
+        (nw10, 100, vec!["--set", "core.sm_count=2"]),
+        (
+            nw,
+            36,
+            vec![
+                "--set",
+                "core.sm_count=2",
+                "--set",
+                "core.max_ctas_per_sm=2",
+            ],
+        ),
+    ] {
+        let mut a = vec!["--trace", trace];
+        a.extend_from_slice(&set);
+        let v = run_json("a100.yaml", &a);
+        all_ok(&v);
+        let k = &v["kernels"][0];
+        assert_eq!(k["ctas"], ctas);
+        assert!(
+            k["ctas_per_sm"].as_u64().unwrap() * 2 < ctas,
+            "{set:?}: {k}"
+        );
+    }
+
+    for (inside, spins) in [("0", false), ("1", true)] {
+        let d = tempfile::tempdir().unwrap();
+        let p = format!("release_inside={inside}");
+        let tst = gen(d.path(), "simt_lock", &[&p]);
+        let v = run_json("a100-4chiplet.yaml", &["--trace", tst.to_str().unwrap()]);
+        let n = all_ok(&v);
+        assert_eq!(n > 0, spins, "{p}: {n} spin iterations");
+        // At least one CAS round and one release per critical section (128 threads) were
+        // performed at the lock's home.
+        let s = &v["sync"];
+        assert!(s["atomics"].as_u64().unwrap() >= 2 * 128, "{p}: {s}");
+    }
+}

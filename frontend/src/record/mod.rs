@@ -4,9 +4,11 @@
 //! - [`Recorder`]: the host side: `alloc`, `upload`, `launch`, `download`, `finish`; every
 //!   allocation, copy and launch becomes a command of the trace.
 //! - [`Warp`]: the device side: per-lane values ([`Val`]), predicates ([`Pred`]),
-//!   divergent `if_`/`while_`, counted loops, global and shared memory, atomics with their
-//!   operands, fences, CTA barriers, exits. Each call records the instruction nvcc would
-//!   emit for sm_70 and later, at a PC fixed by its source location.
+//!   divergent `if_`/`while_` (and `while_its`, a loop whose leaving lanes run on, as
+//!   independent thread scheduling runs them), counted loops, global and shared memory,
+//!   atomics with their operands, fences, CTA barriers, exits. Each call records the
+//!   instruction nvcc would emit for sm_70 and later, at a PC fixed by its source
+//!   location.
 //! - The executor interleaves warps deterministically (one runs at a time, FIFO), so the
 //!   same inputs give the same trace byte for byte, and warps that wait on each other
 //!   (barriers, flags with [`Warp::spin_yield`]) are captured without deadlock.
@@ -24,6 +26,7 @@ mod mem;
 mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
+mod ops_sync;
 mod spin;
 mod warp;
 

@@ -16,9 +16,11 @@ mod gemm;
 mod halo;
 mod histogram;
 mod ht;
+mod nw;
 mod peer_stream;
 mod probes;
 mod reduce;
+mod simt_lock;
 mod spinlock;
 mod stencil2d;
 mod stream;
@@ -59,6 +61,8 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &atm::SPEC,
         &barriers::FLAG_BARRIER,
         &barriers::ATOMIC_BARRIER,
+        &nw::SPEC,
+        &simt_lock::SPEC,
         &peer_stream::SPEC,
         &halo::SPEC,
         &probes::POINTER_CHASE,

@@ -370,6 +370,11 @@ mod tests {
                 "flag_barrier",
                 vec![("ctas", "70"), ("block", "32"), ("episodes", "3")],
             ),
+            ("nw", vec![("tiles", "5"), ("tile", "8"), ("block", "32")]),
+            (
+                "simt_lock",
+                vec![("ctas", "2"), ("block", "64"), ("release_inside", "1")],
+            ),
         ] {
             let path = dir.path().join(format!("{name}.tst"));
             generate(name, &params(&kv), 80, &path).unwrap();
@@ -383,5 +388,21 @@ mod tests {
             let r = replay(&t).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(r.iterations > 0, "{name}: {r:?}");
         }
+    }
+
+    /// `simt_lock` with the release after the loop (ElTantawy Fig 1.1) has no spin region:
+    /// its rounds replay as recorded, the lock's CASes and exchanges performed on its
+    /// value in another interleaving than the recorder's, and it still ends free (every
+    /// warp's last operation on it is a release).
+    #[test]
+    fn simt_lock_without_a_region_replays_as_recorded_to_a_free_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("simt_lock.tst");
+        let kv = [("ctas", "2"), ("block", "64"), ("iters", "2")];
+        generate("simt_lock", &params(&kv), 80, &path).unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        assert!(t.kernels().iter().all(|k| k.spin_regions.is_empty()));
+        let r = replay(&t).unwrap();
+        assert_eq!(r.iterations, 0);
     }
 }
