@@ -350,10 +350,7 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
         x.dsts = &[2];
         x.srcs = &[2];
         x.mem_width = 4;
-        x.addrs = AddrRecord::List {
-            mode: 0,
-            addrs: &a,
-        };
+        x.addrs = AddrRecord::List { mode: 0, addrs: &a };
         w.push(&x).unwrap();
     }
     w.push_with_operands(&take(0x100), &[0, 1]).unwrap();
@@ -377,12 +374,21 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
     let w = s.watchdog.as_ref().expect("the watchdog stops the run");
     assert_eq!(w.verdict, "deadlock");
     // Reported within the window (rounded up to the next check).
-    assert!(w.cycle - w.no_progress_since_cycle < livelock + 5_000, "{w:?}");
+    assert!(
+        w.cycle - w.no_progress_since_cycle < livelock + 5_000,
+        "{w:?}"
+    );
     let spin = w.warps[0].spin.as_ref().unwrap();
-    assert_eq!((spin.label.as_str(), spin.values.as_slice()), ("lock acquired", &[1u64][..]));
+    assert_eq!(
+        (spin.label.as_str(), spin.values.as_slice()),
+        ("lock acquired", &[1u64][..])
+    );
     let sync = s.sync.as_ref().unwrap();
     assert_eq!(sync.cas_won, 1, "only CTA 0 got it");
     assert!(sync.cas_lost > 5);
     assert_eq!(w.sync_words.len(), 1);
-    assert_eq!((w.sync_words[0].name.as_str(), w.sync_words[0].value), ("lock[0]", 1));
+    assert_eq!(
+        (w.sync_words[0].name.as_str(), w.sync_words[0].value),
+        ("lock[0]", 1)
+    );
 }
