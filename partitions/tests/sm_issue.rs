@@ -777,6 +777,7 @@ fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta
         records_operands: false,
         generator: "hand-made".into(),
         spin_regions: Vec::new(),
+        named_barriers: Vec::new(),
     };
     (k, cta)
 }

@@ -62,7 +62,7 @@ pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
 pub use reader::{ChunkDecoder, TraceFile};
 pub use schema::{
     Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, ExitTerm, Index,
-    KernelCounts, KernelMeta, SpinRegion, StaticInst, SyncCmp, SyncWords,
+    KernelCounts, KernelMeta, NamedBarrier, SpinRegion, StaticInst, SyncCmp, SyncWords,
 };
 pub use stream::{CtaStream, StreamScratch, WarpCursor};
 pub use verify::{verify, verify_structure, VerifyReport};
@@ -98,6 +98,7 @@ impl KernelMeta {
             records_operands: false,
             generator: String::new(),
             spin_regions: Vec::new(),
+            named_barriers: Vec::new(),
         }
     }
 }

@@ -360,6 +360,7 @@ fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> 
         }
         check_kernel_counts(index, ki, k)?;
         check_spin_regions(ki, k)?;
+        check_named_barriers(ki, k)?;
     }
     check_sync_words(index)?;
     for (ci, c) in index.chunks.iter().enumerate() {
@@ -438,6 +439,38 @@ fn check_spin_regions(ki: usize, k: &KernelMeta) -> std::result::Result<(), Stri
                 "{at}: back-off maximum {} below its base {}",
                 r.backoff_max, r.backoff_base
             ));
+        }
+    }
+    Ok(())
+}
+
+/// The named barriers of kernel `ki`: each at a barrier instruction of the kernel, an id
+/// below 16, a thread count that is a multiple of 32 up to 1,024, one entry per PC.
+fn check_named_barriers(ki: usize, k: &KernelMeta) -> std::result::Result<(), String> {
+    let name = &k.name;
+    for (i, b) in k.named_barriers.iter().enumerate() {
+        let at = format!("kernel {ki} ({name}): named barrier {i} (pc {:#x})", b.pc);
+        let class = k
+            .statics
+            .iter()
+            .find(|s| s.pc == b.pc)
+            .and_then(|s| k.opcodes.get(s.opcode as usize))
+            .map(|o| o.class);
+        match class {
+            None => return Err(format!("{at}: no instruction of the kernel is at its pc")),
+            Some(c) if c != crate::OpClass::Barrier => {
+                return Err(format!("{at}: a {} instruction, not a barrier", c.name()))
+            }
+            _ => {}
+        }
+        if b.id >= 16 || b.threads % 32 != 0 || b.threads > 1024 {
+            return Err(format!(
+                "{at}: barrier {} of {} threads (ids 0 to 15; threads a multiple of 32 up to 1024, 0 for the whole CTA)",
+                b.id, b.threads
+            ));
+        }
+        if k.named_barriers[..i].iter().any(|o| o.pc == b.pc) {
+            return Err(format!("{at}: its pc has another entry"));
         }
     }
     Ok(())

@@ -284,6 +284,22 @@ pub struct KernelMeta {
     /// Its spin loops (format version 3; recorded traces): the timing model repeats each
     /// one's body as many times as the simulated sync values require.
     pub spin_regions: Vec<SpinRegion>,
+    /// Its named barriers (format version 3): the `BAR` instructions that wait on, or
+    /// arrive at, a barrier other than the whole CTA's.
+    pub named_barriers: Vec<NamedBarrier>,
+}
+
+/// A named CTA barrier instruction (`BAR.SYNC id, n` or `BAR.ARV id, n`; format version
+/// 3): at `pc`, barrier `id` (0 to 15) completes when `threads` threads (a multiple of 32:
+/// each arriving warp counts 32) have arrived, or every unfinished warp of the CTA when
+/// `threads` is 0; `arrive` (`BAR.ARV`) counts the warp without making it wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct NamedBarrier {
+    pub pc: u32,
+    pub id: u8,
+    pub threads: u32,
+    pub arrive: bool,
 }
 
 /// Size of the shared-memory window of the generic address space, above the header's

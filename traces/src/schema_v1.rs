@@ -97,6 +97,7 @@ impl From<Index> for schema::Index {
                     records_operands: false,
                     generator: String::new(),
                     spin_regions: Vec::new(),
+                    named_barriers: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,

@@ -77,6 +77,7 @@ impl From<Index> for schema::Index {
                     records_operands: k.records_operands,
                     generator: k.generator,
                     spin_regions: Vec::new(),
+                    named_barriers: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,
