@@ -12,7 +12,7 @@ use super::scheduler::Entry;
 use super::scoreboard::NEVER;
 use super::warp::WarpState;
 use crate::observe::{BarrierEvent, CtaEvent};
-use tessera_traces::{CtaStream, OpClass, WarpCursor};
+use tessera_traces::{CtaStream, NamedBarrier, OpClass, WarpCursor};
 
 /// One resident CTA.
 pub(super) struct Resident {
@@ -30,6 +30,19 @@ pub(super) struct Resident {
     pub(super) complete_at: u64,
     /// Memory results not yet replied ([`Sm::mem_reply`]): it cannot complete before.
     pub(super) pending: u32,
+    /// Its named barriers (1 to 15; issue 24), made when a warp first meets one.
+    pub(super) named: Vec<NamedBar>,
+}
+
+/// The state of one named barrier of a CTA: the threads counted so far (each arriving warp
+/// counts 32) and the warps waiting (`BAR.SYNC`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct NamedBar {
+    threads: u32,
+    warps: u32,
+    /// Its thread count as its instructions give it (0: the CTA's unfinished warps).
+    need: u32,
+    waiting: Vec<(u32, u64)>,
 }
 
 impl Resident {
@@ -166,6 +179,7 @@ impl Sm {
             slots,
             alive,
             arrived: Vec::new(),
+            named: Vec::new(),
             seq: 0,
             complete_at: self.now,
             pending: 0,
@@ -194,9 +208,70 @@ impl Sm {
         Ok(ci as u32)
     }
 
+    /// Warp `w` of CTA `cta` arrives at named barrier `b` at `now` (`BAR.SYNC id, n`: it
+    /// waits; `BAR.ARV id, n`: it goes on); the barrier completes when `n` threads have
+    /// arrived (each warp counts 32), or every unfinished warp with `n` 0.
+    pub(super) fn arrive_named(&mut self, cta: usize, w: usize, b: NamedBarrier, now: u64) {
+        let Some(cs) = self.ctas[cta].as_mut() else {
+            return;
+        };
+        let id = b.id as usize;
+        if cs.named.len() <= id {
+            cs.named.resize(id + 1, NamedBar::default());
+        }
+        let nb = &mut cs.named[id];
+        nb.threads += 32;
+        nb.warps += 1;
+        nb.need = b.threads;
+        if !b.arrive {
+            self.warps[w].at_barrier = true;
+            nb.waiting.push((w as u32, now));
+        }
+        self.try_release_named(cta, id, b.threads, now);
+    }
+
+    /// Completes CTA `cta`'s named barrier `id` (of `threads` threads, 0: the CTA's
+    /// unfinished warps) when enough have arrived: its waiting warps issue again from the
+    /// next cycle.
+    fn try_release_named(&mut self, cta: usize, id: usize, threads: u32, now: u64) {
+        let Some(cs) = self.ctas[cta].as_mut() else {
+            return;
+        };
+        let Some(nb) = cs.named.get_mut(id) else {
+            return;
+        };
+        let done = if threads == 0 {
+            nb.warps > 0 && nb.warps >= cs.alive
+        } else {
+            nb.threads >= threads
+        };
+        if !done {
+            return;
+        }
+        let waiting = std::mem::take(&mut nb.waiting);
+        *nb = NamedBar::default();
+        for &(w, _) in &waiting {
+            let ws = &mut self.warps[w as usize];
+            ws.at_barrier = false;
+            ws.release_at = now + 1;
+            self.touch(w as usize);
+        }
+        self.stats.barriers += 1;
+    }
+
     /// Releases CTA `cta`'s barrier when every unfinished warp has arrived: they all may
-    /// issue again from the next cycle.
+    /// issue again from the next cycle (and a named barrier of the whole CTA, when a warp
+    /// that finished was the last it waited for).
     pub(super) fn try_release(&mut self, cta: usize, now: u64) {
+        let whole: Vec<usize> = match self.ctas[cta].as_ref() {
+            Some(cs) if !cs.named.is_empty() => (0..cs.named.len())
+                .filter(|&i| cs.named[i].need == 0 && !cs.named[i].waiting.is_empty())
+                .collect(),
+            _ => Vec::new(),
+        };
+        for id in whole {
+            self.try_release_named(cta, id, 0, now);
+        }
         let Some(cs) = self.ctas[cta].as_mut() else {
             return;
         };

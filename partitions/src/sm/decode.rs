@@ -24,6 +24,9 @@ pub(super) struct SlotRegs {
     /// Operands its instances record per active lane (an atomic's, a strong store's
     /// value, a spin test's constants).
     pub(super) operands: u8,
+    /// A named barrier (`BAR.SYNC id, n`, `BAR.ARV`; issue 24); `None` for the CTA's
+    /// barrier 0 and every other instruction.
+    pub(super) bar: Option<tessera_traces::NamedBarrier>,
 }
 
 /// What the issue stage needs of one kernel, prepared once per kernel and shared by its
@@ -99,6 +102,11 @@ impl KernelPrep {
                     srcs: srcs.into(),
                     dsts: dsts.into(),
                     fence: op.class == OpClass::Fence || matches!(spin, SpinRole::Test(_)),
+                    bar: kernel
+                        .named_barriers
+                        .iter()
+                        .find(|b| b.pc == st.pc && op.class == OpClass::Barrier)
+                        .copied(),
                     operands: if kernel.records_operands {
                         tessera_traces::codec::operands_at(kernel, st.pc, op)
                     } else {

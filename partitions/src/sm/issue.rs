@@ -545,9 +545,12 @@ impl Sm {
                 *n_finished += 1;
                 *finished_at = (*finished_at).min(rc.complete_at);
             }
-        } else if inst.class == OpClass::Barrier {
+        } else if inst.class == OpClass::Barrier && regs.bar.is_none() {
             ws.at_barrier = true;
             rc.arrived.push((w as u32, now));
+        } else if let Some(b) = regs.bar {
+            // A named barrier (issue 24): counted, and waited for unless arrive-only.
+            self.arrive_named(cta, w, b, now);
         } else {
             // The common case: nothing else moves; the warp's cache of its next
             // instruction is refreshed here, where its parts are at hand.
