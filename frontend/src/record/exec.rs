@@ -65,6 +65,9 @@ pub(crate) struct WarpJob {
 pub(crate) enum WarpEvent {
     Barrier(Box<ExecState>, usize),
     Yield(Box<ExecState>, usize),
+    /// The warp waits for a named barrier ([`ExecState::named_wait`] says which); the
+    /// scheduler resumes it once the barrier's phase moves.
+    NamedWait(Box<ExecState>, usize),
     /// The warp's buffers (in [`ExecState::room`]) or the kernel's tables are nearly
     /// full: the scheduler grows them on its own thread and resumes the same warp at
     /// once (see [`run_grid`] on why warp threads do not allocate).
@@ -76,6 +79,9 @@ pub(crate) enum WarpEvent {
 impl WarpEvent {
     pub(crate) fn barrier(st: Box<ExecState>, slot: usize) -> Self {
         WarpEvent::Barrier(st, slot)
+    }
+    pub(crate) fn named_wait(st: Box<ExecState>, slot: usize) -> Self {
+        WarpEvent::NamedWait(st, slot)
     }
     pub(crate) fn yielded(st: Box<ExecState>, slot: usize) -> Self {
         WarpEvent::Yield(st, slot)
@@ -379,6 +385,26 @@ pub(crate) struct CtaBars {
     pub(crate) done: u32,
 }
 
+impl CtaBars {
+    /// Completes barrier `id` (resets its count, moves its phase) when enough threads
+    /// have arrived for a wait that names `threads` (0: every unfinished warp).
+    pub(crate) fn complete(&mut self, id: usize, threads: u32) -> bool {
+        let target = if threads == 0 {
+            self.warps.saturating_sub(self.done) * WARP as u32
+        } else {
+            threads
+        };
+        match self.bars.get_mut(id) {
+            Some(s) if s.0 > 0 && s.0 >= target => {
+                s.0 = 0;
+                s.1 = s.1.wrapping_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// What moves with the baton.
 pub(crate) struct ExecState {
     pub(crate) mem: DeviceMemory,
@@ -386,6 +412,9 @@ pub(crate) struct ExecState {
     shared: HashMap<u32, Vec<u8>>,
     /// Named-barrier state of the live CTAs, by CTA.
     pub(crate) bars: HashMap<u32, CtaBars>,
+    /// Set by a warp about to wait on a named barrier: its id, the phase it waits to
+    /// see move, and the thread count it names.
+    pub(crate) named_wait: Option<(usize, u32, u32)>,
     error: Option<String>,
     /// A warp's record while the scheduler grows it ([`WarpEvent::Room`]).
     pub(crate) room: WarpRecord,
@@ -400,6 +429,7 @@ impl ExecState {
             kernel,
             shared: HashMap::default(),
             bars: HashMap::default(),
+            named_wait: None,
             error: None,
             room: WarpRecord::default(),
             sync: Vec::new(),
@@ -652,6 +682,8 @@ struct WarpSlot {
     cta: u32,
     warp: u32,
     at_barrier: bool,
+    /// Waiting on a named barrier: id, phase, thread count.
+    named: Option<(usize, u32, u32)>,
     done: bool,
     record: Option<WarpRecord>,
 }
@@ -1290,6 +1322,7 @@ fn run_grid(
                             cta: next_cta,
                             warp: w,
                             at_barrier: false,
+                            named: None,
                             done: false,
                             record: None,
                         },
@@ -1353,6 +1386,13 @@ fn run_grid(
                         run.arrived += 1;
                     }
                 }
+                WarpEvent::NamedWait(mut s2, sl) => {
+                    let wait = s2.named_wait.take();
+                    st = Some(s2);
+                    if let Some(w) = slots.get_mut(&sl) {
+                        w.named = wait;
+                    }
+                }
                 WarpEvent::Yield(s2, sl) => {
                     st = Some(s2);
                     let n = slots.get_mut(&sl).map_or(0, |w| {
@@ -1394,6 +1434,25 @@ fn run_grid(
             if let Some(msg) = st.as_mut().and_then(|x| x.error.take()) {
                 let id = ctas.get(&cta).map_or([0; 3], |r| r.id);
                 return Err(kerr(id, warp, msg));
+            }
+            // Named-barrier waits of the CTA whose phase moved (an arrival completed the
+            // barrier) or that are now complete (a warp finished, for a count of 0).
+            if let (Some(run), Some(stv)) = (ctas.get(&cta), st.as_mut()) {
+                if let Some(b) = stv.bars.get_mut(&cta) {
+                    for &sl in &run.slots {
+                        let Some(w) = slots.get_mut(&sl) else {
+                            continue;
+                        };
+                        let Some((id, phase, threads)) = w.named else {
+                            continue;
+                        };
+                        let moved = b.bars.get(id).is_some_and(|s| s.1 != phase);
+                        if moved || b.complete(id, threads) {
+                            w.named = None;
+                            queue.push_back(sl);
+                        }
+                    }
+                }
             }
             // Barrier release and CTA completion.
             if let Some(run) = ctas.get_mut(&cta) {

@@ -11,31 +11,14 @@
 //!
 //! Functionally, each live CTA has per-id state (threads arrived in the current phase
 //! and a phase counter), made on the scheduler's thread when the CTA starts; a warp that
-//! must wait yields ([`Warp::spin_yield`], which records nothing) until the phase moves.
+//! must wait blocks (records nothing more) and the scheduler resumes it when the phase
+//! moves. A barrier that can never complete is the executor's deadlock error.
 
-use super::exec::{CtaBars, NAMED_BARRIERS};
+use super::exec::{WarpEvent, NAMED_BARRIERS};
 use super::spin::{fail, SpinMode};
 use super::warp::{Warp, WARP};
 use std::panic::Location;
 use tessera_traces::NamedBarrier;
-
-/// Completes barrier `id` of `b` (resets its count, moves its phase) when enough threads
-/// have arrived for a call that names `threads`.
-fn complete(b: &mut CtaBars, id: usize, threads: u32) -> bool {
-    let target = if threads == 0 {
-        b.warps.saturating_sub(b.done) * WARP as u32
-    } else {
-        threads
-    };
-    let s = &mut b.bars[id];
-    if s.0 > 0 && s.0 >= target {
-        s.0 = 0;
-        s.1 = s.1.wrapping_add(1);
-        true
-    } else {
-        false
-    }
-}
 
 impl Warp {
     /// `bar.sync id, threads` (`BAR.SYNC`): the warp arrives at named barrier `id` (0 to
@@ -93,15 +76,17 @@ impl Warp {
         };
         b.bars[id].0 += WARP as u32;
         let phase = b.bars[id].1;
-        if complete(b, id, threads) || arrive {
+        if b.complete(id, threads) || arrive {
             return;
         }
+        // Blocked until the scheduler sees the phase move (see `run_grid`).
         loop {
-            self.spin_yield();
-            let Some(b) = self.state().bars.get_mut(&cta) else {
+            self.state().named_wait = Some((id, phase, threads));
+            self.switch(WarpEvent::named_wait);
+            let Some(b) = self.state().bars.get(&cta) else {
                 fail("the CTA has no barrier state".into())
             };
-            if b.bars[id].1 != phase || complete(b, id, threads) {
+            if b.bars[id].1 != phase {
                 return;
             }
         }

@@ -336,4 +336,39 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("changed between runs"), "{e}");
     }
+
+    /// A named barrier whose count is never reached is the executor's deadlock error,
+    /// however long the kernel (waiting warps do not spin).
+    #[test]
+    fn an_unreachable_count_is_a_deadlock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(&dir.path().join("x.tst"), 80, "test").unwrap();
+        let spec = LaunchSpec::new("short", [1, 1, 1], [128, 1, 1]);
+        let e = rec
+            .launch(&spec, &|w| {
+                if w.warp != 3 {
+                    w.bar_sync(1, 128);
+                }
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("deadlock"), "{e}");
+        // More waits in one warp than a spin loop may yield (`MAX_SPIN_YIELDS`) are fine.
+        let mut rec = Recorder::create(&dir.path().join("y.tst"), 80, "test").unwrap();
+        let spec = LaunchSpec::new("long", [1, 1, 1], [64, 1, 1]);
+        rec.launch(&spec, &|w| {
+            for _ in 0..101_000 {
+                // Ping-pong: each warp waits for the other's arrival in turn.
+                if w.warp == 0 {
+                    w.bar_sync(4, 64);
+                    w.bar_arrive(5, 64);
+                } else {
+                    w.bar_arrive(4, 64);
+                    w.bar_sync(5, 64);
+                }
+            }
+        })
+        .unwrap();
+        assert_eq!(rec.stats.warp_thread_allocs, 0);
+        rec.finish().unwrap();
+    }
 }
