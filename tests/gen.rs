@@ -110,11 +110,29 @@ fn every_workload_records_verifies_and_round_trips_through_accel_sim_text() {
             );
         }
         // Content: commands, kernel metadata (annotations, operands flag, generator,
-        // static tables, counts) and every decoded CTA with its addresses and operands.
+        // static tables, counts, spin regions, named barriers) and every decoded CTA with
+        // its addresses and operands.
         let (ca, ka) = content(&a);
         let (cb, kb) = content(&b);
         assert_eq!(ca, cb, "{name}: commands differ");
         assert_eq!(ka.len(), kb.len());
+        // Spin regions and named barriers (`-tessera spin`, `-tessera bar` header keys)
+        // are part of the metadata compared here; checked by themselves too, so that a
+        // loss names them.
+        let (ta, tb) = (TraceFile::open(&a).unwrap(), TraceFile::open(&b).unwrap());
+        for (x, y) in ta.kernels().iter().zip(tb.kernels()) {
+            assert_eq!(
+                x.spin_regions, y.spin_regions,
+                "{name}: spin regions differ"
+            );
+            assert_eq!(
+                x.named_barriers, y.named_barriers,
+                "{name}: named barriers differ"
+            );
+        }
+        if name == "warp_specialized" {
+            assert_eq!(tb.kernels()[0].named_barriers.len(), 4, "{name}");
+        }
         for ((ma, xa), (mb, xb)) in ka.iter().zip(&kb) {
             assert_eq!(ma, mb, "{name}: kernel metadata differs");
             assert!(xa == xb, "{name}: decoded CTAs differ");

@@ -70,7 +70,9 @@ impl Semantics<'_> {
         let threads = self.meta.threads_per_cta();
         // Barrier PC sequences per warp: a warp may exit early (its sequence stops), but
         // no warp may skip, add or reorder a barrier: every sequence is a prefix of the
-        // longest one (exited warps count as arrived on sm_70 and later).
+        // longest one (exited warps count as arrived on sm_70 and later). Only the
+        // whole-CTA barrier: named barriers (format version 3) are met by some warps of
+        // the CTA (producers arrive where consumers wait).
         let mut longest: Vec<u32> = Vec::new();
         let mut longest_warp = 0u32;
         let mut seqs: Vec<(u32, Vec<u32>)> = Vec::with_capacity(cta.warps.len());
@@ -99,7 +101,10 @@ impl Semantics<'_> {
             }
             let bars: Vec<u32> = insts
                 .iter()
-                .filter(|i| i.class == OpClass::Barrier)
+                .filter(|i| {
+                    i.class == OpClass::Barrier
+                        && !self.meta.named_barriers.iter().any(|b| b.pc == i.pc)
+                })
                 .map(|i| i.pc)
                 .collect();
             if bars.len() > longest.len() {

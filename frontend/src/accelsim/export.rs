@@ -130,6 +130,16 @@ fn synth_header(m: &KernelMeta) -> String {
         }
         let _ = writeln!(h, " {}", r.label);
     }
+    for b in &m.named_barriers {
+        let _ = writeln!(
+            h,
+            "-tessera bar = 0x{:x},{},{},{}",
+            b.pc,
+            b.id,
+            b.threads,
+            if b.arrive { "arrive" } else { "sync" }
+        );
+    }
     h.push('\n');
     h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
     h

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::{
     Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, ExitTerm, KernelMeta,
-    OpClass, RawInst, SpinRegion, SyncCmp, SyncWords, TraceError, TraceWriter, WriterOptions,
+    NamedBarrier, OpClass, RawInst, SpinRegion, SyncCmp, SyncWords, TraceError, TraceWriter,
+    WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -232,6 +233,29 @@ struct Header {
     operands: bool,
     annotations: Vec<ArrayAnnotation>,
     spins: Vec<SpinRegion>,
+    bars: Vec<NamedBarrier>,
+}
+
+/// Parses `0xPC,ID,THREADS,sync|arrive` (a named barrier, format version 3).
+fn parse_bar(v: &str) -> Option<NamedBarrier> {
+    let mut f = v.trim().split(',').map(str::trim);
+    let pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
+    let id = f.next()?.parse().ok()?;
+    let threads = f.next()?.parse().ok()?;
+    let arrive = match f.next()? {
+        "arrive" => true,
+        "sync" => false,
+        _ => return None,
+    };
+    if f.next().is_some() {
+        return None;
+    }
+    Some(NamedBarrier {
+        pc,
+        id,
+        threads,
+        arrive,
+    })
 }
 
 /// Parses `0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL` (a spin region,
@@ -457,6 +481,9 @@ impl Header {
             "tessera spin" => self.spins.push(parse_spin(v).ok_or_else(|| {
                 bad("0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL")
             })?),
+            "tessera bar" => self
+                .bars
+                .push(parse_bar(v).ok_or_else(|| bad("0xPC,ID,THREADS,sync|arrive"))?),
             "tessera annotation" => {
                 self.annotations.push(parse_annotation(v).ok_or_else(|| {
                     bad("NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...")
@@ -630,6 +657,7 @@ fn import_kernel(
     meta.records_operands = hdr.operands;
     meta.annotations = std::mem::take(&mut hdr.annotations);
     meta.spin_regions = std::mem::take(&mut hdr.spins);
+    meta.named_barriers = std::mem::take(&mut hdr.bars);
     meta.generator = if hdr.generator.is_empty() {
         "accel-sim import".into()
     } else {
@@ -1088,4 +1116,36 @@ fn import_kernel(
     rep.warp_insts += counts.warp_insts;
     rep.thread_insts += counts.thread_insts;
     Ok(kernel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_barrier_header_lines_parse() {
+        assert_eq!(
+            parse_bar(" 0x1a0,1,128,arrive"),
+            Some(NamedBarrier {
+                pc: 0x1a0,
+                id: 1,
+                threads: 128,
+                arrive: true
+            })
+        );
+        assert_eq!(
+            parse_bar("0x20,15,0,sync").map(|b| (b.id, b.threads, b.arrive)),
+            Some((15, 0, false))
+        );
+        for bad in [
+            "",
+            "0x20,1,64",
+            "0x20,1,64,wait",
+            "0x20,x,64,sync",
+            "0x20,1,64,sync,1",
+            "0x20,300,64,sync",
+        ] {
+            assert_eq!(parse_bar(bad), None, "{bad:?}");
+        }
+    }
 }

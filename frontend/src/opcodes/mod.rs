@@ -669,6 +669,8 @@ mod tests {
             ("CALL.REL.NOINC", Branch),
             ("RET.REL.NODEC", Branch),
             ("BAR.SYNC.DEFER_BLOCKING", Barrier),
+            ("BAR.SYNC", Barrier),
+            ("BAR.ARV", Barrier),
             ("ERRBAR", Fence),
             ("CCTL.IVALL", Fence),
             ("NOP", Nop),

@@ -26,8 +26,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use tessera_traces::codec::{AddrRecord, ADDR_DELTA};
 use tessera_traces::schema::RZ;
 use tessera_traces::{
-    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, RawInst, SyncWords,
-    TraceError, TraceWriter, WriterOptions,
+    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, NamedBarrier, RawInst,
+    SyncWords, TraceError, TraceWriter, WriterOptions,
 };
 
 /// A recording failure.
@@ -65,6 +65,9 @@ pub(crate) struct WarpJob {
 pub(crate) enum WarpEvent {
     Barrier(Box<ExecState>, usize),
     Yield(Box<ExecState>, usize),
+    /// The warp waits for a named barrier ([`ExecState::named_wait`] says which); the
+    /// scheduler resumes it once the barrier's phase moves.
+    NamedWait(Box<ExecState>, usize),
     /// The warp's buffers (in [`ExecState::room`]) or the kernel's tables are nearly
     /// full: the scheduler grows them on its own thread and resumes the same warp at
     /// once (see [`run_grid`] on why warp threads do not allocate).
@@ -76,6 +79,9 @@ pub(crate) enum WarpEvent {
 impl WarpEvent {
     pub(crate) fn barrier(st: Box<ExecState>, slot: usize) -> Self {
         WarpEvent::Barrier(st, slot)
+    }
+    pub(crate) fn named_wait(st: Box<ExecState>, slot: usize) -> Self {
+        WarpEvent::NamedWait(st, slot)
     }
     pub(crate) fn yielded(st: Box<ExecState>, slot: usize) -> Self {
         WarpEvent::Yield(st, slot)
@@ -196,6 +202,9 @@ pub(crate) struct KernelTables {
     /// The kernel's spin regions, one per call site of [`Warp::spin`], in order of first
     /// execution (the writer's thread copies them into the kernel's metadata).
     pub(crate) spins: Vec<SpinSite>,
+    /// The kernel's named barriers ([`Warp::bar_sync`], [`Warp::bar_arrive`]), one per
+    /// PC, in order of first execution (copied into the kernel's metadata likewise).
+    pub(crate) named: Vec<NamedBarrier>,
 }
 
 /// Bytes between consecutive SASS instructions (sm_70 and later).
@@ -220,6 +229,7 @@ impl KernelTables {
             opcode_ids: HashMap::default(),
             sass: Sass { family },
             spins: Vec::new(),
+            named: Vec::new(),
         };
         t.grow();
         t
@@ -231,6 +241,7 @@ impl KernelTables {
             || self.opcodes.capacity() - self.opcodes.len() < TABLE_HEADROOM
             || self.opcode_ids.capacity() - self.opcode_ids.len() < TABLE_HEADROOM
             || self.spins.capacity() == self.spins.len()
+            || self.named.capacity() == self.named.len()
     }
 
     /// Doubles the tables (at least 64 entries more).
@@ -242,6 +253,34 @@ impl KernelTables {
         if self.spins.capacity() == self.spins.len() {
             self.spins.reserve(self.spins.len().max(4));
         }
+        if self.named.capacity() == self.named.len() {
+            self.named.reserve(self.named.len().max(4));
+        }
+    }
+
+    /// Registers a named barrier instruction (room as for [`KernelTables::register_spin`]):
+    /// once per PC; running it again must give the same entry.
+    pub(crate) fn register_named(&mut self, b: NamedBarrier, inline: bool) -> Result<(), String> {
+        if let Some(r) = self.named.iter().find(|r| r.pc == b.pc) {
+            if *r != b {
+                return Err(format!(
+                    "the named barrier at pc {:#x} changed between runs of its call site (barrier {} of {} threads{} then barrier {} of {} threads{}): a call site must always name the same barrier",
+                    b.pc,
+                    r.id,
+                    r.threads,
+                    if r.arrive { ", arrive" } else { "" },
+                    b.id,
+                    b.threads,
+                    if b.arrive { ", arrive" } else { "" },
+                ));
+            }
+            return Ok(());
+        }
+        if !inline && self.named.len() == self.named.capacity() {
+            return Err("the kernel's named-barrier table is full".into());
+        }
+        self.named.push(b);
+        Ok(())
     }
 
     /// Registers a spin region (from a warp thread the table has room, see
@@ -331,11 +370,51 @@ impl KernelTables {
     }
 }
 
+/// Named barriers supported per CTA (`BAR` ids 0 to 15).
+pub const NAMED_BARRIERS: usize = 16;
+
+/// A CTA's named-barrier state, made on the scheduler's thread when the CTA starts (warp
+/// threads only update it).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CtaBars {
+    /// Per barrier id: threads arrived in the current phase and the phase (generation),
+    /// which moves each time the barrier completes.
+    pub(crate) bars: [(u32, u32); NAMED_BARRIERS],
+    /// Warps of the CTA, and those that have finished.
+    pub(crate) warps: u32,
+    pub(crate) done: u32,
+}
+
+impl CtaBars {
+    /// Completes barrier `id` (resets its count, moves its phase) when enough threads
+    /// have arrived for a wait that names `threads` (0: every unfinished warp).
+    pub(crate) fn complete(&mut self, id: usize, threads: u32) -> bool {
+        let target = if threads == 0 {
+            self.warps.saturating_sub(self.done) * WARP as u32
+        } else {
+            threads
+        };
+        match self.bars.get_mut(id) {
+            Some(s) if s.0 > 0 && s.0 >= target => {
+                s.0 = 0;
+                s.1 = s.1.wrapping_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// What moves with the baton.
 pub(crate) struct ExecState {
     pub(crate) mem: DeviceMemory,
     pub(crate) kernel: KernelTables,
     shared: HashMap<u32, Vec<u8>>,
+    /// Named-barrier state of the live CTAs, by CTA.
+    pub(crate) bars: HashMap<u32, CtaBars>,
+    /// Set by a warp about to wait on a named barrier: its id, the phase it waits to
+    /// see move, and the thread count it names.
+    pub(crate) named_wait: Option<(usize, u32, u32)>,
     error: Option<String>,
     /// A warp's record while the scheduler grows it ([`WarpEvent::Room`]).
     pub(crate) room: WarpRecord,
@@ -349,6 +428,8 @@ impl ExecState {
             mem,
             kernel,
             shared: HashMap::default(),
+            bars: HashMap::default(),
+            named_wait: None,
             error: None,
             room: WarpRecord::default(),
             sync: Vec::new(),
@@ -378,6 +459,29 @@ impl ExecState {
 
     fn fail(&mut self, msg: String) {
         self.error.get_or_insert(msg);
+    }
+
+    /// Makes a starting CTA's shared memory and barrier state (scheduler's thread).
+    fn start_cta(&mut self, cta: u32, shmem_bytes: u32, warps: u32) {
+        self.shared.insert(cta, vec![0u8; shmem_bytes as usize]);
+        self.bars.insert(
+            cta,
+            CtaBars {
+                warps,
+                ..CtaBars::default()
+            },
+        );
+    }
+
+    fn end_cta(&mut self, cta: u32) {
+        self.shared.remove(&cta);
+        self.bars.remove(&cta);
+    }
+
+    fn warp_done(&mut self, cta: u32) {
+        if let Some(b) = self.bars.get_mut(&cta) {
+            b.done += 1;
+        }
     }
 
     pub(crate) fn read_global(&mut self, addr: u64, bytes: u32) -> u64 {
@@ -578,6 +682,8 @@ struct WarpSlot {
     cta: u32,
     warp: u32,
     at_barrier: bool,
+    /// Waiting on a named barrier: id, phase, thread count.
+    named: Option<(usize, u32, u32)>,
     done: bool,
     record: Option<WarpRecord>,
 }
@@ -795,7 +901,7 @@ impl Recorder {
             .map(|d| (d.buf.base, d.buf.base + d.buf.bytes()))
             .collect();
         state.sync.sort_unstable();
-        let mut written = (0usize, 0usize);
+        let mut written = (0usize, 0usize, 0usize);
         let family = self.family;
         let writer = &mut self.writer;
         let mut sink = |st: &ExecState, id: [u32; 3], recs: &[WarpRecord]| {
@@ -1010,7 +1116,7 @@ fn run_inline(
     let mut recs: Vec<WarpRecord> = Vec::with_capacity(warps_per_cta as usize);
     for cta in 0..n_ctas {
         let id = cta_coords(cta, spec.grid);
-        st.shared.insert(cta, vec![0u8; spec.shmem_bytes as usize]);
+        st.start_cta(cta, spec.shmem_bytes, warps_per_cta);
         for w in 0..warps_per_cta {
             let mut warp = Warp::new(st, None, spec, id, cta, w, threads);
             if let Some(r) = recs.get_mut(w as usize) {
@@ -1044,13 +1150,14 @@ fn run_inline(
             if let Some(msg) = st.error.take() {
                 return (Err(kerr(msg)), st);
             }
+            st.warp_done(cta);
             let rec = std::mem::take(&mut warp.rec);
             match recs.get_mut(w as usize) {
                 Some(r) => *r = rec,
                 None => recs.push(rec),
             }
         }
-        st.shared.remove(&cta);
+        st.end_cta(cta);
         held.note(1, recs.iter().map(WarpRecord::bytes).sum());
         if let Err(e) = sink(&st, id, &recs) {
             return (Err(e), st);
@@ -1177,8 +1284,7 @@ fn run_grid(
             while (ctas.len() as u32) < resident && next_cta < n_ctas {
                 let id = cta_coords(next_cta, spec.grid);
                 if let Some(stv) = st.as_mut() {
-                    stv.shared
-                        .insert(next_cta, vec![0u8; spec.shmem_bytes as usize]);
+                    stv.start_cta(next_cta, spec.shmem_bytes, warps_per_cta);
                 }
                 let mut run = CtaRun {
                     id,
@@ -1216,6 +1322,7 @@ fn run_grid(
                             cta: next_cta,
                             warp: w,
                             at_barrier: false,
+                            named: None,
                             done: false,
                             record: None,
                         },
@@ -1279,6 +1386,13 @@ fn run_grid(
                         run.arrived += 1;
                     }
                 }
+                WarpEvent::NamedWait(mut s2, sl) => {
+                    let wait = s2.named_wait.take();
+                    st = Some(s2);
+                    if let Some(w) = slots.get_mut(&sl) {
+                        w.named = wait;
+                    }
+                }
                 WarpEvent::Yield(s2, sl) => {
                     st = Some(s2);
                     let n = slots.get_mut(&sl).map_or(0, |w| {
@@ -1293,7 +1407,8 @@ fn run_grid(
                     }
                     queue.push_back(sl);
                 }
-                WarpEvent::Done(s2, sl, rec) => {
+                WarpEvent::Done(mut s2, sl, rec) => {
+                    s2.warp_done(cta);
                     st = Some(s2);
                     done_bytes += rec.bytes();
                     if let Some(w) = slots.get_mut(&sl) {
@@ -1320,6 +1435,25 @@ fn run_grid(
                 let id = ctas.get(&cta).map_or([0; 3], |r| r.id);
                 return Err(kerr(id, warp, msg));
             }
+            // Named-barrier waits of the CTA whose phase moved (an arrival completed the
+            // barrier) or that are now complete (a warp finished, for a count of 0).
+            if let (Some(run), Some(stv)) = (ctas.get(&cta), st.as_mut()) {
+                if let Some(b) = stv.bars.get_mut(&cta) {
+                    for &sl in &run.slots {
+                        let Some(w) = slots.get_mut(&sl) else {
+                            continue;
+                        };
+                        let Some((id, phase, threads)) = w.named else {
+                            continue;
+                        };
+                        let moved = b.bars.get(id).is_some_and(|s| s.1 != phase);
+                        if moved || b.complete(id, threads) {
+                            w.named = None;
+                            queue.push_back(sl);
+                        }
+                    }
+                }
+            }
             // Barrier release and CTA completion.
             if let Some(run) = ctas.get_mut(&cta) {
                 let n = run.slots.len();
@@ -1343,7 +1477,7 @@ fn run_grid(
                     finished.insert(cta, (run.id, recs));
                     ctas.remove(&cta);
                     if let Some(stv) = st.as_mut() {
-                        stv.shared.remove(&cta);
+                        stv.end_cta(cta);
                     }
                 }
             }
@@ -1465,12 +1599,13 @@ pub fn compress_addrs(mask: u32, addrs: &[u64]) -> AddrRecord<'_> {
 fn write_cta(
     w: &mut TraceWriter,
     tables: &KernelTables,
-    written: &mut (usize, usize),
+    written: &mut (usize, usize, usize),
     family: ArchFamily,
     id: [u32; 3],
     recs: &[WarpRecord],
 ) -> Result<(), RecordError> {
-    let (written_ops, written_spins) = (&mut written.0, &mut written.1);
+    let (written_ops, written_spins, written_named) =
+        (&mut written.0, &mut written.1, &mut written.2);
     // Spin regions go into the kernel's metadata before any CTA that runs them: the
     // writer gives their tests one operand per exit term.
     if *written_spins < tables.spins.len() {
@@ -1481,6 +1616,15 @@ fn write_cta(
             meta.spin_regions.push(site.region());
         }
         *written_spins = tables.spins.len();
+    }
+    // Named barriers likewise, before the CTAs that run them.
+    if *written_named < tables.named.len() {
+        let meta = w
+            .kernel_meta_mut()
+            .ok_or_else(|| RecordError::Invalid("a CTA written outside its kernel".into()))?;
+        meta.named_barriers
+            .extend_from_slice(&tables.named[*written_named..]);
+        *written_named = tables.named.len();
     }
     while *written_ops < tables.opcodes.len() {
         let name = tables.opcodes[*written_ops];

@@ -6,7 +6,8 @@
 //! - [`Warp`]: the device side: per-lane values ([`Val`]), predicates ([`Pred`]),
 //!   divergent `if_`/`while_` (and `while_its`, a loop whose leaving lanes run on, as
 //!   independent thread scheduling runs them), counted loops, global and shared memory,
-//!   atomics with their operands, fences, CTA barriers, exits. Each call records the
+//!   atomics with their operands, fences, CTA barriers and named barriers
+//!   ([`Warp::bar_sync`], [`Warp::bar_arrive`]), exits. Each call records the
 //!   instruction nvcc would emit for sm_70 and later, at a PC fixed by its source
 //!   location.
 //! - The executor interleaves warps deterministically (one runs at a time, FIFO), so the
@@ -23,6 +24,7 @@
 
 mod exec;
 mod mem;
+mod named_bar;
 mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
@@ -30,7 +32,9 @@ mod ops_sync;
 mod spin;
 mod warp;
 
-pub use exec::{compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES};
+pub use exec::{
+    compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES, NAMED_BARRIERS,
+};
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
 pub use spin::Exit;
 pub use tessera_traces::SyncCmp;

@@ -27,6 +27,7 @@ mod stream;
 #[cfg(test)]
 mod sync_replay;
 mod vectoradd;
+mod warp_specialized;
 
 /// One parameter of a workload.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +64,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &barriers::ATOMIC_BARRIER,
         &nw::SPEC,
         &simt_lock::SPEC,
+        &warp_specialized::SPEC,
         &peer_stream::SPEC,
         &halo::SPEC,
         &probes::POINTER_CHASE,
