@@ -313,12 +313,27 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
             "stored_bytes": c.stored_bytes,
             "chunks": k.n_chunks,
             "unknown_opcode_insts": c.unknown_opcode_insts,
+            "spin_regions": k.spin_regions.iter().map(|r| json!({
+                "start_pc": r.start_pc,
+                "test_pc": r.test_pc,
+                "end_pc": r.end_pc,
+                "terms": r.terms.len(),
+                "label": r.label,
+            })).collect::<Vec<_>>(),
+            "named_barriers": k.named_barriers.len(),
         }));
     }
     let doc = json!({
         "file": file.display().to_string(),
-        "format_version": tessera_traces::FORMAT_VERSION,
+        "format_version": t.version(),
         "kernels": kernels,
+        "sync_words": t.index().sync_words.iter().map(|w| json!({
+            "name": w.name,
+            "device": w.device,
+            "addr": w.addr,
+            "words": w.init.len(),
+            "checked": !w.expect.is_empty(),
+        })).collect::<Vec<_>>(),
         "totals": {
             "kernels": t.kernels().len(),
             "ctas": ctas,
@@ -337,7 +352,7 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
     outln!(
         "{}: .tst format {}, {} device(s), {} command(s), {} bytes",
         file.display(),
-        tessera_traces::FORMAT_VERSION,
+        t.version(),
         t.index().devices.len(),
         t.commands().len(),
         t.file_bytes()
@@ -379,6 +394,33 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
                 c.unknown_opcode_insts
             );
         }
+        for r in &k.spin_regions {
+            outln!(
+                "  spin region at pc {:#x} (test {:#x}, back-edge {:#x}): {} exit term(s), {}",
+                r.start_pc,
+                r.test_pc,
+                r.end_pc,
+                r.terms.len(),
+                r.label
+            );
+        }
+        if !k.named_barriers.is_empty() {
+            outln!("  {} named barrier instruction(s)", k.named_barriers.len());
+        }
+    }
+    for w in &t.index().sync_words {
+        outln!(
+            "sync words {:?} on device {} at {:#x}: {} word(s), {}",
+            w.name,
+            w.device,
+            w.addr,
+            w.init.len(),
+            if w.expect.is_empty() {
+                "final values not recorded"
+            } else {
+                "final values checked after a run"
+            }
+        );
     }
     outln!(
         "total: {} kernel(s), {ctas} CTAs, {warps} warps, {wi} warp instructions, {ti} thread instructions",

@@ -115,6 +115,14 @@ fn ht_spin_counts_move_with_occupancy_latency_and_scheduler() {
     let tmp = tempfile::tempdir().unwrap();
     let tst = gen(tmp.path(), "ht", &["buckets=128", "insertions=2048"]);
     let t = tst.to_str().unwrap();
+    let info = info_json(&tst);
+    assert_eq!(info["format_version"], 3);
+    assert_eq!(
+        info["kernels"][0]["spin_regions"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(info["sync_words"][0]["name"], "locks");
+    assert_eq!(info["sync_words"][0]["words"], 128);
     let rounds = |set: &[&str]| -> u64 {
         // Two SMs per chiplet: 16 CTAs compete for 8 SMs, so occupancy matters.
         let mut a = vec!["--trace", t, "--set", "core.sm_count=2"];
