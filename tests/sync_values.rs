@@ -298,3 +298,111 @@ fn nw_and_simt_lock_complete_and_check() {
         assert!(s["atomics"].as_u64().unwrap() >= 2 * 128, "{p}: {s}");
     }
 }
+
+/// A warp whose stream enters a spin region and ends without leaving it (the trace's
+/// region is not one) stops the run with an error naming the CTA, the warp and the region.
+#[test]
+fn a_stream_that_ends_inside_a_spin_region_is_an_error() {
+    use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
+    use tessera_traces::SyncWords;
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = tmp.path().join("open-region.tst");
+    let flag = 0x7f00_0000_0000u64;
+    let mut w = TraceWriter::create(&tst, WriterOptions::default()).unwrap();
+    w.add_command(Command::Alloc {
+        device: 0,
+        addr: flag,
+        bytes: 4,
+    })
+    .unwrap();
+    w.add_sync_words(SyncWords {
+        name: "flag".into(),
+        device: 0,
+        addr: flag,
+        init: vec![1],
+        expect: Vec::new(),
+    });
+    let mut meta = KernelMeta::new("_Z4openv", [1, 1, 1], [64, 1, 1]);
+    meta.records_operands = true;
+    meta.spin_regions = vec![SpinRegion {
+        start_pc: 0x10,
+        test_pc: 0x20,
+        end_pc: 0x30,
+        terms: vec![ExitTerm {
+            value: 0,
+            cmp: SyncCmp::Eq,
+        }],
+        all: true,
+        backoff_base: 0,
+        backoff_max: 0,
+        label: "flag set".into(),
+    }];
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let op = |w: &mut TraceWriter, n: &str| {
+        w.add_opcode(decode_opcode(ArchFamily::Ampere, n).unwrap())
+            .unwrap()
+    };
+    let (ld, bra, exit) = (
+        op(&mut w, "LDG.E.STRONG.GPU"),
+        op(&mut w, "BRA"),
+        op(&mut w, "EXIT"),
+    );
+    let at = [flag];
+    let inst = |pc: u32, opcode: u16, mask: u32| RawInst {
+        pc,
+        mask,
+        opcode,
+        dsts: &[],
+        srcs: &[],
+        mem_width: 0,
+        imm: None,
+        line: None,
+        addrs: AddrRecord::None,
+    };
+    let load = || {
+        let mut x = inst(0x10, ld, 1);
+        x.dsts = &[4];
+        x.mem_width = 4;
+        x.addrs = AddrRecord::List {
+            mode: 0,
+            addrs: &at,
+        };
+        x
+    };
+    w.begin_cta([0, 0, 0], None).unwrap();
+    // Warp 0: the region whole (the flag is already set: one round).
+    w.begin_warp(0).unwrap();
+    w.push(&load()).unwrap();
+    w.push_with_operands(&inst(0x20, bra, 1), &[1]).unwrap();
+    w.push(&inst(0x30, bra, 1)).unwrap();
+    w.push(&inst(0x40, exit, u32::MAX)).unwrap();
+    w.end_warp().unwrap();
+    // Warp 1: enters the region and exits.
+    w.begin_warp(1).unwrap();
+    w.push(&load()).unwrap();
+    w.push(&inst(0x40, exit, u32::MAX)).unwrap();
+    w.end_warp().unwrap();
+    w.end_cta().unwrap();
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    let o = tessera(&[
+        "run",
+        "--config",
+        config("a100.yaml").to_str().unwrap(),
+        "--trace",
+        tst.to_str().unwrap(),
+    ]);
+    assert_clean_failure(
+        &o,
+        &[
+            "kernel 0 (_Z4openv)",
+            "CTA (0,0,0) warp 1, pc 0x40",
+            "ends inside spin region 0",
+        ],
+    );
+}

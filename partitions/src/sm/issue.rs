@@ -537,6 +537,20 @@ impl Sm {
             fetch(ic, prep.code_base, &mut st.icache, ws, next.pc, now);
         }
         if ws.next == ws.end {
+            if let Some(r) = spins.get(w).and_then(|sw| sw.region) {
+                // Its stream ended inside a spin region: the trace's region is not one.
+                if fault.is_none() {
+                    *fault = Some(SmError::Spin {
+                        cta: rc.cta.id(),
+                        warp: cur.warp_id(),
+                        pc: inst.pc,
+                        detail: format!(
+                            "the warp's stream ends inside spin region {r} (entered and never \
+                             left through its back-edge)"
+                        ),
+                    });
+                }
+            }
             ws.done = true;
             *live -= 1;
             sc.unfinished -= 1;
