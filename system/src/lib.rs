@@ -182,11 +182,9 @@ pub fn run_gpu_limited(
         // WARP_INSTS_STEP for the limit and of `watchdog.check_cycles` for the watchdog,
         // at window ends for progress alone.
         let period = cfg.core_period_ps();
-        let pauses = match (limits.max_warp_insts, &watch) {
-            (Some(_), Some(w)) => (gcd(WARP_INSTS_STEP, w.check_cycles) * period, Pauses::Exact),
-            (Some(_), None) => (WARP_INSTS_STEP.saturating_mul(period), Pauses::Exact),
-            (None, Some(w)) => (w.check_cycles.saturating_mul(period), Pauses::Exact),
-            (None, None) => (PROGRESS_STEP_PS, Pauses::WindowEnds),
+        let pauses = match exact_step(limits, &watch, period) {
+            Some(step) => (step, Pauses::Exact),
+            None => (PROGRESS_STEP_PS, Pauses::WindowEnds),
         };
         let mut report = on_progress;
         let mut dog = watch.clone();
@@ -196,11 +194,7 @@ pub fn run_gpu_limited(
                 r(p);
             }
             if let Some(d) = dog.as_mut() {
-                let mut sample = WatchdogSample::default();
-                for part in parts {
-                    sample.add(&part.watchdog_sample());
-                }
-                if let Some(v) = d.check(at / period, sample) {
+                if let Some(v) = d.check(at / period, watchdog_sample(parts)) {
                     verdict = Some(v);
                     return false;
                 }
@@ -291,6 +285,29 @@ impl Watch {
             live_warps: sample.live_warps,
         })
     }
+}
+
+/// The step of the exact pauses a run needs (windows cut there, so that a decision made
+/// at a pause is the same for any threads, ranks and cuts): multiples of
+/// [`WARP_INSTS_STEP`] core cycles for `max_warp_insts`, of `watchdog.check_cycles` for the
+/// watchdog, both when both; `None` when neither (progress alone pauses at window ends).
+fn exact_step(limits: &RunLimits, watch: &Option<Watch>, period: Picos) -> Option<Picos> {
+    let cycles = match (limits.max_warp_insts, watch) {
+        (Some(_), Some(w)) => gcd(WARP_INSTS_STEP, w.check_cycles),
+        (Some(_), None) => WARP_INSTS_STEP,
+        (None, Some(w)) => w.check_cycles,
+        (None, None) => return None,
+    };
+    Some(cycles.saturating_mul(period))
+}
+
+/// The watchdog's view of `parts` (summed).
+fn watchdog_sample(parts: &[&GpuPartition<'_>]) -> WatchdogSample {
+    let mut sample = WatchdogSample::default();
+    for part in parts {
+        sample.add(&part.watchdog_sample());
+    }
+    sample
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -749,21 +766,15 @@ pub fn run_gpu_mpi(
         let mut engine =
             Engine::new(lookahead, routing, sys.partitions, transport).map_err(gpu_error)?;
         let period = cfg.core_period_ps();
-        let pauses = match (limits.max_warp_insts, &watch) {
-            (Some(_), Some(w)) => (gcd(WARP_INSTS_STEP, w.check_cycles) * period, true),
-            (Some(_), None) => (WARP_INSTS_STEP.saturating_mul(period), true),
-            (None, Some(w)) => (w.check_cycles.saturating_mul(period), true),
-            (None, None) => (PROGRESS_STEP_PS, least > PROGRESS_STEP_PS),
+        let pauses = match exact_step(limits, &watch, period) {
+            Some(step) => (step, true),
+            None => (PROGRESS_STEP_PS, least > PROGRESS_STEP_PS),
         };
         let mut dog = watch.clone();
         let mut on_pause = |engine: &Engine<GpuPartition<'_>, _>, at: Picos| -> bool {
             let parts: Vec<&GpuPartition<'_>> = engine.partitions().iter().collect();
             let p = progress_of(&parts, at);
-            let mut sample = WatchdogSample::default();
-            for part in &parts {
-                sample.add(&part.watchdog_sample());
-            }
-            let w = sample.words();
+            let w = watchdog_sample(&parts).words();
             let mine = [
                 p.warp_insts,
                 p.ctas_done,

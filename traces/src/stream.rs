@@ -1152,8 +1152,8 @@ impl WarpCursor {
         }
     }
 
-    /// The operands of the stream's instruction at the cursor (the whole record, lane
-    /// order), when decoded.
+    /// The operands of the instruction at the cursor (the whole record, lane order), when
+    /// decoded.
     fn stream_operands(&self) -> Option<&[u64]> {
         let k = self
             .operand_index
@@ -1171,13 +1171,8 @@ impl WarpCursor {
     /// (see [`DecodedCta::operands_of`]); `None` without (or when made without
     /// `with_operands`).
     pub fn operands(&self, per_lane: u8) -> Option<&[u64]> {
-        let k = self
-            .operand_index
-            .binary_search_by_key(&(self.pos as u32), |&(x, _)| x)
-            .ok()?;
-        let start = self.operand_index[k].1 as usize;
         let n = self.insts.get(self.pos)?.mask.count_ones() as usize * per_lane as usize;
-        self.operands.get(start..start + n)
+        self.stream_operands()?.get(..n)
     }
 
     /// Moves to the next instruction of the warp, decoding more of `cta` (the stream it

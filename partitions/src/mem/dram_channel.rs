@@ -574,10 +574,8 @@ impl MemChannel {
         else {
             return;
         };
-        let geom = &self.params.l2.geom;
-        let line = addr & !(geom.line_bytes - 1);
-        let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
-        let sb = geom.sector_bytes;
+        let (line, sector) = self.word_sector(addr);
+        let sb = self.params.l2.geom.sector_bytes;
         let at = match op {
             SyncOp::Load => {
                 let ta = self.slices[slice].noc_in.reserve(now, now, HEADER_BYTES);
@@ -595,6 +593,16 @@ impl MemChannel {
         };
         let value = self.sync.apply(addr, op, lanes, a, b);
         self.value_reply(now, From::L2(slice), sm, at, addr, value, tag, ctx, net);
+    }
+
+    /// The L2 line of sync word `addr` and the sector mask of the word in it.
+    fn word_sector(&self, addr: u64) -> (u64, u64) {
+        let geom = &self.params.l2.geom;
+        let line = addr & !(geom.line_bytes - 1);
+        (
+            line,
+            1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes),
+        )
     }
 
     /// The L2 slice's part of an atomic of `ops` lanes on `sectors` of `line` (`bytes` on
@@ -712,9 +720,7 @@ impl MemChannel {
             }) => {
                 // Strong accesses and atomics on sync words bypass the private L2s: timed
                 // as an atomic at the home LLC slice.
-                let geom = &self.params.l2.geom;
-                let line = addr & !(geom.line_bytes - 1);
-                let sector = 1u64 << ((addr & (geom.line_bytes - 1)) / geom.sector_bytes);
+                let (line, sector) = self.word_sector(addr);
                 let set = self.llc_set_here(line)?;
                 let at = self.llc_atomic(now, set, line, sector, lanes);
                 let value = self.sync.apply(addr, op, lanes, a, b);

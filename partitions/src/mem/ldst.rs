@@ -211,7 +211,7 @@ impl LdStUnit {
     /// reply is not cached in this GPU's L2, since a memory-side L2 caches only its own
     /// lines; the SM's L1D treats it as any global line).
     #[inline(always)]
-    fn route_home(&mut self, line_addr: u64) -> u32 {
+    pub(super) fn route_home(&mut self, line_addr: u64) -> u32 {
         let (ch, _, _) = self.map.l2_home(line_addr);
         let ids = &self.map.ids;
         let home = ids.chiplet_of_channel(ch);
@@ -407,11 +407,7 @@ impl LdStUnit {
         if w.outstanding == 0 {
             return Issued::Done(w.ready);
         }
-        let k = token as usize;
-        if self.insts.len() <= k {
-            self.insts.resize(k + 1, InstWait::default());
-        }
-        self.insts[k] = w;
+        self.set_wait(token, w);
         Issued::Pending
     }
 
@@ -507,45 +503,18 @@ impl LdStUnit {
         Ok(())
     }
 
-    /// Where a request homed at `addr`'s line goes (the home's channel, or this chiplet's
-    /// link interface).
-    pub(super) fn route_home_of(&mut self, addr: u64) -> u32 {
-        self.route_home(addr)
-    }
-
-    /// Sends request packet `pkt` (see [`LdStUnit::inject`]).
-    pub(super) fn inject_request(
-        &mut self,
-        now: Picos,
-        t: Picos,
-        bytes: u64,
-        dst: u32,
-        pkt: Packet,
-        net: &mut dyn Net,
-    ) {
-        self.inject(now, t, bytes, dst, pkt, net);
-    }
-
-    /// Instruction `token` waits for `replies` answers from `now` on.
-    pub(super) fn wait_for(&mut self, now: Picos, token: u32, replies: u32) {
+    /// Instruction `token` waits as `w` says (its replies outstanding) from now on.
+    pub(super) fn set_wait(&mut self, token: u32, w: InstWait) {
         let k = token as usize;
         if self.insts.len() <= k {
             self.insts.resize(k + 1, InstWait::default());
         }
-        self.insts[k] = InstWait {
-            outstanding: replies,
-            ready: now + self.params.l1d.hit_ps,
-        };
-    }
-
-    /// [`LdStUnit::wake`] for the sync requests.
-    pub(super) fn wake_token(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
-        self.wake(token, ready, done);
+        self.insts[k] = w;
     }
 
     /// Instruction `token` has one more reply's data at `ready`.
     #[inline]
-    fn wake(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
+    pub(super) fn wake(&mut self, token: u32, ready: Picos, done: &mut Vec<(u32, Picos)>) {
         if let Some(w) = self.insts.get_mut(token as usize) {
             w.ready = w.ready.max(ready);
             w.outstanding = w.outstanding.saturating_sub(1);
@@ -634,7 +603,7 @@ impl LdStUnit {
     /// NoC egress; returns when it leaves (or `t` when it waits for credit, the
     /// departure then being learnt from its answer).
     #[inline(always)]
-    fn inject(
+    pub(super) fn inject(
         &mut self,
         now: Picos,
         t: Picos,

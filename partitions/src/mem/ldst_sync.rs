@@ -4,7 +4,7 @@
 //! there in lane order), bypassing L1 as atomics do; the [`Response::Value`] that comes
 //! back gives every lane of the group its value, which the SM reads for its spin regions.
 
-use super::ldst::LdStUnit;
+use super::ldst::{InstWait, LdStUnit};
 use super::message::{Request, SyncOp};
 use crate::packet::{Net, HEADER_BYTES, SYNC_TAG_BITS, SYNC_WORD_BITS};
 use crate::Picos;
@@ -115,10 +115,17 @@ impl LdStUnit {
                 b: g.b,
             };
             let bytes = HEADER_BYTES + if g.op.writes() { sb } else { 0 };
-            let dst = self.route_home_of(g.addr);
-            self.inject_request(now, t, bytes, dst, req.into(), net);
+            let dst = self.route_home(g.addr);
+            self.inject(now, t, bytes, dst, req.into(), net);
         }
-        self.wait_for(now, token, groups.len() as u32);
+        let ready = now + self.params.l1d.hit_ps;
+        self.set_wait(
+            token,
+            InstWait {
+                outstanding: groups.len() as u32,
+                ready,
+            },
+        );
         Ok(())
     }
 
@@ -158,7 +165,7 @@ impl LdStUnit {
         let bytes = HEADER_BYTES + self.params.l2_geom.sector_bytes;
         let ti = self.noc_in.reserve(now, now, bytes);
         let ready = ti + self.params.l1d.hit_ps;
-        self.wake_token(w.token, ready, done);
+        self.wake(w.token, ready, done);
         Ok(())
     }
 }

@@ -263,14 +263,15 @@ impl Sm {
     /// issue again from the next cycle (and a named barrier of the whole CTA, when a warp
     /// that finished was the last it waited for).
     pub(super) fn try_release(&mut self, cta: usize, now: u64) {
-        let whole: Vec<usize> = match self.ctas[cta].as_ref() {
-            Some(cs) if !cs.named.is_empty() => (0..cs.named.len())
-                .filter(|&i| cs.named[i].need == 0 && !cs.named[i].waiting.is_empty())
-                .collect(),
-            _ => Vec::new(),
-        };
-        for id in whole {
-            self.try_release_named(cta, id, 0, now);
+        let named = self.ctas[cta].as_ref().map_or(0, |cs| cs.named.len());
+        for id in 0..named {
+            let whole = self.ctas[cta]
+                .as_ref()
+                .and_then(|cs| cs.named.get(id))
+                .is_some_and(|nb| nb.need == 0 && !nb.waiting.is_empty());
+            if whole {
+                self.try_release_named(cta, id, 0, now);
+            }
         }
         let Some(cs) = self.ctas[cta].as_mut() else {
             return;

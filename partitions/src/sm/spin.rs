@@ -86,16 +86,11 @@ impl SpinWarp {
     }
 }
 
-/// What the issue of a region's start, test or back-edge did to the warp's stream.
-pub(super) struct Step {
-    /// Instructions taken from the trace's stream (the warp's `next` moves by it).
-    pub(super) consumed: usize,
-}
-
 /// The issue of `inst` (role `role`) by warp `ws` at cycle `now`, in place of the plain
-/// advance of its cursor. `consts` are the test's per-lane constants (its operands).
+/// advance of its cursor (the test's per-lane constants are its operands): the
+/// instructions taken from the trace's stream.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn step(
+fn step(
     role: SpinRole,
     regions: &[SpinRegion],
     sw: &mut SpinWarp,
@@ -105,7 +100,7 @@ pub(super) fn step(
     inst: &WarpInst,
     now: u64,
     st: &mut SpinCounters,
-) -> Result<Step, SmError> {
+) -> Result<usize, SmError> {
     let warp_id = cur.warp_id();
     let fault = |what: String| SmError::Spin {
         cta: cta.id(),
@@ -115,24 +110,12 @@ pub(super) fn step(
     };
     let advance = |cur: &mut WarpCursor| -> Result<usize, SmError> {
         let fresh = cur.fresh();
-        cur.advance(cta).map_err(|e| SmError::Spin {
-            cta: cta.id(),
-            warp: warp_id,
-            pc: inst.pc,
-            detail: e.0.to_string(),
-        })?;
+        cur.advance(cta).map_err(|e| fault(e.0.to_string()))?;
         Ok(fresh as usize)
     };
     match role {
-        SpinRole::None => Ok(Step {
-            consumed: advance(cur)?,
-        }),
-        SpinRole::Start(_) => {
-            // Entered before the issue (see `enter`): the head goes on.
-            Ok(Step {
-                consumed: advance(cur)?,
-            })
-        }
+        // Inside a region's body, or at its start (entered before the issue, `enter`).
+        SpinRole::None | SpinRole::Start(_) => advance(cur),
         SpinRole::Test(r) => {
             let Some(reg) = regions.get(r as usize).filter(|_| sw.region == Some(r)) else {
                 return Err(fault(format!(
@@ -202,7 +185,7 @@ pub(super) fn step(
                 }
                 cur.set_filter(sw.spinning);
             }
-            Ok(Step { consumed })
+            Ok(consumed)
         }
         SpinRole::End(r) => {
             let Some(reg) = regions.get(r as usize).filter(|_| sw.region == Some(r)) else {
@@ -223,13 +206,11 @@ pub(super) fn step(
                 sw.next_value = 0;
                 sw.got = 0;
                 cur.loop_back(sw.spinning);
-                return Ok(Step { consumed: 0 });
+                return Ok(0);
             }
             sw.region = None;
             cur.loop_end();
-            Ok(Step {
-                consumed: advance(cur)?,
-            })
+            advance(cur)
         }
     }
 }
@@ -285,7 +266,7 @@ pub(super) fn advance(
     if !cur.fresh() {
         st.replayed_by_class[inst.class as usize] += 1;
     }
-    step(role, regions, sw, cur, cta, ws, inst, now, st).map(|s| s.consumed)
+    step(role, regions, sw, cur, cta, ws, inst, now, st)
 }
 
 /// Warp `sw` issues region `r`'s first instruction `inst`: unless it is repeating the
