@@ -68,6 +68,17 @@ pub struct ArrayAnnotation {
 }
 
 impl ArrayAnnotation {
+    /// An annotation that every CTA may touch whole (no per-CTA ranges).
+    pub fn whole(name: &str, base: u64, bytes: u64, access: Access) -> ArrayAnnotation {
+        ArrayAnnotation {
+            name: name.into(),
+            base,
+            bytes,
+            access,
+            ranges: Vec::new(),
+        }
+    }
+
     /// Byte range `[lo, hi)` touched by CTAs `ctas` (listing order): the hull of the
     /// ranges that overlap them, or the whole array when the annotation has no ranges.
     pub fn footprint(&self, ctas: std::ops::Range<u32>) -> Option<(u64, u64)> {

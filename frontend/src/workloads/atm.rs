@@ -105,13 +105,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     rec.sync_words(lock, true)?;
     let mut spec = LaunchSpec::new("_Z3atmPKjS0_S0_PjS1_j", [ctas, 1, 1], [block, 1, 1]);
     spec.resident_ctas = resident;
-    let whole = |name: &str, b: u64, bytes: u64, access| ArrayAnnotation {
-        name: name.into(),
-        base: b,
-        bytes,
-        access,
-        ranges: Vec::new(),
-    };
+    let whole = ArrayAnnotation::whole;
     spec.annotations = vec![
         whole("from", src_buf.base, src_buf.bytes(), Access::Read),
         whole("to", dst_buf.base, dst_buf.bytes(), Access::Read),

@@ -167,13 +167,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
     let mut spec = LaunchSpec::new(name, [ctas, 1, 1], [block, 1, 1]);
     // Every CTA waits for every other: all must be live at once.
     spec.resident_ctas = ctas;
-    let whole = |name: &str, b: u64, bytes: u64, access| ArrayAnnotation {
-        name: name.into(),
-        base: b,
-        bytes,
-        access,
-        ranges: Vec::new(),
-    };
+    let whole = ArrayAnnotation::whole;
     spec.annotations = vec![
         whole("input", in_buf.base, in_buf.bytes(), Access::Read),
         whole("slots", slots.base, slots.bytes(), Access::ReadWrite),

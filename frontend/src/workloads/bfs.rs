@@ -156,16 +156,6 @@ fn offset(a: &Val<u64>, bytes: i64) -> Val<u64> {
     }
 }
 
-fn whole(name: &str, base: u64, bytes: u64, access: Access) -> ArrayAnnotation {
-    ArrayAnnotation {
-        name: name.into(),
-        base,
-        bytes,
-        access,
-        ranges: Vec::new(),
-    }
-}
-
 /// The device arrays.
 #[derive(Clone, Copy)]
 struct Arrays {
@@ -204,9 +194,9 @@ fn expand(
         })
         .collect();
     spec.annotations = vec![
-        whole("row", d.row.base, d.row.bytes(), Access::Read),
-        whole("col", d.col.base, d.col.bytes(), Access::Read),
-        whole("level", d.levels.base, d.levels.bytes(), Access::ReadWrite),
+        ArrayAnnotation::whole("row", d.row.base, d.row.bytes(), Access::Read),
+        ArrayAnnotation::whole("col", d.col.base, d.col.bytes(), Access::Read),
+        ArrayAnnotation::whole("level", d.levels.base, d.levels.bytes(), Access::ReadWrite),
         ArrayAnnotation {
             name: "frontier_in".into(),
             base: fin.base,
@@ -214,8 +204,8 @@ fn expand(
             access: Access::Read,
             ranges: fin_ranges,
         },
-        whole("frontier_out", fout.base, fout.bytes(), Access::ReadWrite),
-        whole(
+        ArrayAnnotation::whole("frontier_out", fout.base, fout.bytes(), Access::ReadWrite),
+        ArrayAnnotation::whole(
             "counter",
             d.counter.base,
             d.counter.bytes(),

@@ -100,13 +100,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     rec.sync_words(lock, true)?;
     let mut spec = LaunchSpec::new("_Z9ht_insertPKjPjS1_S1_S1_j", [ctas, 1, 1], [block, 1, 1]);
     spec.resident_ctas = resident;
-    let whole = |name: &str, b: u64, bytes: u64, access| ArrayAnnotation {
-        name: name.into(),
-        base: b,
-        bytes,
-        access,
-        ranges: Vec::new(),
-    };
+    let whole = ArrayAnnotation::whole;
     spec.annotations = vec![
         whole("keys", key_buf.base, key_buf.bytes(), Access::Read),
         whole(

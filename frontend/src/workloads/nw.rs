@@ -146,13 +146,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     spec.shmem_bytes = sb.end();
     // A tile waits for earlier ones only; the recorder runs them all at once anyway.
     spec.resident_ctas = ctas;
-    let whole = |name: &str, b: u64, bytes: u64, access| ArrayAnnotation {
-        name: name.into(),
-        base: b,
-        bytes,
-        access,
-        ranges: Vec::new(),
-    };
+    let whole = ArrayAnnotation::whole;
     spec.annotations = vec![
         whole("seq_a", a_buf.base, a_buf.bytes(), Access::Read),
         whole("seq_b", b_buf.base, b_buf.bytes(), Access::Read),

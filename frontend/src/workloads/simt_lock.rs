@@ -116,13 +116,8 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     // Every lane of every warp waits for the lock: run every CTA at once, as a GPU that
     // holds them does.
     spec.resident_ctas = ctas;
-    let whole = |name: &str, b: u64, bytes: u64| ArrayAnnotation {
-        name: name.into(),
-        base: b,
-        bytes,
-        access: Access::ReadWrite,
-        ranges: Vec::new(),
-    };
+    let whole =
+        |name: &str, b: u64, bytes: u64| ArrayAnnotation::whole(name, b, bytes, Access::ReadWrite);
     spec.annotations = vec![
         whole("lock", lock.base, lock.bytes()),
         whole("count", count.base, count.bytes()),

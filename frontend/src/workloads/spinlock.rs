@@ -65,20 +65,8 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let mut spec = LaunchSpec::new("_Z8spinlockPjS_j", [ctas, 1, 1], [block, 1, 1]);
     spec.resident_ctas = resident;
     spec.annotations = vec![
-        ArrayAnnotation {
-            name: "lock".into(),
-            base: lock.base,
-            bytes: 4,
-            access: Access::ReadWrite,
-            ranges: Vec::new(),
-        },
-        ArrayAnnotation {
-            name: "counter".into(),
-            base: counter.base,
-            bytes: 4,
-            access: Access::ReadWrite,
-            ranges: Vec::new(),
-        },
+        ArrayAnnotation::whole("lock", lock.base, 4, Access::ReadWrite),
+        ArrayAnnotation::whole("counter", counter.base, 4, Access::ReadWrite),
     ];
     let attempts = std::sync::atomic::AtomicU64::new(0);
     rec.launch(&spec, &|w| {
