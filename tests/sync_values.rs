@@ -10,6 +10,24 @@ use tessera_traces::{
     TraceWriter, WriterOptions,
 };
 
+/// The region of the hand-written traces below: start at 0x10, test at 0x20 (exit when
+/// value 0 equals the lane's constant), back-edge at 0x30.
+fn flag_region() -> SpinRegion {
+    SpinRegion {
+        start_pc: 0x10,
+        test_pc: 0x20,
+        end_pc: 0x30,
+        terms: vec![ExitTerm {
+            value: 0,
+            cmp: SyncCmp::Eq,
+        }],
+        all: true,
+        backoff_base: 0,
+        backoff_max: 0,
+        label: "flag set".into(),
+    }
+}
+
 /// A recorded trace of format version 2 (written by the build before version 3: spinlock,
 /// 4 CTAs of 64 threads, 2 critical sections per warp) still runs, replaying its spin
 /// iterations as recorded, and the stats say so.
@@ -36,19 +54,7 @@ fn a_malformed_spin_region_names_the_kernel_and_region() {
     let mut w = TraceWriter::create(&tst, WriterOptions::default()).unwrap();
     let mut meta = KernelMeta::new("_Z4spinv", [1, 1, 1], [32, 1, 1]);
     meta.records_operands = true;
-    meta.spin_regions = vec![SpinRegion {
-        start_pc: 0x10,
-        test_pc: 0x20,
-        end_pc: 0x30,
-        terms: vec![ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }],
-        all: true,
-        backoff_base: 0,
-        backoff_max: 0,
-        label: "flag set".into(),
-    }];
+    meta.spin_regions = vec![flag_region()];
     let k = w.begin_kernel(meta).unwrap();
     w.add_command(Command::KernelLaunch {
         device: 0,
@@ -324,19 +330,7 @@ fn a_stream_that_ends_inside_a_spin_region_is_an_error() {
     });
     let mut meta = KernelMeta::new("_Z4openv", [1, 1, 1], [64, 1, 1]);
     meta.records_operands = true;
-    meta.spin_regions = vec![SpinRegion {
-        start_pc: 0x10,
-        test_pc: 0x20,
-        end_pc: 0x30,
-        terms: vec![ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }],
-        all: true,
-        backoff_base: 0,
-        backoff_max: 0,
-        label: "flag set".into(),
-    }];
+    meta.spin_regions = vec![flag_region()];
     let k = w.begin_kernel(meta).unwrap();
     w.add_command(Command::KernelLaunch {
         device: 0,
