@@ -6,25 +6,24 @@ mod common;
 
 use common::*;
 use tessera_traces::{
-    AddrRecord, Command, ExitTerm, KernelMeta, OpClass, OpcodeInfo, RawInst, SpinRegion, SyncCmp,
-    TraceWriter, WriterOptions,
+    AddrRecord, Command, ExitTerm, KernelMeta, OpClass, OpcodeInfo, RawInst, RegionKind,
+    SpinRegion, SyncCmp, TraceWriter, WriterOptions,
 };
 
 /// The region of the hand-written traces below: start at 0x10, test at 0x20 (exit when
 /// value 0 equals the lane's constant), back-edge at 0x30.
 fn flag_region() -> SpinRegion {
     SpinRegion {
+        kind: RegionKind::Spin,
         start_pc: 0x10,
         test_pc: 0x20,
         end_pc: 0x30,
-        terms: vec![ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }],
+        terms: vec![ExitTerm::own(0, SyncCmp::Eq)],
         all: true,
         backoff_base: 0,
         backoff_max: 0,
         label: "flag set".into(),
+        rebased: Vec::new(),
     }
 }
 
@@ -106,7 +105,7 @@ fn a_malformed_spin_region_names_the_kernel_and_region() {
     assert_clean_failure(
         &o,
         &[
-            "kernel 0 (_Z4spinv): spin region 0 (pc 0x10, test 0x20, back-edge 0x30)",
+            "kernel 0 (_Z4spinv): spin region 0 (pc 0x10, test 0x20, end 0x30)",
             "its test must be a branch, not int",
         ],
     );

@@ -8,8 +8,8 @@ use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
 use tessera_traces::{
-    AddrRecord, Command, ExitTerm, KernelMeta, RawInst, SpinRegion, SyncCmp, SyncWords, TraceFile,
-    TraceWriter, WriterOptions,
+    AddrRecord, Command, ExitTerm, KernelMeta, RawInst, RegionKind, SpinRegion, SyncCmp, SyncWords,
+    TraceFile, TraceWriter, WriterOptions,
 };
 
 const DATA: u64 = 0x7f00_0000_0000;
@@ -55,17 +55,16 @@ fn write_trace(dir: &Path, work: u32, set_flag: bool, expect: Option<u32>) -> Pa
     let mut meta = KernelMeta::new("_Z8producerPjS_", [2, 1, 1], [32, 1, 1]);
     meta.records_operands = true;
     meta.spin_regions = vec![SpinRegion {
+        kind: RegionKind::Spin,
         start_pc: 0x100,
         test_pc: 0x110,
         end_pc: 0x120,
-        terms: vec![ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }],
+        terms: vec![ExitTerm::own(0, SyncCmp::Eq)],
         all: true,
         backoff_base: 0,
         backoff_max: 0,
         label: "flag set".into(),
+        rebased: Vec::new(),
     }];
     let k = w.begin_kernel(meta).unwrap();
     w.add_command(Command::KernelLaunch {
@@ -284,17 +283,16 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
     let mut meta = KernelMeta::new("_Z4holdPj", [2, 1, 1], [32, 1, 1]);
     meta.records_operands = true;
     meta.spin_regions = vec![SpinRegion {
+        kind: RegionKind::Spin,
         start_pc: 0x100,
         test_pc: 0x110,
         end_pc: 0x120,
-        terms: vec![ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }],
+        terms: vec![ExitTerm::own(0, SyncCmp::Eq)],
         all: true,
         backoff_base: 8,
         backoff_max: 256,
         label: "lock acquired".into(),
+        rebased: Vec::new(),
     }];
     let k = w.begin_kernel(meta).unwrap();
     w.add_command(Command::KernelLaunch {

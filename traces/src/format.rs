@@ -23,7 +23,9 @@ pub const FOOTER_MAGIC: &[u8; 8] = b"TSTINDEX";
 ///   with the per-lane operands of atomics and reductions.
 /// - 3: synchronization as values: sync words with initial and expected values, spin
 ///   regions per kernel (whose exit tests record their constants in the operand column).
-pub const FORMAT_VERSION: u32 = 3;
+/// - 4: value-dependent paths: a region's kind (spin loop, branch, work queue), exit terms
+///   that read a broadcast lane's value, tail accesses rebased by a value.
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build reads.
 pub const MIN_READ_VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 16;

@@ -48,6 +48,7 @@ pub mod reader;
 pub mod schema;
 pub mod schema_v1;
 pub mod schema_v2;
+pub mod schema_v3;
 pub mod stream;
 pub mod verify;
 pub mod writer;
@@ -62,7 +63,8 @@ pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
 pub use reader::{ChunkDecoder, TraceFile};
 pub use schema::{
     Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, ExitTerm, Index,
-    KernelCounts, KernelMeta, NamedBarrier, SpinRegion, StaticInst, SyncCmp, SyncWords,
+    KernelCounts, KernelMeta, NamedBarrier, RebasedAccess, RegionKind, SpinRegion, StaticInst,
+    SyncCmp, SyncWords, OWN_LANE,
 };
 pub use stream::{CtaStream, StreamScratch, WarpCursor};
 pub use verify::{verify, verify_structure, VerifyReport};

@@ -131,6 +131,9 @@ impl TraceFile {
         } else if version == 2 {
             rkyv::from_bytes::<crate::schema_v2::Index, rkyv::rancor::BoxedError>(&aligned)
                 .map(Index::from)
+        } else if version == 3 {
+            rkyv::from_bytes::<crate::schema_v3::Index, rkyv::rancor::BoxedError>(&aligned)
+                .map(Index::from)
         } else {
             rkyv::from_bytes::<Index, rkyv::rancor::BoxedError>(&aligned)
         }
@@ -390,18 +393,21 @@ fn check_spin_regions(ki: usize, k: &KernelMeta) -> std::result::Result<(), Stri
     let mut pcs: Vec<u32> = Vec::new();
     for (ri, r) in k.spin_regions.iter().enumerate() {
         let at = format!(
-            "kernel {ki} ({name}): spin region {ri} (pc {:#x}, test {:#x}, back-edge {:#x})",
-            r.start_pc, r.test_pc, r.end_pc
+            "kernel {ki} ({name}): {} region {ri} (pc {:#x}, test {:#x}, end {:#x})",
+            r.kind.name(),
+            r.start_pc,
+            r.test_pc,
+            r.end_pc
         );
         if r.start_pc == r.test_pc || r.test_pc == r.end_pc || r.start_pc == r.end_pc {
             return Err(format!(
-                "{at}: its start, test and back-edge must be three instructions"
+                "{at}: its start, test and end must be three instructions"
             ));
         }
         for (what, pc) in [
             ("start", r.start_pc),
             ("test", r.test_pc),
-            ("back-edge", r.end_pc),
+            ("end", r.end_pc),
         ] {
             match class_at(pc) {
                 None => {
@@ -439,6 +445,38 @@ fn check_spin_regions(ki: usize, k: &KernelMeta) -> std::result::Result<(), Stri
                 "{at}: back-off maximum {} below its base {}",
                 r.backoff_max, r.backoff_base
             ));
+        }
+        if let Some(t) = r.terms.iter().find(|t| t.lane > crate::schema::OWN_LANE) {
+            return Err(format!(
+                "{at}: an exit term reads lane {}'s value (lanes 0 to 31, or 32: each lane its own)",
+                t.lane
+            ));
+        }
+        if !r.kind.loops() && r.backoff_base != 0 {
+            return Err(format!(
+                "{at}: a {} region runs once and has no back-off ({} cycles given)",
+                r.kind.name(),
+                r.backoff_base
+            ));
+        }
+        for (i, a) in r.rebased.iter().enumerate() {
+            let mem = k
+                .statics
+                .iter()
+                .find(|s| s.pc == a.pc)
+                .map(|s| s.mem_width > 0);
+            if mem != Some(true) {
+                return Err(format!(
+                    "{at}: its rebased access at pc {:#x} is no memory instruction of the kernel",
+                    a.pc
+                ));
+            }
+            if a.stride == 0 || r.rebased[..i].iter().any(|o| o.pc == a.pc) {
+                return Err(format!(
+                    "{at}: its rebased access at pc {:#x} has stride 0 or a second entry",
+                    a.pc
+                ));
+            }
         }
     }
     Ok(())

@@ -140,28 +140,106 @@ impl SyncCmp {
     }
 }
 
-/// One term of a spin region's exit condition: the value read by the body's `value`-th
-/// value instruction (a load or an atomic that returns, in body order), compared with a
-/// per-lane constant (the region's test instruction records one per term per lane in the
-/// operand column).
+/// [`ExitTerm::lane`] of a term that reads each lane's own value.
+pub const OWN_LANE: u8 = 32;
+
+/// One term of a region's exit condition: the value read by the head's `value`-th value
+/// instruction (a load or an atomic that returns, in head order), compared with a per-lane
+/// constant (the region's test instruction records one per term per lane in the operand
+/// column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
 pub struct ExitTerm {
     pub value: u8,
     pub cmp: SyncCmp,
+    /// Whose value each lane compares (format version 4): its own ([`OWN_LANE`]), or lane
+    /// `lane`'s, as after a warp shuffle that broadcasts one lane's result (a leader lane
+    /// pops for its warp).
+    pub lane: u8,
 }
 
-/// A spin loop (format version 3, DESIGN.md section 6): a body recorded once and repeated
-/// by the timing model until each lane's exit condition holds on the values the simulated
-/// memory returned. The body is the instructions from `start_pc` (its head) to `test_pc`
-/// (the exit test, a branch whose operands are the terms' constants), then the tail to
-/// `end_pc` (the back-edge branch). Each iteration the spinning lanes run the head; the
-/// lanes whose condition holds run the tail (what a lane does once it won, such as a
-/// critical section and its release: eltantawy-2018, Fig 1.2) and leave; the others wait
+impl ExitTerm {
+    /// A term on each lane's own value.
+    pub fn own(value: u8, cmp: SyncCmp) -> ExitTerm {
+        ExitTerm {
+            value,
+            cmp,
+            lane: OWN_LANE,
+        }
+    }
+
+    /// The lane whose value lane `l` compares.
+    #[inline]
+    pub fn source_lane(&self, l: usize) -> usize {
+        if self.lane < OWN_LANE {
+            self.lane as usize
+        } else {
+            l
+        }
+    }
+}
+
+/// What a region does with the lanes whose exit condition holds, and with the others
+/// (format version 4; every region of a version-3 file is a [`RegionKind::Spin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+#[repr(u8)]
+pub enum RegionKind {
+    /// A spin loop: lanes whose condition holds run the tail and leave; the others go
+    /// round again after the back-off.
+    Spin = 0,
+    /// A value-dependent branch, run once: lanes whose condition holds run the tail (the
+    /// lock was won, this CTA arrived last); the others pass it over. Both join at the
+    /// region's end (its reconvergence point).
+    Branch = 1,
+    /// A work-queue loop: lanes whose condition holds leave at once (the queue is empty);
+    /// the others run the tail (the item popped) and go round again.
+    Queue = 2,
+}
+
+impl RegionKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RegionKind::Spin => "spin",
+            RegionKind::Branch => "branch",
+            RegionKind::Queue => "queue",
+        }
+    }
+
+    /// Whether its end is a back-edge (the lanes still in go round).
+    pub fn loops(self) -> bool {
+        !matches!(self, RegionKind::Branch)
+    }
+}
+
+/// A tail instruction whose addresses depend on a value (format version 4): each lane
+/// accesses its recorded address plus `stride * (v - t)`, where `v` is the value of the
+/// region's first exit term this iteration (as that term reads it: the lane's own or the
+/// broadcast lane's) and `t` the value the recording saw, which the test instruction
+/// records per lane after the terms' constants (`base + stride * value`: a queue slot, the
+/// item a pop returned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct RebasedAccess {
+    pub pc: u32,
+    pub stride: i64,
+}
+
+/// A region whose path depends on sync values (format version 3, DESIGN.md section 6): a
+/// body recorded once and run by the timing model on the values the simulated memory
+/// returns. The body is the instructions from `start_pc` (its head) to `test_pc` (the exit
+/// test, a branch whose operands are the terms' constants), then the tail to `end_pc`
+/// (the back-edge branch, or a branch region's reconvergence point). For a spin loop
+/// ([`RegionKind::Spin`]), each iteration the spinning lanes run the head; the lanes whose
+/// condition holds run the tail (what a lane does once it won, such as a critical section
+/// and its release: eltantawy-2018, Fig 1.2) and leave; the others wait
 /// `min(backoff_base * 2^i, backoff_max)` core cycles (0: none) and go round again.
+/// [`RegionKind`] says what a branch and a work queue do instead.
 #[derive(Clone, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
 pub struct SpinRegion {
+    /// Format version 4 (version 3: always `Spin`).
+    pub kind: RegionKind,
     pub start_pc: u32,
     pub test_pc: u32,
     pub end_pc: u32,
@@ -170,8 +248,20 @@ pub struct SpinRegion {
     pub all: bool,
     pub backoff_base: u32,
     pub backoff_max: u32,
-    /// What leaving the region means, for the watchdog's report (`lock acquired`).
+    /// What leaving the region means, for the watchdog's report (`lock acquired`); for a
+    /// branch, what taking its tail means (`last CTA`).
     pub label: String,
+    /// Its tail instructions whose addresses depend on the first term's value (format
+    /// version 4), by PC.
+    pub rebased: Vec<RebasedAccess>,
+}
+
+impl SpinRegion {
+    /// Operands its test records per active lane: one constant per term, then the value
+    /// the recording saw when the tail has rebased accesses.
+    pub fn test_operands(&self) -> usize {
+        self.terms.len() + usize::from(!self.rebased.is_empty())
+    }
 }
 
 /// Consecutive 32-bit sync words of a device (format version 3): their values before the

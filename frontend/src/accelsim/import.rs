@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::{
     Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, ExitTerm, KernelMeta,
-    NamedBarrier, OpClass, RawInst, SpinRegion, SyncCmp, SyncWords, TraceError, TraceWriter,
-    WriterOptions,
+    NamedBarrier, OpClass, RawInst, RegionKind, SpinRegion, SyncCmp, SyncWords, TraceError,
+    TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -284,12 +284,10 @@ fn parse_spin(v: &str) -> Option<SpinRegion> {
             "ge" => SyncCmp::Ge,
             _ => return None,
         };
-        terms.push(ExitTerm {
-            value: value.parse().ok()?,
-            cmp,
-        });
+        terms.push(ExitTerm::own(value.parse().ok()?, cmp));
     }
     Some(SpinRegion {
+        kind: RegionKind::Spin,
         start_pc,
         test_pc,
         end_pc,
@@ -298,6 +296,7 @@ fn parse_spin(v: &str) -> Option<SpinRegion> {
         backoff_base,
         backoff_max,
         label: f.next().unwrap_or("").to_string(),
+        rebased: Vec::new(),
     })
 }
 

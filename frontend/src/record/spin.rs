@@ -34,7 +34,7 @@ use std::panic::Location;
 use tessera_traces::codec::AddrRecord;
 use tessera_traces::reader::MAX_EXIT_TERMS;
 use tessera_traces::schema::RZ;
-use tessera_traces::{ExitTerm, SpinRegion, SyncCmp};
+use tessera_traces::{ExitTerm, RegionKind, SpinRegion, SyncCmp};
 
 /// Where a warp is in a spin region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -232,20 +232,19 @@ pub(crate) struct SpinSite {
 impl SpinSite {
     pub(crate) fn region(&self) -> SpinRegion {
         SpinRegion {
+            kind: RegionKind::Spin,
             start_pc: self.start_pc,
             test_pc: self.test_pc,
             end_pc: self.end_pc,
             terms: self.terms[..self.n_terms]
                 .iter()
-                .map(|&(value, cmp)| ExitTerm {
-                    value: value as u8,
-                    cmp,
-                })
+                .map(|&(value, cmp)| ExitTerm::own(value as u8, cmp))
                 .collect(),
             all: self.all,
             backoff_base: self.backoff.0,
             backoff_max: self.backoff.1,
             label: self.label.to_string(),
+            rebased: Vec::new(),
         }
     }
 }

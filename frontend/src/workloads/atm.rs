@@ -219,10 +219,7 @@ mod tests {
         tessera_traces::verify(&t).unwrap();
         let k = &t.kernels()[0];
         assert_eq!(k.spin_regions.len(), 2);
-        let eq0 = [ExitTerm {
-            value: 0,
-            cmp: SyncCmp::Eq,
-        }];
+        let eq0 = [ExitTerm::own(0, SyncCmp::Eq)];
         for r in &k.spin_regions {
             assert_eq!((&r.terms[..], r.all), (&eq0[..], true));
             let start = k.statics.iter().find(|s| s.pc == r.start_pc).unwrap();

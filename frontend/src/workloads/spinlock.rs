@@ -164,13 +164,7 @@ mod tests {
         // One region: exit when the CAS (value 0) returned 0.
         assert_eq!(k.spin_regions.len(), 1, "{:?}", k.spin_regions);
         let r = &k.spin_regions[0];
-        assert_eq!(
-            r.terms,
-            [tessera_traces::ExitTerm {
-                value: 0,
-                cmp: SyncCmp::Eq
-            }]
-        );
+        assert_eq!(r.terms, [tessera_traces::ExitTerm::own(0, SyncCmp::Eq)]);
         assert!(r.all);
         assert_eq!((r.backoff_base, r.backoff_max), (0, 0));
         assert_eq!(r.label, "lock acquired");
