@@ -215,9 +215,9 @@ impl RegionKind {
 /// A tail instruction whose addresses depend on a value (format version 4): each lane
 /// accesses its recorded address plus `stride * (v - t)`, where `v` is the value of the
 /// region's first exit term this iteration (as that term reads it: the lane's own or the
-/// broadcast lane's) and `t` the value the recording saw, which the test instruction
-/// records per lane after the terms' constants (`base + stride * value`: a queue slot, the
-/// item a pop returned).
+/// broadcast lane's) and `t` the value the recorded tail was recorded with, which the test
+/// instruction records per lane after the terms' constants (`base + stride * value`: a
+/// queue slot, the item a pop returned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 #[rkyv(derive(Debug))]
 pub struct RebasedAccess {
@@ -257,10 +257,16 @@ pub struct SpinRegion {
 }
 
 impl SpinRegion {
-    /// Operands its test records per active lane: one constant per term, then the value
-    /// the recording saw when the tail has rebased accesses.
+    /// Operands its test records per active lane: one constant per term, then, for a
+    /// branch or a work queue (or a spin loop with rebased accesses), the value of the
+    /// first term that the recorded tail was recorded with (its template value).
     pub fn test_operands(&self) -> usize {
-        self.terms.len() + usize::from(!self.rebased.is_empty())
+        self.terms.len() + usize::from(self.has_template())
+    }
+
+    /// Whether its test records each lane's template value ([`SpinRegion::test_operands`]).
+    pub fn has_template(&self) -> bool {
+        self.kind != RegionKind::Spin || !self.rebased.is_empty()
     }
 }
 
