@@ -390,3 +390,309 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
         ("lock[0]", 1)
     );
 }
+
+// Value-dependent paths (format version 4): branch and work-queue regions.
+
+const HEAD: u64 = 0x7f00_0020_0000;
+const DONE: u64 = 0x7f00_0030_0000;
+
+/// The opcodes of the value-path traces.
+struct Ops {
+    ldg: u16,
+    add: u16,
+    exch: u16,
+    bra: u16,
+    exit: u16,
+}
+
+fn ops(w: &mut TraceWriter) -> Ops {
+    let mut op = |name: &str| {
+        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
+            .unwrap()
+    };
+    Ops {
+        ldg: op("LDG.E"),
+        add: op("ATOMG.E.ADD.STRONG.GPU"),
+        exch: op("ATOMG.E.EXCH.STRONG.GPU"),
+        bra: op("BRA"),
+        exit: op("EXIT"),
+    }
+}
+
+fn raw<'a>(pc: u32, opcode: u16, mask: u32, addrs: &'a [u64]) -> RawInst<'a> {
+    RawInst {
+        pc,
+        mask,
+        opcode,
+        dsts: &[],
+        srcs: &[],
+        mem_width: if addrs.is_empty() { 0 } else { 4 },
+        imm: None,
+        line: None,
+        addrs: if addrs.is_empty() {
+            AddrRecord::None
+        } else {
+            AddrRecord::List { mode: 0, addrs }
+        },
+    }
+}
+
+fn alloc(w: &mut TraceWriter, addr: u64, bytes: u64) {
+    w.add_command(Command::Alloc {
+        device: 0,
+        addr,
+        bytes,
+    })
+    .unwrap();
+}
+
+/// A work queue: `ctas` CTAs of one warp pop `items` items from `head` with
+/// `atomicAdd(&head, 1)` per lane (`leader`: lane 0 pops 32 for its warp, `atomicAdd(&head,
+/// 32)`, and the lanes compare its value, broadcast), leave when the index reaches
+/// `items`, and otherwise load `data[idx]` and add 1 to `done[idx]`. The tail is recorded
+/// once per warp with template index `lane` (leader: 0, and `lane` added), its two accesses
+/// rebased by the popped index (stride 4). Every item is done exactly once whoever pops it:
+/// `done` must end all ones, which only holds if the tail's addresses follow the simulated
+/// values.
+fn write_queue(dir: &Path, items: u32, ctas: u32, leader: bool) -> PathBuf {
+    let path = dir.join(format!("queue-{items}-{ctas}-{leader}.tst"));
+    let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+    alloc(&mut w, DATA, 1 << 20);
+    alloc(&mut w, HEAD, 4);
+    alloc(&mut w, DONE, 4 * items as u64);
+    let lanes = 32 * ctas;
+    w.add_sync_words(SyncWords {
+        name: "head".into(),
+        device: 0,
+        addr: HEAD,
+        init: vec![0],
+        // Each lane (each leader: 32) pops once more than it gets an item.
+        expect: vec![items + lanes],
+    });
+    w.add_sync_words(SyncWords {
+        name: "done".into(),
+        device: 0,
+        addr: DONE,
+        init: vec![0; items as usize],
+        expect: vec![1; items as usize],
+    });
+    let mut meta = KernelMeta::new("_Z5queuePjS_", [ctas, 1, 1], [32, 1, 1]);
+    meta.records_operands = true;
+    meta.spin_regions = vec![SpinRegion {
+        kind: RegionKind::Queue,
+        start_pc: 0x100,
+        test_pc: 0x110,
+        end_pc: 0x140,
+        terms: vec![ExitTerm {
+            value: 0,
+            cmp: SyncCmp::Ge,
+            lane: if leader { 0 } else { tessera_traces::OWN_LANE },
+        }],
+        all: true,
+        backoff_base: 0,
+        backoff_max: 0,
+        label: "item popped".into(),
+        rebased: vec![
+            tessera_traces::RebasedAccess {
+                pc: 0x120,
+                stride: 4,
+            },
+            tessera_traces::RebasedAccess {
+                pc: 0x130,
+                stride: 4,
+            },
+        ],
+    }];
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let o = ops(&mut w);
+    let head = [HEAD; 32];
+    let data: Vec<u64> = (0..32).map(|l| DATA + 4 * l).collect();
+    let done: Vec<u64> = (0..32).map(|l| DONE + 4 * l).collect();
+    for c in 0..ctas {
+        w.begin_cta([c, 0, 0], None).unwrap();
+        w.begin_warp(0).unwrap();
+        if leader {
+            w.push_with_operands(&raw(0x100, o.add, 1, &head[..1]), &[32])
+                .unwrap();
+        } else {
+            w.push_with_operands(&raw(0x100, o.add, u32::MAX, &head), &[1; 32])
+                .unwrap();
+        }
+        // Per lane: the exit constant, then the template index.
+        let test: Vec<u64> = (0..32u64)
+            .flat_map(|l| [items as u64, if leader { 0 } else { l }])
+            .collect();
+        w.push_with_operands(&raw(0x110, o.bra, u32::MAX, &[]), &test)
+            .unwrap();
+        w.push(&raw(0x120, o.ldg, u32::MAX, &data)).unwrap();
+        w.push_with_operands(&raw(0x130, o.add, u32::MAX, &done), &[1; 32])
+            .unwrap();
+        w.push(&raw(0x140, o.bra, u32::MAX, &[])).unwrap();
+        w.push(&raw(0x150, o.exit, u32::MAX, &[])).unwrap();
+        w.end_warp().unwrap();
+        w.end_cta().unwrap();
+    }
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    path
+}
+
+/// Work queues: every item is processed once (`done` all ones, checked against the
+/// recorder's values at the end, and `queue_items` equals the items), every lane leaves
+/// once, with per-lane pops and with a leader's pop broadcast to its warp; the same on any
+/// threads.
+#[test]
+fn a_work_queue_pops_every_item_once_at_the_simulated_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("a100-4chiplet.yaml", &[]);
+    for leader in [false, true] {
+        let path = write_queue(dir.path(), 512, 4, leader);
+        let one = run(&cfg, &path, 1);
+        let s = one.sync.as_ref().unwrap();
+        let checks: Vec<&str> = s.words.iter().map(|w| w.check.as_str()).collect();
+        assert_eq!(checks, ["ok", "ok"], "leader {leader}: {:?}", s.words);
+        assert_eq!(s.queue_items, 512, "leader {leader}");
+        assert_eq!(s.queue_exits, 4 * 32, "leader {leader}");
+        // Each warp goes round once per 32 items it pops, and once more to find the
+        // queue empty.
+        assert_eq!(s.queue_rounds, 512 / 32 + 4, "leader {leader}");
+        assert_eq!(s.spin_iterations, 0);
+        let two = run(&cfg, &path, 2);
+        assert_eq!(
+            serde_json::to_string(&two).unwrap(),
+            serde_json::to_string(&one).unwrap()
+        );
+    }
+}
+
+/// Which CTA arrives last, and so runs the branch's tail, comes from the timing: CTA `c`
+/// does `work[c]` dependent loads before it takes its ticket, and the tail writes its own
+/// id to `winner`. Exactly one lane takes the tail per launch.
+fn write_last_cta(dir: &Path, work: &[u32], mutate: impl Fn(&mut SpinRegion)) -> PathBuf {
+    let ctas = work.len() as u32;
+    let path = dir.join(format!("last-{}.tst", work.iter().sum::<u32>()));
+    let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+    alloc(&mut w, DATA, 1 << 20);
+    alloc(&mut w, HEAD, 8);
+    w.add_sync_words(SyncWords {
+        name: "count".into(),
+        device: 0,
+        addr: HEAD,
+        init: vec![0],
+        expect: vec![ctas],
+    });
+    w.add_sync_words(SyncWords {
+        name: "winner".into(),
+        device: 0,
+        addr: HEAD + 4,
+        init: vec![u32::MAX],
+        expect: Vec::new(),
+    });
+    let mut meta = KernelMeta::new("_Z4lastPj", [ctas, 1, 1], [32, 1, 1]);
+    meta.records_operands = true;
+    meta.spin_regions = vec![SpinRegion {
+        kind: RegionKind::Branch,
+        start_pc: 0x100,
+        test_pc: 0x110,
+        end_pc: 0x130,
+        terms: vec![ExitTerm::own(0, SyncCmp::Eq)],
+        all: true,
+        backoff_base: 0,
+        backoff_max: 0,
+        label: "last CTA".into(),
+        rebased: Vec::new(),
+    }];
+    mutate(&mut meta.spin_regions[0]);
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let o = ops(&mut w);
+    for (c, &n) in work.iter().enumerate() {
+        w.begin_cta([c as u32, 0, 0], None).unwrap();
+        w.begin_warp(0).unwrap();
+        for i in 0..n {
+            let a = [DATA + 4096 * i as u64 + 128 * c as u64];
+            let mut x = raw(0x10, o.ldg, 1, &a);
+            (x.dsts, x.srcs) = (&[2], &[2]);
+            w.push(&x).unwrap();
+        }
+        let mut t = raw(0x100, o.add, 1, &[HEAD]);
+        t.dsts = &[4];
+        w.push_with_operands(&t, &[1]).unwrap();
+        // The exit constant (ctas - 1), the template ticket (what the recorder drew: c).
+        w.push_with_operands(&raw(0x110, o.bra, 1, &[]), &[ctas as u64 - 1, c as u64])
+            .unwrap();
+        w.push_with_operands(&raw(0x120, o.exch, 1, &[HEAD + 4]), &[c as u64])
+            .unwrap();
+        w.push(&raw(0x130, o.bra, 1, &[])).unwrap();
+        w.push(&raw(0x140, o.exit, u32::MAX, &[])).unwrap();
+        w.end_warp().unwrap();
+        w.end_cta().unwrap();
+    }
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    path
+}
+
+#[test]
+fn the_last_cta_is_the_one_the_timing_makes_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("a100-4chiplet.yaml", &[]);
+    for slow in [2usize, 5] {
+        let mut work = vec![1u32; 8];
+        work[slow] = 12;
+        let s = run(&cfg, &write_last_cta(dir.path(), &work, |_| {}), 1);
+        let sync = s.sync.as_ref().unwrap();
+        assert_eq!(
+            (sync.branch_taken, sync.branch_passed),
+            (1, 7),
+            "slow {slow}"
+        );
+        assert_eq!(sync.words[0].check, "ok");
+        // The winner word holds the id of the CTA that ran the tail.
+        assert_eq!(sync.words[1].sum, slow as u64, "slow {slow}");
+    }
+}
+
+/// A branch region with a back-off, and a rebased access at a PC without memory, are
+/// refused when the trace is opened, naming the kernel and region.
+#[test]
+fn a_malformed_value_path_names_the_kernel_and_region() {
+    type Mutation = Box<dyn Fn(&mut SpinRegion)>;
+    let cases: [(&str, Mutation); 3] = [
+        (
+            "runs once and has no back-off",
+            Box::new(|r| (r.backoff_base, r.backoff_max) = (8, 8)),
+        ),
+        (
+            "rebased access at pc 0x110 is no memory instruction",
+            Box::new(|r| {
+                r.rebased = vec![tessera_traces::RebasedAccess {
+                    pc: 0x110,
+                    stride: 4,
+                }]
+            }),
+        ),
+        ("reads lane 40's value", Box::new(|r| r.terms[0].lane = 40)),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, mutate) in cases {
+        let path = write_last_cta(dir.path(), &[1, 1], mutate);
+        let m = TraceFile::open(&path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            m.contains("kernel 0 (_Z4lastPj): branch region 0") && m.contains(what),
+            "{what}: {m}"
+        );
+    }
+}

@@ -658,8 +658,9 @@ pub fn is_strong_store(op: &crate::OpcodeInfo) -> bool {
 
 /// Operands per active lane an instruction at `pc` of kernel `k` records: an atomic's
 /// ([`operands_per_lane`]), a strong store's stored value ([`is_strong_store`]), or for the
-/// exit test of one of the kernel's spin regions one constant per exit term (format
-/// version 3). Callers ask only for kernels that record operands.
+/// exit test of one of the kernel's regions one constant per exit term (format version 3)
+/// and, for a branch or work queue, the template value ([`crate::SpinRegion::test_operands`],
+/// format version 4). Callers ask only for kernels that record operands.
 pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8 {
     let n = operands_per_lane(op);
     if n > 0 {
@@ -674,7 +675,7 @@ pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8
     k.spin_regions
         .iter()
         .find(|r| r.test_pc == pc)
-        .map_or(0, |r| r.terms.len().min(u8::MAX as usize) as u8)
+        .map_or(0, |r| r.test_operands().min(u8::MAX as usize) as u8)
 }
 
 /// Version-2 code of `mask` after `prev`: 0 same, 1 all lanes, 2 no lane (a predicated-off

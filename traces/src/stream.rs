@@ -20,6 +20,7 @@ use crate::columns::{
     decode_addrs, one_byte_entries, read_operands, skip_addrs, slot_check, AddrBuf, MaskWalk,
     SlotWalk, WarpColumns,
 };
+use crate::schema::RebasedAccess;
 use std::sync::Arc;
 
 type CResult<T> = Result<T, CodecError>;
@@ -834,6 +835,10 @@ struct LoopBody {
     /// The stream's buffers while the cursor's own hold the instruction served (so that
     /// reading the cursor costs nothing more outside spin regions).
     saved: StreamBuf,
+    /// The accesses whose addresses move with a value (by PC and stride), and each lane's
+    /// value less the recorded one (see [`WarpCursor::set_rebase`]).
+    rebase: Vec<RebasedAccess>,
+    delta: [i64; 32],
 }
 
 /// A cursor's buffer of decoded instructions, set aside while a body is served.
@@ -889,12 +894,18 @@ impl LoopBody {
         cur.mask = mask;
         self.addrs.clear();
         self.ops.clear();
+        let stride = match self.rebase.iter().find(|r| r.pc == inst.pc) {
+            Some(r) if a != u32::MAX => r.stride,
+            _ => 0,
+        };
         let mut m = mask;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             if a != u32::MAX {
-                self.addrs.push(self.lane_addrs[a as usize + l]);
+                let x = self.lane_addrs[a as usize + l];
+                self.addrs
+                    .push(x.wrapping_add(stride.wrapping_mul(self.delta[l]) as u64));
             }
             let per = per as usize;
             if per > 0 {
@@ -1092,6 +1103,7 @@ impl WarpCursor {
         lp.at.clear();
         lp.lane_addrs.clear();
         lp.lane_ops.clear();
+        lp.rebase.clear();
         (lp.j, lp.replay, lp.filter) = (0, false, u32::MAX);
         self.replaying = false;
         if let Some(&inst) = self.insts.get(self.pos) {
@@ -1128,10 +1140,24 @@ impl WarpCursor {
         }
     }
 
+    /// Moves the addresses of the region's instructions at `rebase`'s PCs, from the next
+    /// one served on ([`WarpCursor::set_filter`] serves the one at the cursor again), by
+    /// `stride * delta[lane]` (a value-dependent address, [`RebasedAccess`]: `delta` is
+    /// each lane's value less the one the trace was recorded with), until the region goes
+    /// round or ends.
+    pub fn set_rebase(&mut self, rebase: &[RebasedAccess], delta: &[i64; 32]) {
+        if let Some(l) = self.lp.as_mut() {
+            l.rebase.clear();
+            l.rebase.extend_from_slice(rebase);
+            l.delta = *delta;
+        }
+    }
+
     /// Goes back to the first instruction of the region (the cursor is at its last, the
     /// back-edge, which stays unread in the stream), run by the lanes of `filter`.
     pub fn loop_back(&mut self, filter: u32) {
         if let Some(mut l) = self.lp.take() {
+            l.rebase.clear();
             (l.j, l.replay, l.filter) = (0, true, filter);
             l.serve();
             self.put_served(&l);

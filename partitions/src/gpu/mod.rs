@@ -481,10 +481,15 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                     sum.1 += th;
                 }
                 c.ctas += ctas;
-                if core.spin.iterations > 0 || core.spin.replayed() > 0 {
+                if core.spin.any() {
                     let s = sync.get_or_insert_with(Default::default);
                     s.spin_iterations += core.spin.iterations;
                     s.spin_exits += core.spin.exits;
+                    s.branch_taken += core.spin.branch_taken;
+                    s.branch_passed += core.spin.branch_passed;
+                    s.queue_items += core.spin.queue_items;
+                    s.queue_exits += core.spin.queue_exits;
+                    s.queue_rounds += core.spin.queue_rounds;
                     s.replayed_warp_insts += core.spin.replayed();
                     for (a, b) in s
                         .replayed_by_class

@@ -20,7 +20,7 @@ use super::issue::SmError;
 use super::ldst::{MemIssue, MemPort, MemToken, NO_VALUE};
 use super::stats::SpinCounters;
 use super::warp::WarpState;
-use tessera_traces::{CtaStream, OpClass, SpinRegion, WarpCursor, WarpInst};
+use tessera_traces::{CtaStream, OpClass, RegionKind, SpinRegion, WarpCursor, WarpInst};
 
 /// What an instruction is to the spin regions of its kernel (per static slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,9 +40,12 @@ pub(super) const MAX_VALUES: usize = tessera_traces::reader::MAX_EXIT_TERMS;
 pub(super) struct SpinWarp {
     /// The region, while the warp is in one.
     pub(super) region: Option<u16>,
-    /// The lanes still spinning, and those leaving in this iteration (after its test).
+    /// The lanes still in the region, and those leaving it at the end of this iteration
+    /// (known at its test).
     pub(super) spinning: u32,
     pub(super) exiting: u32,
+    /// Past this iteration's test (its value instructions are the head's only).
+    pub(super) in_tail: bool,
     /// Iterations done in this region.
     pub(super) iter: u32,
     /// The next value instruction's index in this iteration's head, the values read (by
@@ -60,7 +63,7 @@ impl SpinWarp {
     /// The index of the head's next value instruction (none past [`MAX_VALUES`] or outside
     /// a head).
     pub(super) fn take_value_slot(&mut self) -> Option<u8> {
-        if self.region.is_none() || self.exiting != 0 {
+        if self.region.is_none() || self.in_tail {
             return None;
         }
         let k = self.next_value;
@@ -119,13 +122,16 @@ fn step(
         SpinRole::Test(r) => {
             let Some(reg) = regions.get(r as usize).filter(|_| sw.region == Some(r)) else {
                 return Err(fault(format!(
-                    "the exit test of spin region {r} runs outside its region"
+                    "the exit test of region {r} runs outside its region"
                 )));
             };
-            let consts = cur.operands(reg.terms.len() as u8).unwrap_or(&[]);
-            let n = reg.terms.len();
-            let mut exiting = 0u32;
-            let mut m = inst.mask & sw.spinning;
+            let per = reg.test_operands();
+            let consts = cur.operands(per as u8).unwrap_or(&[]);
+            // The lanes in the region are the test's (the head may be one leader lane's).
+            sw.spinning &= inst.mask;
+            let mut holds_mask = 0u32;
+            let mut delta = [0i64; 32];
+            let mut m = sw.spinning;
             let mut k = 0usize;
             let mut digest = 0xcbf2_9ce4_8422_2325u64;
             while m != 0 {
@@ -137,36 +143,66 @@ fn step(
                     let v = term.value as usize;
                     if sw.got >> v & 1 == 0 {
                         return Err(fault(format!(
-                            "spin region {r}: its exit reads value {v}, which the head did not \
+                            "region {r}: its exit reads value {v}, which the head did not \
                              read from a sync word (only strong loads and atomics on declared \
                              sync words have values)"
                         )));
                     }
-                    let value = sw.values[v][l];
+                    let value = sw.values[v][term.source_lane(l)];
                     digest = (digest ^ value as u64).wrapping_mul(0x0100_0000_01b3);
-                    let Some(&c) = consts.get(k * n + t) else {
+                    let Some(&c) = consts.get(k * per + t) else {
                         return Err(fault(format!(
-                            "spin region {r}: its test records no constant for lane {l}, term {t}"
+                            "region {r}: its test records no constant for lane {l}, term {t}"
                         )));
                     };
                     let holds = term.cmp.holds(value, c as u32);
                     all &= holds;
                     any |= holds;
+                    if t == 0 && !reg.rebased.is_empty() {
+                        let Some(&tmpl) = consts.get(k * per + reg.terms.len()) else {
+                            return Err(fault(format!(
+                                "region {r}: its test records no template value for lane {l}"
+                            )));
+                        };
+                        delta[l] = i64::from(value) - i64::from(tmpl as u32);
+                    }
                 }
                 if if reg.all { all } else { any } {
-                    exiting |= 1 << l;
+                    holds_mask |= 1 << l;
                 }
                 k += 1;
             }
             sw.same = sw.iter > 0 && digest == sw.last_digest;
             sw.last_digest = digest;
-            sw.exiting = exiting;
-            st.exits += exiting.count_ones() as u64;
+            sw.in_tail = true;
+            let entered = sw.spinning;
+            // Which lanes run the tail, and which leave the region at its end.
+            let (tail, leaving) = match reg.kind {
+                RegionKind::Spin => {
+                    st.exits += holds_mask.count_ones() as u64;
+                    (holds_mask, holds_mask)
+                }
+                RegionKind::Branch => {
+                    st.branch_taken += holds_mask.count_ones() as u64;
+                    st.branch_passed += (entered & !holds_mask).count_ones() as u64;
+                    (holds_mask, sw.spinning)
+                }
+                RegionKind::Queue => {
+                    let stay = entered & !holds_mask;
+                    st.queue_items += stay.count_ones() as u64;
+                    st.queue_exits += holds_mask.count_ones() as u64;
+                    (stay, holds_mask)
+                }
+            };
+            sw.exiting = leaving;
             let mut consumed = advance(cur)?;
-            if exiting != 0 {
-                cur.set_filter(exiting);
+            if tail != 0 {
+                if !reg.rebased.is_empty() {
+                    cur.set_rebase(&reg.rebased, &delta);
+                }
+                cur.set_filter(tail);
             } else {
-                // Nobody leaves: the tail is passed over (the branch jumps to the back-edge).
+                // Nobody runs the tail: it is passed over (the branch jumps to the end).
                 while let Some(next) = cur.peek() {
                     if next.pc == reg.end_pc {
                         break;
@@ -180,7 +216,7 @@ fn step(
                 }
                 if cur.peek().is_none() {
                     return Err(fault(format!(
-                        "spin region {r}: the warp's stream ends before its back-edge"
+                        "region {r}: the warp's stream ends before the region's end"
                     )));
                 }
                 cur.set_filter(sw.spinning);
@@ -195,8 +231,13 @@ fn step(
             };
             sw.spinning &= !sw.exiting;
             sw.exiting = 0;
+            sw.in_tail = false;
             sw.iter += 1;
-            st.iterations += 1;
+            match reg.kind {
+                RegionKind::Spin => st.iterations += 1,
+                RegionKind::Queue => st.queue_rounds += 1,
+                RegionKind::Branch => sw.spinning = 0,
+            }
             if sw.spinning != 0 {
                 let shift = (sw.iter - 1).min(31);
                 let backoff = (reg.backoff_base as u64)
@@ -273,13 +314,14 @@ pub(super) fn advance(
 /// region already, its lanes start spinning and the cursor keeps the body from here.
 #[cold]
 #[inline(never)]
-pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16, inst: &WarpInst) {
+pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16) {
     if sw.region == Some(r) {
         return;
     }
     *sw = SpinWarp {
         region: Some(r),
-        spinning: inst.mask,
+        // Narrowed to the lanes of its test, which are the region's.
+        spinning: u32::MAX,
         ..SpinWarp::default()
     };
     cur.loop_begin();
@@ -306,7 +348,7 @@ impl super::issue::Sm {
             stuck += u64::from(w.at_barrier || spinning);
         }
         crate::watchdog::WatchdogSample {
-            progress: st.warp_insts.wrapping_sub(st.spin.replayed()) + st.spin.exits,
+            progress: st.warp_insts.wrapping_sub(st.spin.replayed()) + st.spin.progress(),
             spin_rounds: st.spin.iterations,
             live_warps: live,
             stuck_warps: stuck,

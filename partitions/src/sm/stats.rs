@@ -66,6 +66,20 @@ pub struct SpinCounters {
     pub iterations: u64,
     /// Lanes that left a spin region with their exit condition satisfied.
     pub exits: u64,
+    /// Lanes that took a branch region's tail (the lock won, the last CTA), and lanes that
+    /// passed it over.
+    #[serde(default)]
+    pub branch_taken: u64,
+    #[serde(default)]
+    pub branch_passed: u64,
+    /// Lanes that ran a work-queue region's tail (items popped), lanes that left one (the
+    /// queue was empty), and its rounds (one per warp per round).
+    #[serde(default)]
+    pub queue_items: u64,
+    #[serde(default)]
+    pub queue_exits: u64,
+    #[serde(default)]
+    pub queue_rounds: u64,
     /// Warp instructions issued again from a kept body (beyond the trace's), and the
     /// trace's instructions passed over without issue (a tail nobody ran), per class:
     /// the trace's own count is `class_warp_insts - replayed + skipped`.
@@ -79,12 +93,29 @@ impl SpinCounters {
     pub fn add(&mut self, o: &SpinCounters) {
         self.iterations += o.iterations;
         self.exits += o.exits;
+        self.branch_taken += o.branch_taken;
+        self.branch_passed += o.branch_passed;
+        self.queue_items += o.queue_items;
+        self.queue_exits += o.queue_exits;
+        self.queue_rounds += o.queue_rounds;
         for (a, b) in self.replayed_by_class.iter_mut().zip(&o.replayed_by_class) {
             *a += b;
         }
         for (a, b) in self.skipped_by_class.iter_mut().zip(&o.skipped_by_class) {
             *a += b;
         }
+    }
+
+    /// The watchdog's progress events among them: lanes that left a spin or queue region,
+    /// took or passed a branch region's tail, or popped an item.
+    pub fn progress(&self) -> u64 {
+        self.exits + self.branch_taken + self.branch_passed + self.queue_items + self.queue_exits
+    }
+
+    /// Whether any region ran.
+    pub fn any(&self) -> bool {
+        self.iterations + self.queue_rounds + self.branch_taken + self.branch_passed > 0
+            || self.replayed() > 0
     }
 
     /// Warp instructions issued beyond the trace's.
