@@ -314,11 +314,13 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
             "chunks": k.n_chunks,
             "unknown_opcode_insts": c.unknown_opcode_insts,
             "spin_regions": k.spin_regions.iter().map(|r| json!({
+                "kind": r.kind.name(),
                 "start_pc": r.start_pc,
                 "test_pc": r.test_pc,
                 "end_pc": r.end_pc,
                 "terms": r.terms.len(),
                 "label": r.label,
+                "rebased_accesses": r.rebased.len(),
             })).collect::<Vec<_>>(),
             "named_barriers": k.named_barriers.len(),
         }));
@@ -395,8 +397,14 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
             );
         }
         for r in &k.spin_regions {
+            let rebased = if r.rebased.is_empty() {
+                String::new()
+            } else {
+                format!(", {} access(es) rebased by its value", r.rebased.len())
+            };
             outln!(
-                "  spin region at pc {:#x} (test {:#x}, back-edge {:#x}): {} exit term(s), {}",
+                "  {} region at pc {:#x} (test {:#x}, end {:#x}): {} exit term(s){rebased}, {}",
+                r.kind.name(),
                 r.start_pc,
                 r.test_pc,
                 r.end_pc,

@@ -44,6 +44,28 @@ fn a_format_2_trace_replays_its_synchronization_as_recorded() {
     );
 }
 
+/// A recorded trace of format version 3 (written by the build before version 4: `ht`,
+/// 128 buckets, 256 insertions) still runs with its synchronization as values, its spin
+/// regions read as spin loops: the numbers the version-3 build gave on a100-4chiplet
+/// (578 warp instructions, 38 spin rounds, 256 locks won, 11,394 cycles).
+#[test]
+fn a_format_3_trace_runs_its_spin_regions_as_before() {
+    let tst = data("ht-format3.tst");
+    let b = std::fs::read(&tst).unwrap();
+    assert_eq!(u32::from_le_bytes([b[8], b[9], b[10], b[11]]), 3);
+    let v = run_json("a100-4chiplet.yaml", &["--trace", tst.to_str().unwrap()]);
+    assert_eq!(v["provenance"]["input"]["sync"], "values");
+    assert_eq!(v["totals"]["warp_insts"], 578);
+    assert_eq!(v["totals"]["gpu_tot_sim_cycle"], 11394);
+    let s = &v["sync"];
+    assert_eq!(
+        (s["spin_iterations"].as_u64(), s["cas_won"].as_u64()),
+        (Some(38), Some(256))
+    );
+    assert_eq!(s["words"][0]["check"], "ok");
+    assert_eq!(s["branch_taken"], 0);
+}
+
 /// A spin region whose test is not a branch is refused when the trace is opened, naming the
 /// kernel and the region's PCs.
 #[test]
