@@ -79,13 +79,15 @@ pub struct SyncSummary {
     /// Lanes that left a spin region with their exit condition satisfied.
     pub spin_exits: u64,
     /// Lanes that took a branch region's tail (a value-dependent path: the lock won, the
-    /// last CTA to arrive), and lanes that passed it over.
+    /// last CTA to arrive).
     pub branch_taken: u64,
+    /// Lanes that passed a branch region's tail over.
     pub branch_passed: u64,
-    /// Lanes that ran a work-queue region's tail (items popped), lanes that left one (the
-    /// queue was empty), and the queue regions' rounds (per warp per round).
+    /// Lanes that ran a work-queue region's tail (items popped).
     pub queue_items: u64,
+    /// Lanes that left a work-queue region (the queue was empty).
     pub queue_exits: u64,
+    /// Work-queue rounds (per warp per round).
     pub queue_rounds: u64,
     /// Warp instructions issued again from a spin region's body (beyond the trace's).
     pub replayed_warp_insts: u64,

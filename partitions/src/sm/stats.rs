@@ -66,18 +66,19 @@ pub struct SpinCounters {
     pub iterations: u64,
     /// Lanes that left a spin region with their exit condition satisfied.
     pub exits: u64,
-    /// Lanes that took a branch region's tail (the lock won, the last CTA), and lanes that
-    /// passed it over.
+    /// Lanes that took a branch region's tail (the lock won, the last CTA).
     #[serde(default)]
     pub branch_taken: u64,
+    /// Lanes that passed a branch region's tail over.
     #[serde(default)]
     pub branch_passed: u64,
-    /// Lanes that ran a work-queue region's tail (items popped), lanes that left one (the
-    /// queue was empty), and its rounds (one per warp per round).
+    /// Lanes that ran a work-queue region's tail (items popped).
     #[serde(default)]
     pub queue_items: u64,
+    /// Lanes that left a work-queue region (the queue was empty).
     #[serde(default)]
     pub queue_exits: u64,
+    /// Work-queue rounds (one per warp per round).
     #[serde(default)]
     pub queue_rounds: u64,
     /// Warp instructions issued again from a kept body (beyond the trace's), and the
