@@ -323,6 +323,7 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
                 "rebased_accesses": r.rebased.len(),
             })).collect::<Vec<_>>(),
             "named_barriers": k.named_barriers.len(),
+            "mbarrier_insts": k.mbarriers.len(),
         }));
     }
     let doc = json!({
@@ -414,6 +415,9 @@ fn info(file: &std::path::Path, as_json: bool) -> Result<()> {
         }
         if !k.named_barriers.is_empty() {
             outln!("  {} named barrier instruction(s)", k.named_barriers.len());
+        }
+        if !k.mbarriers.is_empty() {
+            outln!("  {} mbarrier instruction(s)", k.mbarriers.len());
         }
     }
     for w in &t.index().sync_words {

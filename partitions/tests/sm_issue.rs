@@ -778,6 +778,7 @@ fn synthetic_code(warps: &[&[Op]], shared_code: bool) -> (KernelMeta, DecodedCta
         generator: "hand-made".into(),
         spin_regions: Vec::new(),
         named_barriers: Vec::new(),
+        mbarriers: Vec::new(),
     };
     (k, cta)
 }

@@ -1,13 +1,15 @@
 //! Named barriers in the SM (issue 24): `BAR.ARV id, n` counts a warp without making it
 //! wait, `BAR.SYNC id, n` waits until `n` threads have arrived; written with the trace
 //! writer: two producer warps arrive after a chain of dependent loads, two consumer warps
-//! wait for them.
+//! wait for them. And mbarrier objects (format version 4): arrive and wait split, phase by
+//! phase.
 
 use std::path::{Path, PathBuf};
 use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
 use tessera_partitions::config::GpuConfig;
 use tessera_traces::{
-    AddrRecord, Command, KernelMeta, NamedBarrier, RawInst, TraceFile, TraceWriter, WriterOptions,
+    AddrRecord, Command, KernelMeta, MBarrierKind, MBarrierOp, NamedBarrier, RawInst, TraceFile,
+    TraceWriter, WriterOptions,
 };
 
 const DATA: u64 = 0x7f00_0000_0000;
@@ -148,4 +150,151 @@ fn a_named_barrier_that_cannot_complete_is_a_deadlock() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("deadlock"), "{e}");
+}
+
+// mbarrier objects (format version 4): split arrive and wait.
+
+/// One CTA of four warps and mbarrier 0, initialized by warp 0 for the two producer warps'
+/// 64 arrivals (`SYNCS.EXCH.64`, then the CTA's barrier so that nobody arrives before the
+/// init, unless `init` is false). Producers (warps 0 and 1) run `chain` dependent loads
+/// and arrive (`SYNCS.ARRIVE.TRANS64.A1T0`), twice: phases 0 and 1. Consumers (warps 2
+/// and 3) wait for each phase of `waits` (`SYNCS.PHASECHK.TRANS64.TRYWAIT`) and exit.
+fn write_mbar(dir: &Path, chain: u32, waits: &[u32], init: bool) -> PathBuf {
+    let path = dir.join(format!("mbar-{chain}-{waits:?}-{init}.tst"));
+    let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
+    w.add_command(Command::Alloc {
+        device: 0,
+        addr: DATA,
+        bytes: 1 << 20,
+    })
+    .unwrap();
+    let mut meta = KernelMeta::new("_Z8mbarpipev", [1, 1, 1], [128, 1, 1]);
+    meta.records_operands = true;
+    meta.mbarriers = vec![
+        MBarrierOp {
+            pc: 0x08,
+            id: 0,
+            kind: MBarrierKind::Init,
+        },
+        MBarrierOp {
+            pc: 0x20,
+            id: 0,
+            kind: MBarrierKind::Arrive,
+        },
+        MBarrierOp {
+            pc: 0x40,
+            id: 0,
+            kind: MBarrierKind::Wait,
+        },
+    ];
+    if !init {
+        meta.mbarriers.remove(0);
+    }
+    let k = w.begin_kernel(meta).unwrap();
+    w.add_command(Command::KernelLaunch {
+        device: 0,
+        kernel: k,
+    })
+    .unwrap();
+    let op = |w: &mut TraceWriter, name: &str| {
+        w.add_opcode(decode_opcode(ArchFamily::Hopper, name).unwrap())
+            .unwrap()
+    };
+    let (ldg, exch, bar, arrive, wait, exit) = (
+        op(&mut w, "LDG.E"),
+        op(&mut w, "SYNCS.EXCH.64"),
+        op(&mut w, "BAR.SYNC"),
+        op(&mut w, "SYNCS.ARRIVE.TRANS64.A1T0"),
+        op(&mut w, "SYNCS.PHASECHK.TRANS64.TRYWAIT"),
+        op(&mut w, "EXIT"),
+    );
+    let plain = |pc: u32, opcode: u16, mask: u32| RawInst {
+        pc,
+        mask,
+        opcode,
+        dsts: &[],
+        srcs: &[],
+        mem_width: 0,
+        imm: None,
+        line: None,
+        addrs: AddrRecord::None,
+    };
+    w.begin_cta([0, 0, 0], None).unwrap();
+    for warp in 0..4u32 {
+        w.begin_warp(warp).unwrap();
+        if warp == 0 && init {
+            w.push_with_operands(&plain(0x08, exch, 1), &[64]).unwrap();
+        }
+        w.push(&plain(0x10, bar, u32::MAX)).unwrap();
+        if warp < 2 {
+            for phase in 0..2u64 {
+                for i in 0..chain {
+                    let a = [DATA + 4096 * (i as u64 + 64 * (2 * warp as u64 + phase))];
+                    let mut x = plain(0x18, ldg, 1);
+                    x.dsts = &[2];
+                    x.srcs = &[2];
+                    x.mem_width = 4;
+                    x.addrs = AddrRecord::List { mode: 0, addrs: &a };
+                    w.push(&x).unwrap();
+                }
+                w.push_with_operands(&plain(0x20, arrive, u32::MAX), &[1; 32])
+                    .unwrap();
+            }
+        } else {
+            for &p in waits {
+                w.push_with_operands(&plain(0x40, wait, u32::MAX), &[p as u64; 32])
+                    .unwrap();
+            }
+        }
+        w.push(&plain(0x50, exit, u32::MAX)).unwrap();
+        w.end_warp().unwrap();
+    }
+    w.end_cta().unwrap();
+    w.end_kernel().unwrap();
+    w.finish().unwrap();
+    path
+}
+
+/// Consumers leave when the producers' second arrival completes phase 1: a longer chain
+/// ends the kernel later; the producers never wait (only the consumers stall at it); the
+/// CTA barrier and the two phases are three completions.
+#[test]
+fn mbarrier_waits_follow_the_phases_the_producers_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config();
+    let run = |chain: u32| {
+        let t = TraceFile::open(&write_mbar(dir.path(), chain, &[0, 1], true)).unwrap();
+        tessera_system::run_gpu(&cfg, &t).unwrap().0
+    };
+    let (short, long) = (run(1), run(12));
+    assert_eq!(short.chiplets[0].barriers, 3);
+    assert_eq!(long.chiplets[0].barriers, 3);
+    assert!(
+        long.totals.gpu_tot_sim_cycle > short.totals.gpu_tot_sim_cycle + 1000,
+        "{} vs {}",
+        long.totals.gpu_tot_sim_cycle,
+        short.totals.gpu_tot_sim_cycle
+    );
+    assert!(long.totals.stalls.barrier > short.totals.stalls.barrier + 1000);
+    // Waiting for phase 0 alone lets the consumers leave after the first arrivals.
+    let t = TraceFile::open(&write_mbar(dir.path(), 12, &[0], true)).unwrap();
+    let first = tessera_system::run_gpu(&cfg, &t).unwrap().0;
+    assert!(first.totals.stalls.barrier < long.totals.stalls.barrier);
+}
+
+/// A wait for a phase nobody completes is a deadlock; an arrival before the init is an
+/// error naming the CTA, warp and PC.
+#[test]
+fn mbarrier_misuse_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config();
+    let t = TraceFile::open(&write_mbar(dir.path(), 1, &[0, 2], true)).unwrap();
+    let e = tessera_system::run_gpu(&cfg, &t).unwrap_err().to_string();
+    assert!(e.contains("deadlock"), "{e}");
+    let t = TraceFile::open(&write_mbar(dir.path(), 1, &[0], false)).unwrap();
+    let e = tessera_system::run_gpu(&cfg, &t).unwrap_err().to_string();
+    assert!(
+        e.contains("mbarrier 0 arrived at before its init") && e.contains("pc 0x20"),
+        "{e}"
+    );
 }

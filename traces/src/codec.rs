@@ -660,6 +660,7 @@ pub fn is_strong_store(op: &crate::OpcodeInfo) -> bool {
 /// ([`operands_per_lane`]), a strong store's stored value ([`is_strong_store`]), or for the
 /// exit test of one of the kernel's regions one constant per exit term (format version 3)
 /// and, for a branch or work queue, the template value ([`crate::SpinRegion::test_operands`],
+/// format version 4), or an mbarrier instruction's count or phase ([`crate::MBarrierOp`],
 /// format version 4). Callers ask only for kernels that record operands.
 pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8 {
     let n = operands_per_lane(op);
@@ -667,6 +668,9 @@ pub fn operands_at(k: &crate::KernelMeta, pc: u32, op: &crate::OpcodeInfo) -> u8
         return n;
     }
     if is_strong_store(op) {
+        return 1;
+    }
+    if k.mbarriers.iter().any(|m| m.pc == pc) {
         return 1;
     }
     if k.spin_regions.is_empty() {

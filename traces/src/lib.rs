@@ -63,8 +63,8 @@ pub use opcode::{AtomicOp, MemSpace, OpClass, OpcodeInfo, Scope};
 pub use reader::{ChunkDecoder, TraceFile};
 pub use schema::{
     Access, ArrayAnnotation, ChunkEntry, Command, CtaRange, DeviceInfo, ExitTerm, Index,
-    KernelCounts, KernelMeta, NamedBarrier, RebasedAccess, RegionKind, SpinRegion, StaticInst,
-    SyncCmp, SyncWords, OWN_LANE,
+    KernelCounts, KernelMeta, MBarrierKind, MBarrierOp, NamedBarrier, RebasedAccess, RegionKind,
+    SpinRegion, StaticInst, SyncCmp, SyncWords, OWN_LANE,
 };
 pub use stream::{CtaStream, StreamScratch, WarpCursor};
 pub use verify::{verify, verify_structure, VerifyReport};
@@ -101,6 +101,7 @@ impl KernelMeta {
             generator: String::new(),
             spin_regions: Vec::new(),
             named_barriers: Vec::new(),
+            mbarriers: Vec::new(),
         }
     }
 }

@@ -364,6 +364,7 @@ fn check_index(index: &Index, data_end: u64) -> std::result::Result<(), String> 
         check_kernel_counts(index, ki, k)?;
         check_spin_regions(ki, k)?;
         check_named_barriers(ki, k)?;
+        check_mbarriers(ki, k)?;
     }
     check_sync_words(index)?;
     for (ci, c) in index.chunks.iter().enumerate() {
@@ -477,6 +478,54 @@ fn check_spin_regions(ki: usize, k: &KernelMeta) -> std::result::Result<(), Stri
                     a.pc
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The mbarrier instructions of kernel `ki`: each at an instruction of the kernel that is
+/// neither a barrier, a branch nor part of a region, an id below 32, one entry per PC, in a kernel
+/// that records operands (their counts and phases).
+fn check_mbarriers(ki: usize, k: &KernelMeta) -> std::result::Result<(), String> {
+    let name = &k.name;
+    for (i, m) in k.mbarriers.iter().enumerate() {
+        let at = format!(
+            "kernel {ki} ({name}): mbarrier {} instruction {i} (pc {:#x})",
+            m.kind.name(),
+            m.pc
+        );
+        if !k.records_operands {
+            return Err(format!(
+                "{at}: the kernel records no operands, where its count or phase would be"
+            ));
+        }
+        let class = k
+            .statics
+            .iter()
+            .find(|s| s.pc == m.pc)
+            .and_then(|s| k.opcodes.get(s.opcode as usize))
+            .map(|o| o.class);
+        match class {
+            None => return Err(format!("{at}: no instruction of the kernel is at its pc")),
+            Some(c) if c == crate::OpClass::Barrier || c == crate::OpClass::Branch => {
+                return Err(format!(
+                    "{at}: a {} instruction, which cannot be an mbarrier operation",
+                    c.name()
+                ))
+            }
+            _ => {}
+        }
+        if m.id >= 32 {
+            return Err(format!("{at}: mbarrier {} (ids 0 to 31)", m.id));
+        }
+        let in_region = k
+            .spin_regions
+            .iter()
+            .any(|r| [r.start_pc, r.test_pc, r.end_pc].contains(&m.pc));
+        if in_region || k.mbarriers[..i].iter().any(|o| o.pc == m.pc) {
+            return Err(format!(
+                "{at}: its pc has another mbarrier entry or is a region's"
+            ));
         }
     }
     Ok(())

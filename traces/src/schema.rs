@@ -394,6 +394,8 @@ pub struct KernelMeta {
     /// Its named barriers (format version 3): the `BAR` instructions that wait on, or
     /// arrive at, a barrier other than the whole CTA's.
     pub named_barriers: Vec<NamedBarrier>,
+    /// Its mbarrier instructions (format version 4).
+    pub mbarriers: Vec<MBarrierOp>,
 }
 
 /// A named CTA barrier instruction (`BAR.SYNC id, n` or `BAR.ARV id, n`; format version
@@ -407,6 +409,47 @@ pub struct NamedBarrier {
     pub id: u8,
     pub threads: u32,
     pub arrive: bool,
+}
+
+/// What an mbarrier instruction does (format version 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+#[repr(u8)]
+pub enum MBarrierKind {
+    /// `mbarrier.init`: the arrivals each phase expects (its operand).
+    Init = 0,
+    /// `mbarrier.arrive`: each active lane arrives with its operand's count (1 for a plain
+    /// arrive).
+    Arrive = 1,
+    /// `mbarrier.try_wait` in its loop: the warp waits until the phase its operand names
+    /// (0 the first) has completed.
+    Wait = 2,
+}
+
+impl MBarrierKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MBarrierKind::Init => "init",
+            MBarrierKind::Arrive => "arrive",
+            MBarrierKind::Wait => "wait",
+        }
+    }
+}
+
+/// An mbarrier instruction (format version 4): CUDA's split arrive/wait barrier object in
+/// a CTA's shared memory (`cuda::barrier`, PTX `mbarrier`), as producer/consumer pipelines
+/// use it: a warp arrives and goes on, and waits later for a phase to complete. A phase
+/// completes when the arrivals its init expects have arrived; the next phase then starts
+/// with the same count. Barrier `id` (0 to 31) names the object within its CTA. Each
+/// instance records one operand per active lane (the first active lane's is used by
+/// `Init` and `Wait`): the count, the lane's arrivals, or the phase waited for (the
+/// program's own count of phases, which a `try_wait.parity` loop tracks by its parity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[rkyv(derive(Debug))]
+pub struct MBarrierOp {
+    pub pc: u32,
+    pub id: u8,
+    pub kind: MBarrierKind,
 }
 
 /// Size of the shared-memory window of the generic address space, above the header's

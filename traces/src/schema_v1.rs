@@ -98,6 +98,7 @@ impl From<Index> for schema::Index {
                     generator: String::new(),
                     spin_regions: Vec::new(),
                     named_barriers: Vec::new(),
+                    mbarriers: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,

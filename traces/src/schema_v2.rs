@@ -78,6 +78,7 @@ impl From<Index> for schema::Index {
                     generator: k.generator,
                     spin_regions: Vec::new(),
                     named_barriers: Vec::new(),
+                    mbarriers: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,

@@ -126,6 +126,7 @@ impl From<Index> for schema::Index {
                     generator: k.generator,
                     spin_regions: k.spin_regions.into_iter().map(Into::into).collect(),
                     named_barriers: k.named_barriers,
+                    mbarriers: Vec::new(),
                 })
                 .collect(),
             chunks: v.chunks,

@@ -32,6 +32,8 @@ pub(super) struct Resident {
     pub(super) pending: u32,
     /// Its named barriers (1 to 15; issue 24), made when a warp first meets one.
     pub(super) named: Vec<NamedBar>,
+    /// Its mbarrier objects (issue 24), made when a warp first meets one.
+    pub(super) mbars: Vec<super::mbarrier::MBarrier>,
 }
 
 /// The state of one named barrier of a CTA: the threads counted so far (each arriving warp
@@ -180,6 +182,7 @@ impl Sm {
             alive,
             arrived: Vec::new(),
             named: Vec::new(),
+            mbars: Vec::new(),
             seq: 0,
             complete_at: self.now,
             pending: 0,

@@ -27,6 +27,8 @@ pub(super) struct SlotRegs {
     /// A named barrier (`BAR.SYNC id, n`, `BAR.ARV`; issue 24); `None` for the CTA's
     /// barrier 0 and every other instruction.
     pub(super) bar: Option<tessera_traces::NamedBarrier>,
+    /// An mbarrier instruction (issue 24).
+    pub(super) mbar: Option<tessera_traces::MBarrierOp>,
 }
 
 /// What the issue stage needs of one kernel, prepared once per kernel and shared by its
@@ -42,8 +44,8 @@ pub struct KernelPrep {
     pub(super) code_base: u64,
     /// Its spin regions (format version 3).
     pub(super) regions: Vec<SpinRegion>,
-    /// Whether any instruction has a spin role or may be a sync access: warps then decode
-    /// their operands.
+    /// Whether any instruction has a spin role, may be a sync access or is an mbarrier
+    /// operation: warps then decode their operands.
     pub(super) special: bool,
 }
 
@@ -107,6 +109,7 @@ impl KernelPrep {
                         .iter()
                         .find(|b| b.pc == st.pc && op.class == OpClass::Barrier)
                         .copied(),
+                    mbar: kernel.mbarriers.iter().find(|m| m.pc == st.pc).copied(),
                     operands: if kernel.records_operands {
                         tessera_traces::codec::operands_at(kernel, st.pc, op)
                     } else {
@@ -128,7 +131,9 @@ impl KernelPrep {
         let hash = kernel.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
-        let special = slots.iter().any(|s| s.sync || s.spin != SpinRole::None);
+        let special = slots
+            .iter()
+            .any(|s| s.sync || s.spin != SpinRole::None || s.mbar.is_some());
         KernelPrep {
             slots,
             regs,

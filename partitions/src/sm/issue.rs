@@ -23,7 +23,7 @@ use super::warp::WarpState;
 use crate::config::SchedulerPolicy;
 use crate::observe::{IssueEvent, Probe};
 use std::sync::Arc;
-use tessera_traces::{OpClass, WarpCursor};
+use tessera_traces::{MBarrierKind, OpClass, WarpCursor};
 
 /// Why the SM refused a call or cannot go on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -486,6 +486,20 @@ impl Sm {
                 board[r as usize] = done_at;
             }
         }
+        // An mbarrier operation's count or phase (its first active lane's; an arrival
+        // sums its lanes'), read before the cursor moves past it.
+        let mbar_arg = match regs.mbar {
+            Some(m) => {
+                let ops = cur.operands(regs.operands).unwrap_or(&[]);
+                Some(match m.kind {
+                    MBarrierKind::Arrive => {
+                        ops.iter().fold(0u32, |a, &x| a.saturating_add(x as u32))
+                    }
+                    _ => ops.first().map_or(0, |&x| x as u32),
+                })
+            }
+            None => None,
+        };
         let moved = if regs.spin == SpinRole::None && !cur.looping() {
             ws.next += 1;
             cur.advance(&rc.cta)
@@ -565,6 +579,8 @@ impl Sm {
         } else if let Some(b) = regs.bar {
             // A named barrier (issue 24): counted, and waited for unless arrive-only.
             self.arrive_named(cta, w, b, now);
+        } else if let (Some(m), Some(arg)) = (regs.mbar, mbar_arg) {
+            self.mbarrier(cta, w, m, inst.pc, arg, now);
         } else {
             // The common case: nothing else moves; the warp's cache of its next
             // instruction is refreshed here, where its parts are at hand.

@@ -30,6 +30,7 @@ mod decode;
 pub(crate) mod icache;
 mod issue;
 mod ldst;
+mod mbarrier;
 mod operand_collector;
 pub(crate) mod params;
 pub(crate) mod scheduler;
