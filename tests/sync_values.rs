@@ -421,3 +421,28 @@ fn a_stream_that_ends_inside_a_spin_region_is_an_error() {
         ],
     );
 }
+
+/// The lock-holder checking mode (`watchdog.check_lock_holders`): on `ht` (a lock per
+/// bucket) and `atm` (two nested locks per transfer) on a 4-chiplet preset, every lock
+/// acquired is one hold, released before the next holder takes it (the run would end with
+/// an error naming both holders otherwise; a model that counted losing lanes as holders
+/// fails it). Off by default: the stats then say nothing about holds.
+#[test]
+fn lock_holders_never_overlap() {
+    for (wl, params, holds) in [
+        ("ht", ["-p", "insertions=1024"], 1024),
+        ("atm", ["-p", "transfers=1024"], 2048),
+    ] {
+        let mut args = vec!["--workload", wl];
+        args.extend(params);
+        let off = run_json("a100-4chiplet.yaml", &args);
+        assert!(off["sync"].get("lock_holds").is_none());
+        args.extend(["--set", "watchdog.check_lock_holders=true"]);
+        let on = run_json("a100-4chiplet.yaml", &args);
+        let s = &on["sync"];
+        assert_eq!(s["lock_holds"], holds, "{wl}");
+        assert_eq!(s["cas_won"], holds, "{wl}");
+        // Checking changes nothing in the simulation.
+        assert_eq!(on["totals"], off["totals"], "{wl}");
+    }
+}

@@ -107,6 +107,13 @@ pub struct SyncSummary {
     pub cas_lost: u64,
     /// The declared sync words at the end of the run, by declaration.
     pub words: Vec<SyncWordsEnd>,
+    /// With `watchdog.check_lock_holders`: the lock holds checked for overlap (none
+    /// overlapped, or the run ended with an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_holds: Option<u64>,
+    /// The holds themselves, gathered from the SMs for the check.
+    #[serde(skip)]
+    pub holds: Vec<crate::sm::LockHold>,
     /// Per class, the replayed instructions (`class_warp_insts` less these, plus
     /// `skipped_by_class`, is the trace's count).
     #[serde(skip)]

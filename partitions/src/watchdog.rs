@@ -28,6 +28,12 @@ section! {
         /// Presets: the default, 500,000 (a critical section longer than that, with no
         /// other warp progressing meanwhile, would be taken for a livelock).
         livelock_cycles: u64 = Kind::U64, unit "cycles", Some("500000"), range (1, MAX_CYCLES);
+        /// A checking mode for tests and model development: each lane that leaves a spin
+        /// region whose exit reads a compare-and-swap holds that word (a lock) from then
+        /// until it writes the word again (its release); after a complete run no two
+        /// holders of one word may overlap in simulated time, else the run ends with an
+        /// error naming both. Keeps one record per acquisition (memory grows with them).
+        check_lock_holders: bool = Kind::Bool, unit "-", Some("false");
     }
 }
 

@@ -234,7 +234,7 @@ pub fn run_gpu_limited(
     };
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
-    finish_sync(trace, &mut stats, finished)?;
+    finish_sync(trace, &mut stats, finished, cfg.watchdog.check_lock_holders)?;
     if let Some(v) = verdict {
         stats.watchdog = Some(watchdog_report(trace, &stats, v));
     }
@@ -512,6 +512,7 @@ pub fn finish_sync(
     trace: &TraceFile,
     stats: &mut RunStats,
     finished: bool,
+    check_holders: bool,
 ) -> Result<(), GpuError> {
     let declared = &trace.index().sync_words;
     let regions = trace.kernels().iter().any(|k| !k.spin_regions.is_empty());
@@ -567,6 +568,16 @@ pub fn finish_sync(
             check: check.into(),
         });
     }
+    let holds = std::mem::take(&mut s.holds);
+    if check_holders {
+        s.lock_holds = Some(holds.len() as u64);
+        if let Some(e) = overlapping_holders(holds) {
+            return Err(GpuError::SyncCheck(format!(
+                "{}: {e}",
+                trace.path().display()
+            )));
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -576,6 +587,40 @@ pub fn finish_sync(
             errors.join("; ")
         )))
     }
+}
+
+/// The first two holds of one lock word that overlap in simulated time
+/// (`watchdog.check_lock_holders`), as an error: a lane took the word while another still
+/// held it.
+fn overlapping_holders(mut holds: Vec<tessera_partitions::sm::LockHold>) -> Option<String> {
+    holds.sort_unstable();
+    // The hold of each word that ends last so far.
+    let mut last: Option<tessera_partitions::sm::LockHold> = None;
+    for h in holds {
+        match last {
+            Some(p) if p.addr == h.addr && h.from < p.to => {
+                let who = |x: &tessera_partitions::sm::LockHold| {
+                    format!(
+                        "CTA ({},{},{}) warp {} lane {}",
+                        x.cta[0], x.cta[1], x.cta[2], x.warp, x.lane
+                    )
+                };
+                return Some(format!(
+                    "lock word {:#x}: {} held it from cycle {} to {}, and {} took it at cycle {}: \
+                     two holders overlap",
+                    h.addr,
+                    who(&p),
+                    p.from,
+                    p.to,
+                    who(&h),
+                    h.from
+                ));
+            }
+            Some(p) if p.addr == h.addr && p.to >= h.to => {}
+            _ => last = Some(h),
+        }
+    }
+    None
 }
 
 /// An engine error as the GPU model's: a model error is the model's own
@@ -876,9 +921,44 @@ pub fn run_gpu_mpi(
     }
     check_samples(&stats, interval)?;
     mark_limits(&mut stats, trace, limits, finished);
-    finish_sync(trace, &mut stats, finished)?;
+    finish_sync(trace, &mut stats, finished, cfg.watchdog.check_lock_holders)?;
     if let Some(v) = verdict {
         stats.watchdog = Some(watchdog_report(trace, &stats, v));
     }
     Ok(Some((stats, windows)))
+}
+
+#[cfg(test)]
+mod holder_tests {
+    use super::overlapping_holders;
+    use tessera_partitions::sm::LockHold;
+
+    fn hold(addr: u64, from: u64, to: u64, warp: u32) -> LockHold {
+        LockHold {
+            addr,
+            from,
+            to,
+            cta: [0, 0, 0],
+            warp,
+            lane: 0,
+        }
+    }
+
+    /// Holds one after the other, or of different words, pass; a hold that starts before
+    /// the previous holder's release is reported with both holders, also when a short hold
+    /// lies inside a long one.
+    #[test]
+    fn overlapping_holds_are_found() {
+        assert_eq!(overlapping_holders(vec![]), None);
+        let fine = vec![hold(8, 10, 20, 0), hold(8, 20, 30, 1), hold(12, 15, 25, 2)];
+        assert_eq!(overlapping_holders(fine), None);
+        let e = overlapping_holders(vec![hold(8, 20, 30, 1), hold(8, 10, 25, 0)]).unwrap();
+        assert!(
+            e.contains("lock word 0x8") && e.contains("warp 0") && e.contains("warp 1"),
+            "{e}"
+        );
+        assert!(e.contains("took it at cycle 20"), "{e}");
+        let inside = vec![hold(8, 10, 100, 0), hold(8, 20, 30, 1), hold(8, 40, 50, 2)];
+        assert!(overlapping_holders(inside).is_some());
+    }
 }

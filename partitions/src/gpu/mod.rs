@@ -464,7 +464,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
         };
         match stats {
             UnitStats::Sm {
-                core,
+                mut core,
                 mem,
                 ctas,
                 per_kernel,
@@ -483,6 +483,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                 c.ctas += ctas;
                 if core.spin.any() {
                     let s = sync.get_or_insert_with(Default::default);
+                    s.holds.append(&mut core.spin.holds);
                     s.spin_iterations += core.spin.iterations;
                     s.spin_exits += core.spin.exits;
                     s.branch_taken += core.spin.branch_taken;

@@ -411,7 +411,10 @@ impl Sm {
             let mut value = NO_VALUE;
             let issued = if regs.sync {
                 let sw = spins.get_mut(w);
-                match spin::access_sync(mem, sw, cur, &inst, regs.operands, now, token) {
+                let holds = params
+                    .check_lock_holders
+                    .then(|| (&mut st.spin.holds, rc.cta.id()));
+                match spin::access_sync(mem, sw, cur, &inst, regs.operands, now, token, holds) {
                     Some((r, v)) => {
                         value = v;
                         r.unwrap_or_else(|detail| {
@@ -515,6 +518,7 @@ impl Sm {
                 &inst,
                 now,
                 &mut st.spin,
+                params.check_lock_holders,
             ) {
                 Ok(consumed) => {
                     ws.next += consumed;

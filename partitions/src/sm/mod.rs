@@ -44,4 +44,6 @@ pub use decode::KernelPrep;
 pub use issue::{Sm, SmError};
 pub use ldst::{MemIssue, MemPort, MemToken};
 pub use params::{IcacheParams, SmParams, UnitTiming};
-pub use stats::{IcacheStats, OperandCollectorStats, SchedulerStats, SmStats, SpinCounters};
+pub use stats::{
+    IcacheStats, LockHold, OperandCollectorStats, SchedulerStats, SmStats, SpinCounters,
+};

@@ -396,6 +396,9 @@ pub struct IcacheParams {
 /// "SM core"). Plain data; never changes during a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmParams {
+    /// Record lock holds for the end-of-run overlap check
+    /// (`watchdog.check_lock_holders`).
+    pub check_lock_holders: bool,
     /// Sub-core warp schedulers (`core.schedulers_per_sm`); warp slot `i` belongs to
     /// scheduler `i % schedulers`.
     pub schedulers: u32,
@@ -490,6 +493,7 @@ impl SmParams {
             }
         });
         SmParams {
+            check_lock_holders: cfg.watchdog.check_lock_holders,
             icache,
             reg_banks_per_sched: per_sched(c.register_banks),
             reg_bank_use_warp_id: c.reg_bank_use_warp_id,

@@ -18,7 +18,7 @@
 
 use super::issue::SmError;
 use super::ldst::{MemIssue, MemPort, MemToken, NO_VALUE};
-use super::stats::SpinCounters;
+use super::stats::{LockHold, SpinCounters};
 use super::warp::WarpState;
 use tessera_traces::{CtaStream, OpClass, RegionKind, SpinRegion, WarpCursor, WarpInst};
 
@@ -57,6 +57,13 @@ pub(super) struct SpinWarp {
     /// (the watchdog's "a full round returned the same values").
     pub(super) last_digest: u64,
     pub(super) same: bool,
+    /// With `watchdog.check_lock_holders`: the index of this iteration's first
+    /// compare-and-swap among the head's values ([`NO_VALUE`] when none yet) and each
+    /// lane's address of it, and the locks the warp's lanes hold (lane, word, since),
+    /// kept across regions (a lock taken in one region may be released in another's tail).
+    pub(super) cas_value: u8,
+    pub(super) cas_addr: [u64; 32],
+    pub(super) holds: Vec<(u8, u64, u64)>,
 }
 
 impl SpinWarp {
@@ -103,6 +110,7 @@ fn step(
     inst: &WarpInst,
     now: u64,
     st: &mut SpinCounters,
+    check: bool,
 ) -> Result<usize, SmError> {
     let warp_id = cur.warp_id();
     let fault = |what: String| SmError::Spin {
@@ -175,6 +183,14 @@ fn step(
             sw.same = sw.iter > 0 && digest == sw.last_digest;
             sw.last_digest = digest;
             sw.in_tail = true;
+            if check && reg.kind == RegionKind::Spin && sw.cas_value == reg.terms[0].value {
+                let mut m = holds_mask;
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    sw.holds.push((l as u8, sw.cas_addr[l], now));
+                }
+            }
             let entered = sw.spinning;
             // Which lanes run the tail, and which leave the region at its end.
             let (tail, leaving) = match reg.kind {
@@ -246,6 +262,7 @@ fn step(
                 ws.release_at = ws.release_at.max(now + 1 + backoff);
                 sw.next_value = 0;
                 sw.got = 0;
+                sw.cas_value = NO_VALUE;
                 cur.loop_back(sw.spinning);
                 return Ok(0);
             }
@@ -260,6 +277,7 @@ fn step(
 /// ([`MemPort::access_sync`]): `None` when it accesses no sync word (it is then a plain
 /// access), else the port's answer and, for a load or returning atomic in a spin head, its
 /// index among the head's values. Out of line: only sync candidates come here.
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub(super) fn access_sync(
     mem: &mut impl MemPort,
@@ -269,6 +287,7 @@ pub(super) fn access_sync(
     operands: u8,
     now: u64,
     token: u32,
+    holds: Option<(&mut Vec<LockHold>, [u32; 3])>,
 ) -> Option<(Result<MemIssue, String>, u8)> {
     let r = mem.access_sync(
         now,
@@ -281,10 +300,41 @@ pub(super) fn access_sync(
         inst.class,
         OpClass::StoreGlobal | OpClass::StoreGeneric | OpClass::Reduction
     );
-    let value = match sw {
-        Some(sw) if returns => sw.take_value_slot().unwrap_or(NO_VALUE),
-        _ => NO_VALUE,
+    let Some(sw) = sw else {
+        return Some((r, NO_VALUE));
     };
+    let value = if returns {
+        sw.take_value_slot().unwrap_or(NO_VALUE)
+    } else {
+        NO_VALUE
+    };
+    if let Some((log, cta)) = holds {
+        // Two operands: a compare-and-swap.
+        let cas = operands == 2;
+        if cas && value != NO_VALUE && sw.cas_value == NO_VALUE {
+            sw.cas_value = value;
+            let addrs = &mut sw.cas_addr;
+            cur.lane_source()
+                .for_each_lane_addr(inst, |l, a| addrs[l as usize] = a);
+        } else if !cas && !matches!(inst.class, OpClass::LoadGlobal | OpClass::LoadGeneric) {
+            // A write of a held word by its holder: the release.
+            let warp = cur.warp_id();
+            let held = &mut sw.holds;
+            cur.lane_source().for_each_lane_addr(inst, |l, a| {
+                if let Some(i) = held.iter().position(|&(x, w, _)| x as u32 == l && w == a) {
+                    let (_, addr, from) = held.swap_remove(i);
+                    log.push(LockHold {
+                        addr,
+                        from,
+                        to: now,
+                        cta,
+                        warp,
+                        lane: l as u8,
+                    });
+                }
+            });
+        }
+    }
     Some((r, value))
 }
 
@@ -303,11 +353,12 @@ pub(super) fn advance(
     inst: &WarpInst,
     now: u64,
     st: &mut SpinCounters,
+    check: bool,
 ) -> Result<usize, SmError> {
     if !cur.fresh() {
         st.replayed_by_class[inst.class as usize] += 1;
     }
-    step(role, regions, sw, cur, cta, ws, inst, now, st)
+    step(role, regions, sw, cur, cta, ws, inst, now, st, check)
 }
 
 /// Warp `sw` issues region `r`'s first instruction `inst`: unless it is repeating the
@@ -318,10 +369,13 @@ pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16) {
     if sw.region == Some(r) {
         return;
     }
+    let holds = std::mem::take(&mut sw.holds);
     *sw = SpinWarp {
         region: Some(r),
         // Narrowed to the lanes of its test, which are the region's.
         spinning: u32::MAX,
+        cas_value: NO_VALUE,
+        holds,
         ..SpinWarp::default()
     };
     cur.loop_begin();

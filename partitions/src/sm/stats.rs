@@ -88,6 +88,22 @@ pub struct SpinCounters {
     pub replayed_by_class: [u64; OpClass::COUNT],
     #[serde(with = "class_array")]
     pub skipped_by_class: [u64; OpClass::COUNT],
+    /// With `watchdog.check_lock_holders`: the locks held and released, for the end-of-run
+    /// overlap check (which takes them out of the stats).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holds: Vec<LockHold>,
+}
+
+/// A lane's hold of a lock word: from the cycle its spin region's exit saw its
+/// compare-and-swap win to the cycle it wrote the word again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LockHold {
+    pub addr: u64,
+    pub from: u64,
+    pub to: u64,
+    pub cta: [u32; 3],
+    pub warp: u32,
+    pub lane: u8,
 }
 
 impl SpinCounters {
@@ -99,6 +115,7 @@ impl SpinCounters {
         self.queue_items += o.queue_items;
         self.queue_exits += o.queue_exits;
         self.queue_rounds += o.queue_rounds;
+        self.holds.extend_from_slice(&o.holds);
         for (a, b) in self.replayed_by_class.iter_mut().zip(&o.replayed_by_class) {
             *a += b;
         }
