@@ -29,6 +29,7 @@ mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
 mod ops_sync;
+mod region;
 mod spin;
 mod warp;
 
@@ -36,6 +37,6 @@ pub use exec::{
     compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES, NAMED_BARRIERS,
 };
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
-pub use spin::Exit;
+pub use spin::{Exit, MAX_REBASED};
 pub use tessera_traces::SyncCmp;
 pub use warp::{Atom, AtomicElem, Cmp, Float, Pred, SharedArr, Val, Warp, WARP};
