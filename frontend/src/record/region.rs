@@ -215,13 +215,7 @@ impl Warp {
 
     /// The recorded tail instruction the tail's next one must match, with `what` and
     /// `why` for the message when its PC or opcode differs.
-    fn tail_next(
-        &mut self,
-        pc: u32,
-        opcode: u16,
-        name: &str,
-        why: &str,
-    ) -> super::warp::RecInst {
+    fn tail_next(&mut self, pc: u32, opcode: u16, name: &str, why: &str) -> super::warp::RecInst {
         let (start, len) = self.spin.tail;
         let pos = self.spin.pos;
         if pos >= len {
@@ -245,7 +239,14 @@ impl Warp {
 
     /// The probe pass's instruction (the tail on the template values plus one): the same
     /// as the recorded one; its addresses, all moved by one delta, give its stride.
-    pub(crate) fn tail_probe(&mut self, pc: u32, opcode: u16, name: &str, mask: u32, addrs: &[u64]) {
+    pub(crate) fn tail_probe(
+        &mut self,
+        pc: u32,
+        opcode: u16,
+        name: &str,
+        mask: u32,
+        addrs: &[u64],
+    ) {
         let why = "on each value plus one";
         let i = self.tail_next(pc, opcode, name, why);
         if i.mask != mask {
@@ -277,7 +278,10 @@ impl Warp {
         }
         let d = delta.map_or(0, |x| x.1);
         let n = self.spin.n_rebased;
-        let known = self.spin.rebased[..n].iter().find(|r| r.0 == pc).map(|r| r.1);
+        let known = self.spin.rebased[..n]
+            .iter()
+            .find(|r| r.0 == pc)
+            .map(|r| r.1);
         match known {
             Some(s) if s == d => {}
             Some(s) => fail(format!(
