@@ -374,3 +374,278 @@ impl Warp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::record::{Atom, Buffer, Exit, LaunchSpec, RecordError, Recorder, SyncCmp, Warp};
+    use tessera_traces::{RebasedAccess, RegionKind, TraceFile};
+
+    /// A test kernel: the warp, 32 sync words `ctr` and 64 data words `out`.
+    type Kernel = dyn Fn(&mut Warp, Buffer<u32>, Buffer<u32>) + Sync;
+
+    /// Records one warp of 32 lanes running `kernel` with `ctr` (32 sync words, 0) and
+    /// `out` (64 data words, 0); returns the trace and `out` after the kernel.
+    fn record(
+        dir: &std::path::Path,
+        kernel: &Kernel,
+    ) -> Result<(TraceFile, Vec<u32>), RecordError> {
+        let path = dir.join("t.tst");
+        let mut rec = Recorder::create(&path, 80, "test")?;
+        let ctr = rec.alloc::<u32>("ctr", 32)?;
+        let out = rec.alloc::<u32>("out", 64)?;
+        rec.sync_words(ctr, false)?;
+        let spec = LaunchSpec::new("region_test", [1, 1, 1], [32, 1, 1]);
+        rec.launch(&spec, &|w| kernel(w, ctr, out))?;
+        let got = rec.download(out)?;
+        rec.finish()?;
+        Ok((TraceFile::open(&path)?, got))
+    }
+
+    fn err(kernel: &Kernel) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        match record(dir.path(), kernel) {
+            Err(e @ RecordError::Kernel { .. }) => e.to_string(),
+            Err(e) => panic!("not a kernel error: {e}"),
+            Ok(_) => panic!("recorded"),
+        }
+    }
+
+    /// Each lane bumps its own word by its lane index, then reads it back (value 1: the
+    /// lane index); the condition holds for every lane but lane 0. The tail, recorded dry
+    /// for all 32 lanes, writes `out[v + lane]` (rebased by the value) for the takers.
+    #[test]
+    fn a_branch_records_its_tail_for_every_lane_and_runs_it_for_the_takers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, out) = record(dir.path(), &|w, ctr, out| {
+            let lane = w.lane_id();
+            let a = w.addr(&ctr, &lane);
+            w.branch(
+                "odd",
+                |w| {
+                    w.atomic(Atom::Add, &a, &lane, true);
+                    w.ld_strong(&a);
+                    Exit::when(1, SyncCmp::Eq, &lane).and_imm(1, SyncCmp::Ne, 0)
+                },
+                |w, v| {
+                    let lane = w.lane_id();
+                    let i = w.iadd(v, &lane);
+                    let o = w.addr(&out, &i);
+                    let k = w.iadd_imm(&i, 100);
+                    w.st(&o, &k);
+                },
+            );
+        })
+        .unwrap();
+        // Lane l > 0 wrote out[l + l] = 2l + 100; nothing else was written.
+        let want: Vec<u32> = (0..64u32)
+            .map(|i| if i > 0 && i % 2 == 0 { i + 100 } else { 0 })
+            .collect();
+        assert_eq!(out, want);
+        let k = &t.kernels()[0];
+        let r = &k.spin_regions[0];
+        assert_eq!(r.kind, RegionKind::Branch);
+        assert_eq!(r.test_operands(), 3);
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 0).unwrap().clone();
+        let insts = d.warp(0);
+        let at = |pc: u32| insts.iter().position(|i| i.pc == pc).unwrap();
+        let (test, end) = (at(r.test_pc), at(r.end_pc));
+        // Tail: S2R, IADD3, IMAD.WIDE, IADD3, STG under all 32 lanes.
+        assert_eq!(end - test, 6);
+        assert!(insts[test + 1..end].iter().all(|i| i.mask == u32::MAX));
+        let st = &insts[end - 1];
+        assert_eq!(
+            r.rebased,
+            [RebasedAccess {
+                pc: st.pc,
+                stride: 4
+            }]
+        );
+        // Operands: per lane the two constants and the template (its own value).
+        let ops = d.operands_of(d.warps[0].insts.start + test, 3).unwrap();
+        let want: Vec<u64> = (0..32u64).flat_map(|l| [l, 0, l]).collect();
+        assert_eq!(ops, &want[..]);
+        tessera_traces::verify(&t).unwrap();
+    }
+
+    /// Lanes pop one shared counter until it reaches 40: the queue's lanes run the tail
+    /// for each item, once; the dry passes leave memory as it is.
+    #[test]
+    fn a_queue_runs_each_item_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, out) = record(dir.path(), &|w, ctr, out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            w.queue(
+                "popped",
+                (0, 0),
+                7,
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Ge, 40)
+                },
+                |w, v| {
+                    let o = w.addr(&out, v);
+                    w.atomic(Atom::Add, &o, &one, false);
+                },
+            );
+        })
+        .unwrap();
+        let want: Vec<u32> = (0..64).map(|i| u32::from(i < 40)).collect();
+        assert_eq!(out, want);
+        let r = &t.kernels()[0].spin_regions[0];
+        assert_eq!(r.kind, RegionKind::Queue);
+        assert_eq!(r.rebased.len(), 1);
+        assert_eq!(r.rebased[0].stride, 4);
+        // The test's template values: lanes 0..31 popped items 0..31 and stayed in.
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 0).unwrap().clone();
+        let insts = d.warp(0);
+        let test = insts.iter().position(|i| i.pc == r.test_pc).unwrap();
+        let ops = d.operands_of(d.warps[0].insts.start + test, 2).unwrap();
+        let want: Vec<u64> = (0..32u64).flat_map(|l| [40, l]).collect();
+        assert_eq!(ops, &want[..]);
+        tessera_traces::verify(&t).unwrap();
+    }
+
+    #[test]
+    fn addresses_that_are_not_base_plus_stride_times_value_are_an_error() {
+        let m = err(&|w, ctr, out| {
+            let lane = w.lane_id();
+            let a = w.addr(&ctr, &lane);
+            let one = w.konst(1u32);
+            w.branch(
+                "x",
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Eq, 0)
+                },
+                |w, v| {
+                    // Lane l moves by 4 * l per value.
+                    let lane = w.lane_id();
+                    let i = w.imad(v, &lane, &lane);
+                    let i = w.and_imm(&i, 63);
+                    let o = w.addr(&out, &i);
+                    w.st(&o, &lane);
+                },
+            );
+        });
+        assert!(
+            m.contains("base + stride * value") && m.contains("region_test"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_tail_that_runs_other_instructions_for_other_values_is_an_error() {
+        let m = err(&|w, ctr, out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            w.branch(
+                "x",
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Lt, 100)
+                },
+                |w, v| {
+                    if v.v[0] % 2 == 0 {
+                        w.store(&out, &zero, &one);
+                    } else {
+                        w.konst(3u32);
+                    }
+                },
+            );
+        });
+        assert!(m.contains("same instructions for every value"), "{m}");
+    }
+
+    #[test]
+    fn a_tail_whose_operands_depend_on_the_value_is_an_error() {
+        let m = err(&|w, ctr, _out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            let b = w.addr(&ctr, &one);
+            w.queue(
+                "x",
+                (0, 0),
+                0,
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Ge, 64)
+                },
+                |w, v| {
+                    w.st_strong(&b, v);
+                },
+            );
+        });
+        assert!(m.contains("operands differ"), "{m}");
+    }
+
+    #[test]
+    fn blocking_and_nesting_in_a_tail_are_errors() {
+        let m = err(&|w, ctr, _out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            w.branch(
+                "x",
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Lt, 100)
+                },
+                |w, _| w.barrier(),
+            );
+        });
+        assert!(m.contains("may not block"), "{m}");
+        let m = err(&|w, ctr, _out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            w.branch(
+                "x",
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Lt, 100)
+                },
+                |w, _| {
+                    w.branch(
+                        "y",
+                        |w| {
+                            w.ld_strong(&a);
+                            Exit::when_imm(0, SyncCmp::Lt, 100)
+                        },
+                        |_, _| {},
+                    )
+                },
+            );
+        });
+        assert!(m.contains("do not nest"), "{m}");
+    }
+
+    #[test]
+    fn more_than_eight_rebased_accesses_are_an_error() {
+        let m = err(&|w, ctr, out| {
+            let zero = w.konst(0u32);
+            let one = w.konst(1u32);
+            let a = w.addr(&ctr, &zero);
+            w.branch(
+                "x",
+                |w| {
+                    w.atomic(Atom::Add, &a, &one, true);
+                    Exit::when_imm(0, SyncCmp::Lt, 100)
+                },
+                |w, v| {
+                    for j in 0..9u8 {
+                        w.unrolled(j, |w| {
+                            w.load::<u32>(&out, v);
+                        });
+                    }
+                },
+            );
+        });
+        assert!(m.contains("more than 8"), "{m}");
+    }
+}
