@@ -119,11 +119,15 @@ impl Warp {
         let mut first: Option<Exit> = None;
         loop {
             let (exit, holds) = self.region_head(loc, inside, first.as_ref(), head);
-            let Some(t0) = exit.terms().first().map(|t| t.value) else {
+            let Some(&t0) = exit.terms().first() else {
                 fail("a region's exit condition needs a term".into());
             };
-            let values = self.spin.values[t0];
-            let reg = self.spin.value_regs[t0];
+            // Term 0's value per lane, as that term reads it.
+            let mut values = [0u32; WARP];
+            for (l, v) in values.iter_mut().enumerate() {
+                *v = self.spin.values[t0.value][t0.source(l)];
+            }
+            let reg = self.spin.value_regs[t0.value];
             let takers = match kind {
                 RegionKind::Queue => inside & !holds,
                 _ => holds,
@@ -465,6 +469,45 @@ mod tests {
         let ops = d.operands_of(d.warps[0].insts.start + test, 3).unwrap();
         let want: Vec<u64> = (0..32u64).flat_map(|l| [l, 0, l]).collect();
         assert_eq!(ops, &want[..]);
+        tessera_traces::verify(&t).unwrap();
+    }
+
+    /// A term on lane 5's value: every lane compares it, and the tail gets it on every
+    /// lane (the template too).
+    #[test]
+    fn a_broadcast_term_gives_every_lane_the_lanes_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, out) = record(dir.path(), &|w, ctr, out| {
+            let lane = w.lane_id();
+            let a = w.addr(&ctr, &lane);
+            w.branch(
+                "lane 5",
+                |w| {
+                    w.atomic(Atom::Add, &a, &lane, true);
+                    w.ld_strong(&a);
+                    Exit::when_lane(1, 5, SyncCmp::Eq, 5)
+                },
+                |w, v| {
+                    let lane = w.lane_id();
+                    let i = w.iadd(v, &lane);
+                    w.store(&out, &i, &lane);
+                },
+            );
+        })
+        .unwrap();
+        let want: Vec<u32> = (0..64u32)
+            .map(|i| if (5..37).contains(&i) { i - 5 } else { 0 })
+            .collect();
+        assert_eq!(out, want);
+        let r = &t.kernels()[0].spin_regions[0];
+        assert_eq!(r.terms[0].lane, 5);
+        assert_eq!(r.rebased.len(), 1);
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 0).unwrap().clone();
+        let insts = d.warp(0);
+        let test = insts.iter().position(|i| i.pc == r.test_pc).unwrap();
+        let ops = d.operands_of(d.warps[0].insts.start + test, 2).unwrap();
+        assert_eq!(ops, &[5u64; 64][..]);
         tessera_traces::verify(&t).unwrap();
     }
 

@@ -33,7 +33,7 @@ use super::warp::{RecInst, Val, Warp, WARP};
 use std::panic::Location;
 use tessera_traces::codec::AddrRecord;
 use tessera_traces::reader::MAX_EXIT_TERMS;
-use tessera_traces::schema::RZ;
+use tessera_traces::schema::{OWN_LANE, RZ};
 use tessera_traces::{ExitTerm, RebasedAccess, RegionKind, SpinRegion, SyncCmp};
 
 /// Where a warp is in a spin region.
@@ -144,6 +144,20 @@ pub(crate) struct Term {
     pub(crate) cmp: SyncCmp,
     pub(crate) consts: [u32; WARP],
     reg: u16,
+    /// Whose value each lane compares: its own ([`OWN_LANE`]) or lane `lane`'s.
+    pub(crate) lane: u8,
+}
+
+impl Term {
+    /// The lane whose value lane `l` compares.
+    #[inline]
+    pub(crate) fn source(&self, l: usize) -> usize {
+        if self.lane < OWN_LANE {
+            self.lane as usize
+        } else {
+            l
+        }
+    }
 }
 
 /// The exit condition a spin head returns: terms `value[t.value] <cmp> constant`, each
@@ -166,6 +180,7 @@ impl Exit {
             cmp,
             consts,
             reg,
+            lane: OWN_LANE,
         };
         Exit {
             terms: [t; MAX_EXIT_TERMS],
@@ -183,6 +198,18 @@ impl Exit {
     /// Exit when `value[value] <cmp> k` (one constant for every lane, an immediate).
     pub fn when_imm(value: usize, cmp: SyncCmp, k: u32) -> Exit {
         Exit::one(value, cmp, [k; WARP], RZ)
+    }
+
+    /// Exit when lane `lane`'s `value[value] <cmp> k`, for every lane (a leader lane's
+    /// result broadcast to its warp by a shuffle; `tessera_traces::ExitTerm::lane`). The
+    /// lane must run the head; a region's tail then gets its value on every lane.
+    pub fn when_lane(value: usize, lane: u32, cmp: SyncCmp, k: u32) -> Exit {
+        let mut e = Exit::one(value, cmp, [k; WARP], RZ);
+        if lane >= WARP as u32 {
+            e.bad = Some("an exit term reads the value of a lane 0 to 31");
+        }
+        e.terms[0].lane = lane.min(OWN_LANE as u32) as u8;
+        e
     }
 
     fn push(
@@ -205,6 +232,7 @@ impl Exit {
             cmp,
             consts,
             reg,
+            lane: OWN_LANE,
         };
         self.n += 1;
         self.all = all;
@@ -245,7 +273,7 @@ pub(crate) struct SpinSite {
     pub start_pc: u32,
     pub test_pc: u32,
     pub end_pc: u32,
-    pub terms: [(usize, SyncCmp); MAX_EXIT_TERMS],
+    pub terms: [(usize, SyncCmp, u8); MAX_EXIT_TERMS],
     pub n_terms: usize,
     pub all: bool,
     pub backoff: (u32, u32),
@@ -263,7 +291,11 @@ impl SpinSite {
             end_pc: self.end_pc,
             terms: self.terms[..self.n_terms]
                 .iter()
-                .map(|&(value, cmp)| ExitTerm::own(value as u8, cmp))
+                .map(|&(value, cmp, lane)| ExitTerm {
+                    value: value as u8,
+                    cmp,
+                    lane,
+                })
                 .collect(),
             all: self.all,
             backoff_base: self.backoff.0,
@@ -422,6 +454,12 @@ impl Warp {
                     t.value, self.spin.n_values
                 ));
             }
+            if t.lane < OWN_LANE && spinning >> t.lane & 1 == 0 {
+                fail(format!(
+                    "an exit term reads lane {}'s value, but that lane does not run the region's head (lanes {spinning:#x})",
+                    t.lane
+                ));
+            }
         }
         // One ISETP per term, part of the head.
         self.mask = spinning;
@@ -455,7 +493,7 @@ impl Warp {
                     && f.terms()
                         .iter()
                         .zip(exit.terms())
-                        .all(|(a, b)| a.value == b.value && a.cmp == b.cmp);
+                        .all(|(a, b)| a.value == b.value && a.cmp == b.cmp && a.lane == b.lane);
                 if !same_terms {
                     fail("a spin region's exit terms changed between iterations".into());
                 }
@@ -481,10 +519,10 @@ impl Warp {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let mut holds = exit
-                .terms()
-                .iter()
-                .map(|t| t.cmp.holds(self.spin.values[t.value][l], t.consts[l]));
+            let mut holds = exit.terms().iter().map(|t| {
+                t.cmp
+                    .holds(self.spin.values[t.value][t.source(l)], t.consts[l])
+            });
             let yes = if exit.all {
                 holds.all(|h| h)
             } else {
@@ -550,9 +588,9 @@ impl Warp {
         let st = self.state();
         let test_pc = st.kernel.pc(loc, 0);
         let end_pc = st.kernel.pc(loc, 1);
-        let mut terms = [(0usize, SyncCmp::Eq); MAX_EXIT_TERMS];
+        let mut terms = [(0usize, SyncCmp::Eq, OWN_LANE); MAX_EXIT_TERMS];
         for (d, t) in terms.iter_mut().zip(exit.terms()) {
-            *d = (t.value, t.cmp);
+            *d = (t.value, t.cmp, t.lane);
         }
         let site = SpinSite {
             kind,

@@ -222,6 +222,22 @@ mod tests {
         }
     }
 
+    /// Fewer items than threads: whole warps leave at their first pop, their recorded
+    /// tails on the fallback item.
+    #[test]
+    fn fewer_items_than_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (o, t) = record(
+            dir.path(),
+            &[("items", "40"), ("ctas", "2"), ("block", "64")],
+        );
+        assert_eq!(o.out, o.want);
+        assert_eq!(o.visits, vec![1; 40]);
+        assert_eq!(o.head, 40 + 128);
+        tessera_traces::verify(&t).unwrap();
+        assert_eq!(t.kernels()[0].spin_regions.len(), 1);
+    }
+
     /// The queue region and the sync word survive an Accel-Sim text round trip.
     #[test]
     fn the_region_round_trips_through_accel_sim_text() {
