@@ -11,7 +11,10 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tessera_traces::codec::{operands_at, Addrs, ADDR_DELTA};
-use tessera_traces::{Command, DecodedCta, KernelMeta, SyncCmp, TraceFile, WarpInst};
+use tessera_traces::schema::OWN_LANE;
+use tessera_traces::{
+    Command, DecodedCta, KernelMeta, RegionKind, SpinRegion, SyncCmp, TraceFile, WarpInst,
+};
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default)]
@@ -114,21 +117,7 @@ fn synth_header(m: &KernelMeta) -> String {
         h.push('\n');
     }
     for r in &m.spin_regions {
-        let _ = write!(
-            h,
-            "-tessera spin = 0x{:x} 0x{:x} 0x{:x} {} {} {} ",
-            r.start_pc,
-            r.test_pc,
-            r.end_pc,
-            if r.all { "all" } else { "any" },
-            r.backoff_base,
-            r.backoff_max
-        );
-        for (i, t) in r.terms.iter().enumerate() {
-            let sep = if i == 0 { "" } else { "," };
-            let _ = write!(h, "{sep}{}:{}", t.value, cmp_name(t.cmp));
-        }
-        let _ = writeln!(h, " {}", r.label);
+        h.push_str(&region_line(r));
     }
     for b in &m.named_barriers {
         let _ = writeln!(
@@ -142,6 +131,53 @@ fn synth_header(m: &KernelMeta) -> String {
     }
     h.push('\n');
     h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
+    h
+}
+
+/// A region's header line: a spin loop whose terms read each lane's own value and with no
+/// rebased access as format version 3 wrote it (`-tessera spin = 0xSTART 0xTEST 0xEND
+/// all|any BASE MAX V:CMP[,V:CMP]... LABEL`), any other region as `-tessera region = KIND
+/// 0xSTART 0xTEST 0xEND all|any BASE MAX TERMS REBASED LABEL`, where KIND is `spin`,
+/// `branch` or `queue`, a term is `V:CMP` (each lane's own value) or `V:CMP:LANE` (lane
+/// LANE's value), and REBASED is `-` (none) or `0xPC:STRIDE[,0xPC:STRIDE]...` (a signed
+/// decimal stride).
+pub(crate) fn region_line(r: &SpinRegion) -> String {
+    let old_form = r.kind == RegionKind::Spin
+        && r.rebased.is_empty()
+        && r.terms.iter().all(|t| t.lane == OWN_LANE);
+    let mut h = String::new();
+    if old_form {
+        h.push_str("-tessera spin = ");
+    } else {
+        let _ = write!(h, "-tessera region = {} ", r.kind.name());
+    }
+    let _ = write!(
+        h,
+        "0x{:x} 0x{:x} 0x{:x} {} {} {} ",
+        r.start_pc,
+        r.test_pc,
+        r.end_pc,
+        if r.all { "all" } else { "any" },
+        r.backoff_base,
+        r.backoff_max
+    );
+    for (i, t) in r.terms.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let _ = write!(h, "{sep}{}:{}", t.value, cmp_name(t.cmp));
+        if t.lane != OWN_LANE {
+            let _ = write!(h, ":{}", t.lane);
+        }
+    }
+    if !old_form {
+        if r.rebased.is_empty() {
+            h.push_str(" -");
+        }
+        for (i, a) in r.rebased.iter().enumerate() {
+            let sep = if i == 0 { ' ' } else { ',' };
+            let _ = write!(h, "{sep}0x{:x}:{}", a.pc, a.stride);
+        }
+    }
+    let _ = writeln!(h, " {}", r.label);
     h
 }
 

@@ -9,10 +9,11 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
+use tessera_traces::schema::OWN_LANE;
 use tessera_traces::{
     Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, ExitTerm, KernelMeta,
-    NamedBarrier, OpClass, RawInst, RegionKind, SpinRegion, SyncCmp, SyncWords, TraceError,
-    TraceWriter, WriterOptions,
+    NamedBarrier, OpClass, RawInst, RebasedAccess, RegionKind, SpinRegion, SyncCmp, SyncWords,
+    TraceError, TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -259,9 +260,26 @@ fn parse_bar(v: &str) -> Option<NamedBarrier> {
 }
 
 /// Parses `0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL` (a spin region,
-/// format version 3).
+/// format version 3's line, still written for a spin loop that format can hold).
 fn parse_spin(v: &str) -> Option<SpinRegion> {
-    let mut f = v.trim().splitn(8, ' ');
+    parse_region_fields(RegionKind::Spin, v, false)
+}
+
+/// Parses `KIND 0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[:LANE][,...] REBASED LABEL`
+/// (any region, format version 4; REBASED is `-` or `0xPC:STRIDE[,0xPC:STRIDE]...`).
+fn parse_region(v: &str) -> Option<SpinRegion> {
+    let (kind, rest) = v.trim().split_once(' ')?;
+    let kind = match kind {
+        "spin" => RegionKind::Spin,
+        "branch" => RegionKind::Branch,
+        "queue" => RegionKind::Queue,
+        _ => return None,
+    };
+    parse_region_fields(kind, rest, true)
+}
+
+fn parse_region_fields(kind: RegionKind, v: &str, v4: bool) -> Option<SpinRegion> {
+    let mut f = v.trim().splitn(if v4 { 9 } else { 8 }, ' ');
     let start_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
     let test_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
     let end_pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
@@ -274,8 +292,9 @@ fn parse_spin(v: &str) -> Option<SpinRegion> {
     let backoff_max = f.next()?.parse().ok()?;
     let mut terms = Vec::new();
     for t in f.next()?.split(',') {
-        let (value, cmp) = t.split_once(':')?;
-        let cmp = match cmp {
+        let mut p = t.split(':');
+        let value = p.next()?.parse().ok()?;
+        let cmp = match p.next()? {
             "eq" => SyncCmp::Eq,
             "ne" => SyncCmp::Ne,
             "lt" => SyncCmp::Lt,
@@ -284,10 +303,33 @@ fn parse_spin(v: &str) -> Option<SpinRegion> {
             "ge" => SyncCmp::Ge,
             _ => return None,
         };
-        terms.push(ExitTerm::own(value.parse().ok()?, cmp));
+        let mut term = ExitTerm::own(value, cmp);
+        if let Some(lane) = p.next() {
+            if !v4 {
+                return None;
+            }
+            term.lane = lane.parse().ok().filter(|&l| l < OWN_LANE)?;
+        }
+        if p.next().is_some() {
+            return None;
+        }
+        terms.push(term);
+    }
+    let mut rebased = Vec::new();
+    if v4 {
+        let r = f.next()?;
+        if r != "-" {
+            for a in r.split(',') {
+                let (pc, stride) = a.split_once(':')?;
+                rebased.push(RebasedAccess {
+                    pc: u32::try_from(hex_u64(pc)?).ok()?,
+                    stride: stride.parse().ok()?,
+                });
+            }
+        }
     }
     Some(SpinRegion {
-        kind: RegionKind::Spin,
+        kind,
         start_pc,
         test_pc,
         end_pc,
@@ -296,7 +338,7 @@ fn parse_spin(v: &str) -> Option<SpinRegion> {
         backoff_base,
         backoff_max,
         label: f.next().unwrap_or("").to_string(),
-        rebased: Vec::new(),
+        rebased,
     })
 }
 
@@ -479,6 +521,9 @@ impl Header {
             "tessera operands" => self.operands = flag("0 or 1")?,
             "tessera spin" => self.spins.push(parse_spin(v).ok_or_else(|| {
                 bad("0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[,V:CMP]... LABEL")
+            })?),
+            "tessera region" => self.spins.push(parse_region(v).ok_or_else(|| {
+                bad("spin|branch|queue 0xSTART 0xTEST 0xEND all|any BASE MAX V:CMP[:LANE][,...] -|0xPC:STRIDE[,...] LABEL")
             })?),
             "tessera bar" => self
                 .bars
@@ -1120,6 +1165,95 @@ fn import_kernel(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accelsim::export::region_line;
+
+    /// The region's header line parsed back, through the header's `-KEY = VALUE` split.
+    fn reparse(r: &SpinRegion) -> Option<SpinRegion> {
+        let line = region_line(r);
+        let (key, v) = line.trim_end().strip_prefix('-')?.split_once('=')?;
+        match key.trim() {
+            "tessera spin" => parse_spin(v),
+            "tessera region" => parse_region(v),
+            _ => None,
+        }
+    }
+
+    fn region(kind: RegionKind) -> SpinRegion {
+        SpinRegion {
+            kind,
+            start_pc: 0x40,
+            test_pc: 0x90,
+            end_pc: 0x100,
+            terms: vec![ExitTerm::own(0, SyncCmp::Ge), ExitTerm::own(1, SyncCmp::Eq)],
+            all: false,
+            backoff_base: 0,
+            backoff_max: 0,
+            label: "item popped".into(),
+            rebased: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn region_header_lines_round_trip() {
+        // A spin loop format 3 can hold keeps its format-3 line.
+        let mut spin = region(RegionKind::Spin);
+        spin.backoff_base = 20;
+        spin.backoff_max = 640;
+        assert!(region_line(&spin)
+            .starts_with("-tessera spin = 0x40 0x90 0x100 any 20 640 0:ge,1:eq item popped"));
+        assert_eq!(reparse(&spin), Some(spin.clone()));
+        let mut q = region(RegionKind::Queue);
+        q.rebased = vec![
+            RebasedAccess {
+                pc: 0xb0,
+                stride: 4,
+            },
+            RebasedAccess {
+                pc: 0xd0,
+                stride: -8,
+            },
+        ];
+        assert_eq!(
+            region_line(&q),
+            "-tessera region = queue 0x40 0x90 0x100 any 0 0 0:ge,1:eq 0xb0:4,0xd0:-8 item popped\n"
+        );
+        assert_eq!(reparse(&q), Some(q.clone()));
+        let mut b = region(RegionKind::Branch);
+        b.terms[1].lane = 0;
+        b.label = String::new();
+        assert_eq!(
+            region_line(&b),
+            "-tessera region = branch 0x40 0x90 0x100 any 0 0 0:ge,1:eq:0 - \n"
+        );
+        assert_eq!(reparse(&b), Some(b.clone()));
+        // A spin loop with a rebased access or a broadcast term needs the new line.
+        let mut s2 = region(RegionKind::Spin);
+        s2.rebased = vec![RebasedAccess {
+            pc: 0xb0,
+            stride: 4,
+        }];
+        assert!(region_line(&s2).starts_with("-tessera region = spin "));
+        assert_eq!(reparse(&s2), Some(s2.clone()));
+    }
+
+    #[test]
+    fn format3_spin_lines_still_import_as_spin_regions() {
+        let r = parse_spin(" 0x10 0x30 0x50 all 10 80 0:eq lock acquired").unwrap();
+        assert_eq!(r.kind, RegionKind::Spin);
+        assert_eq!(r.terms, vec![ExitTerm::own(0, SyncCmp::Eq)]);
+        assert_eq!((r.label.as_str(), r.rebased.len()), ("lock acquired", 0));
+        // A broadcast lane is format 4's only.
+        assert_eq!(parse_spin("0x10 0x30 0x50 all 10 80 0:eq:3 x"), None);
+        for bad in [
+            "loop 0x10 0x30 0x50 all 0 0 0:eq - x",
+            "queue 0x10 0x30 0x50 all 0 0 0:eq",
+            "queue 0x10 0x30 0x50 all 0 0 0:eq:32 - x",
+            "queue 0x10 0x30 0x50 all 0 0 0:eq 0xb0 x",
+            "queue 0x10 0x30 0x50 all 0 0 0:eq 0xb0:x x",
+        ] {
+            assert_eq!(parse_region(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn named_barrier_header_lines_parse() {

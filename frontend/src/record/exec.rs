@@ -420,6 +420,12 @@ pub(crate) struct ExecState {
     pub(crate) room: WarpRecord,
     /// The declared sync words, `[start, end)` byte ranges in address order.
     pub(crate) sync: Vec<(u64, u64)>,
+    /// Set while the warp holding the baton runs a dry pass of a branch or queue tail
+    /// (`Warp::branch`, `Warp::queue`): stores, atomics and reductions leave memory as it
+    /// is (an atomic returns the current value), and a load outside every allocation
+    /// reads 0 instead of failing (a dry pass runs the tail on values the lane may never
+    /// take).
+    pub(crate) dry: bool,
 }
 
 impl ExecState {
@@ -433,6 +439,7 @@ impl ExecState {
             error: None,
             room: WarpRecord::default(),
             sync: Vec::new(),
+            dry: false,
         })
     }
 
@@ -487,6 +494,7 @@ impl ExecState {
     pub(crate) fn read_global(&mut self, addr: u64, bytes: u32) -> u64 {
         match self.mem.read(addr, bytes) {
             Ok(v) => v,
+            Err(_) if self.dry => 0,
             Err(e) => {
                 self.fail(format!("load: {e}"));
                 0
@@ -495,6 +503,9 @@ impl ExecState {
     }
 
     pub(crate) fn write_global(&mut self, addr: u64, bytes: u32, v: u64) {
+        if self.dry {
+            return;
+        }
         if let Err(e) = self.mem.write(addr, bytes, v) {
             self.fail(format!("store: {e}"));
         }
@@ -515,6 +526,12 @@ impl ExecState {
     }
 
     pub(crate) fn read_shared(&mut self, cta: u32, off: u32, bytes: u32) -> u64 {
+        if self.dry {
+            let n = self.shared.get(&cta).map_or(0, |sm| sm.len());
+            if off as usize + bytes as usize > n {
+                return 0;
+            }
+        }
         match self.shared_slot(cta, off, bytes) {
             Some(s) => {
                 let mut b = [0u8; 8];
@@ -526,6 +543,9 @@ impl ExecState {
     }
 
     pub(crate) fn write_shared(&mut self, cta: u32, off: u32, bytes: u32, v: u64) {
+        if self.dry {
+            return;
+        }
         if let Some(s) = self.shared_slot(cta, off, bytes) {
             let n = s.len();
             s.copy_from_slice(&v.to_le_bytes()[..n]);

@@ -17,7 +17,10 @@
 //!   32-bit words whose values the timing model computes (initial values, and expected
 //!   final ones when they do not depend on scheduling); [`Warp::spin`] records a spin
 //!   loop once, as a region whose body the model repeats until its exit condition
-//!   ([`Exit`]) holds on the simulated values; [`Warp::ld_strong`] and
+//!   ([`Exit`]) holds on the simulated values; [`Warp::branch`] and [`Warp::queue`]
+//!   (format version 4) record a value-dependent branch (the last CTA) and a work-queue
+//!   loop (pop, process, go round) likewise, their tails recorded for every lane and
+//!   rebased by the value where their addresses depend on it; [`Warp::ld_strong`] and
 //!   [`Warp::st_strong`] are the strong accesses of flags (a strong store records its
 //!   values). A program whose progress needs every CTA resident (a grid barrier) is
 //!   recorded with `resident_ctas` as large as its grid.
@@ -29,6 +32,7 @@ mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
 mod ops_sync;
+mod region;
 mod spin;
 mod warp;
 
@@ -36,6 +40,6 @@ pub use exec::{
     compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES, NAMED_BARRIERS,
 };
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
-pub use spin::Exit;
+pub use spin::{Exit, MAX_REBASED};
 pub use tessera_traces::SyncCmp;
 pub use warp::{Atom, AtomicElem, Cmp, Float, Pred, SharedArr, Val, Warp, WARP};

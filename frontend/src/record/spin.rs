@@ -33,8 +33,8 @@ use super::warp::{RecInst, Val, Warp, WARP};
 use std::panic::Location;
 use tessera_traces::codec::AddrRecord;
 use tessera_traces::reader::MAX_EXIT_TERMS;
-use tessera_traces::schema::RZ;
-use tessera_traces::{ExitTerm, RegionKind, SpinRegion, SyncCmp};
+use tessera_traces::schema::{OWN_LANE, RZ};
+use tessera_traces::{ExitTerm, RebasedAccess, RegionKind, SpinRegion, SyncCmp};
 
 /// Where a warp is in a spin region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -50,6 +50,11 @@ pub(crate) enum SpinMode {
     Tail,
     /// The tail again: merged into the recorded one.
     TailMerge,
+    /// A branch or queue tail's unrecorded dry pass on each lane's template value plus
+    /// one: compared with the recorded pass to find the rebased accesses.
+    Probe,
+    /// A branch or queue tail run for real: checked against the recorded one.
+    TailCheck,
 }
 
 /// A warp's spin-region state, held inline in the [`Warp`] (no allocation).
@@ -57,22 +62,34 @@ pub(crate) enum SpinMode {
 pub(crate) struct SpinCtx {
     pub(crate) mode: SpinMode,
     /// Index in the record of the head's first instruction and the head's length.
-    head: (u32, u32),
+    pub(crate) head: (u32, u32),
     /// Likewise for the tail, once recorded.
-    tail: (u32, u32),
+    pub(crate) tail: (u32, u32),
     /// Check and merge modes: the next recorded instruction to compare with.
-    pos: u32,
-    /// The lanes running the head this iteration.
-    spinning: u32,
+    pub(crate) pos: u32,
+    /// The lanes running the head this iteration (a checked tail: the lanes running it).
+    pub(crate) spinning: u32,
     /// Value instructions met in this iteration's head, and the first
     /// [`MAX_EXIT_TERMS`] values (per lane) and destination registers.
-    n_values: usize,
-    values: [[u32; WARP]; MAX_EXIT_TERMS],
-    value_regs: [u16; MAX_EXIT_TERMS],
+    pub(crate) n_values: usize,
+    pub(crate) values: [[u32; WARP]; MAX_EXIT_TERMS],
+    pub(crate) value_regs: [u16; MAX_EXIT_TERMS],
     /// The values of the value instruction about to be emitted.
     stash: [u32; WARP],
     stashed: bool,
+    /// A branch or queue region: each lane's template value (what its recorded tail was
+    /// recorded with) and the values of the tail being checked.
+    pub(crate) template: [u32; WARP],
+    pub(crate) current: [u32; WARP],
+    /// The tail's rebased accesses found so far: `(pc, stride)`.
+    pub(crate) rebased: [(u32, i64); MAX_REBASED],
+    pub(crate) n_rebased: usize,
+    /// In a dry pass of a tail (memory is left as it is; see `ExecState::dry`).
+    pub(crate) dry: bool,
 }
+
+/// Most rebased accesses a branch or queue tail may have.
+pub const MAX_REBASED: usize = 8;
 
 impl Default for SpinCtx {
     fn default() -> Self {
@@ -87,6 +104,11 @@ impl Default for SpinCtx {
             value_regs: [RZ; MAX_EXIT_TERMS],
             stash: [0; WARP],
             stashed: false,
+            template: [0; WARP],
+            current: [0; WARP],
+            rebased: [(0, 0); MAX_REBASED],
+            n_rebased: 0,
+            dry: false,
         }
     }
 }
@@ -117,11 +139,25 @@ pub(crate) fn is_value_inst(opcode: &str) -> bool {
 
 /// One term of an [`Exit`].
 #[derive(Clone, Copy, Debug)]
-struct Term {
-    value: usize,
-    cmp: SyncCmp,
-    consts: [u32; WARP],
+pub(crate) struct Term {
+    pub(crate) value: usize,
+    pub(crate) cmp: SyncCmp,
+    pub(crate) consts: [u32; WARP],
     reg: u16,
+    /// Whose value each lane compares: its own ([`OWN_LANE`]) or lane `lane`'s.
+    pub(crate) lane: u8,
+}
+
+impl Term {
+    /// The lane whose value lane `l` compares.
+    #[inline]
+    pub(crate) fn source(&self, l: usize) -> usize {
+        if self.lane < OWN_LANE {
+            self.lane as usize
+        } else {
+            l
+        }
+    }
 }
 
 /// The exit condition a spin head returns: terms `value[t.value] <cmp> constant`, each
@@ -144,6 +180,7 @@ impl Exit {
             cmp,
             consts,
             reg,
+            lane: OWN_LANE,
         };
         Exit {
             terms: [t; MAX_EXIT_TERMS],
@@ -161,6 +198,18 @@ impl Exit {
     /// Exit when `value[value] <cmp> k` (one constant for every lane, an immediate).
     pub fn when_imm(value: usize, cmp: SyncCmp, k: u32) -> Exit {
         Exit::one(value, cmp, [k; WARP], RZ)
+    }
+
+    /// Exit when lane `lane`'s `value[value] <cmp> k`, for every lane (a leader lane's
+    /// result broadcast to its warp by a shuffle; `tessera_traces::ExitTerm::lane`). The
+    /// lane must run the head; a region's tail then gets its value on every lane.
+    pub fn when_lane(value: usize, lane: u32, cmp: SyncCmp, k: u32) -> Exit {
+        let mut e = Exit::one(value, cmp, [k; WARP], RZ);
+        if lane >= WARP as u32 {
+            e.bad = Some("an exit term reads the value of a lane 0 to 31");
+        }
+        e.terms[0].lane = lane.min(OWN_LANE as u32) as u8;
+        e
     }
 
     fn push(
@@ -183,6 +232,7 @@ impl Exit {
             cmp,
             consts,
             reg,
+            lane: OWN_LANE,
         };
         self.n += 1;
         self.all = all;
@@ -209,7 +259,7 @@ impl Exit {
         self.push(false, value, cmp, [k; WARP], RZ)
     }
 
-    fn terms(&self) -> &[Term] {
+    pub(crate) fn terms(&self) -> &[Term] {
         &self.terms[..self.n]
     }
 }
@@ -219,32 +269,42 @@ impl Exit {
 /// `SpinRegion`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SpinSite {
+    pub kind: RegionKind,
     pub start_pc: u32,
     pub test_pc: u32,
     pub end_pc: u32,
-    pub terms: [(usize, SyncCmp); MAX_EXIT_TERMS],
+    pub terms: [(usize, SyncCmp, u8); MAX_EXIT_TERMS],
     pub n_terms: usize,
     pub all: bool,
     pub backoff: (u32, u32),
     pub label: &'static str,
+    pub rebased: [(u32, i64); MAX_REBASED],
+    pub n_rebased: usize,
 }
 
 impl SpinSite {
     pub(crate) fn region(&self) -> SpinRegion {
         SpinRegion {
-            kind: RegionKind::Spin,
+            kind: self.kind,
             start_pc: self.start_pc,
             test_pc: self.test_pc,
             end_pc: self.end_pc,
             terms: self.terms[..self.n_terms]
                 .iter()
-                .map(|&(value, cmp)| ExitTerm::own(value as u8, cmp))
+                .map(|&(value, cmp, lane)| ExitTerm {
+                    value: value as u8,
+                    cmp,
+                    lane,
+                })
                 .collect(),
             all: self.all,
             backoff_base: self.backoff.0,
             backoff_max: self.backoff.1,
             label: self.label.to_string(),
-            rebased: Vec::new(),
+            rebased: self.rebased[..self.n_rebased]
+                .iter()
+                .map(|&(pc, stride)| RebasedAccess { pc, stride })
+                .collect(),
         }
     }
 }
@@ -254,8 +314,18 @@ pub(crate) fn fail(msg: String) -> ! {
     std::panic::resume_unwind(Box::new(msg))
 }
 
+/// A region's back-off `(base, max)`: the maximum may not be below the base.
+pub(crate) fn check_backoff(backoff: (u32, u32)) {
+    if backoff.1 < backoff.0 {
+        fail(format!(
+            "spin back-off maximum {} below its base {}",
+            backoff.1, backoff.0
+        ));
+    }
+}
+
 /// The `k`-th active lane's address of a recorded instruction.
-fn recorded_addr(w: &Warp, i: &RecInst, k: usize) -> Option<u64> {
+pub(crate) fn recorded_addr(w: &Warp, i: &RecInst, k: usize) -> Option<u64> {
     let a = w.rec.addrs.get(i.addrs)?;
     if i.strided {
         let (base, stride) = (*a.first()?, *a.get(1)? as i64);
@@ -267,7 +337,7 @@ fn recorded_addr(w: &Warp, i: &RecInst, k: usize) -> Option<u64> {
 
 /// Lanes of `mask` below lane `l`.
 #[inline]
-fn rank(mask: u32, l: usize) -> usize {
+pub(crate) fn rank(mask: u32, l: usize) -> usize {
     (mask & ((1u32 << l) - 1)).count_ones() as usize
 }
 
@@ -293,12 +363,7 @@ impl Warp {
         if self.spin.mode != SpinMode::Off {
             fail("spin regions do not nest (a spin inside another's head or tail)".into());
         }
-        if backoff.1 < backoff.0 {
-            fail(format!(
-                "spin back-off maximum {} below its base {}",
-                backoff.1, backoff.0
-            ));
-        }
+        check_backoff(backoff);
         let saved = self.mask;
         let entry = self.active();
         if entry == 0 || self.exited == self.valid {
@@ -308,123 +373,11 @@ impl Warp {
         let mut first: Option<Exit> = None;
         let mut tail_recorded = false;
         loop {
-            // The head.
-            self.mask = spinning;
-            let check = first.is_some();
-            self.spin.mode = if check {
-                SpinMode::HeadCheck
-            } else {
-                SpinMode::Head
-            };
-            self.spin.spinning = spinning;
-            self.spin.n_values = 0;
-            self.spin.stashed = false;
-            self.spin.pos = 0;
-            if !check {
-                self.spin.head = (0, 0);
-            }
-            let exit = head(self);
-            if let Some(m) = exit.bad {
-                fail(m.into());
-            }
-            if exit.n == 0 {
-                fail("a spin region's exit condition needs a term".into());
-            }
-            for t in exit.terms() {
-                if t.value >= self.spin.n_values.min(MAX_EXIT_TERMS) {
-                    fail(format!(
-                        "an exit term reads value {} of a spin head with {} value instruction(s) (the first {MAX_EXIT_TERMS} can be read)",
-                        t.value, self.spin.n_values
-                    ));
-                }
-            }
-            // One ISETP per term, part of the head.
-            self.mask = spinning;
-            for (k, t) in exit.terms().iter().enumerate() {
-                let src = self.spin.value_regs[t.value];
-                let op = match t.cmp {
-                    SyncCmp::Eq => "ISETP.EQ.U32.AND",
-                    SyncCmp::Ne => "ISETP.NE.U32.AND",
-                    SyncCmp::Lt => "ISETP.LT.U32.AND",
-                    SyncCmp::Le => "ISETP.LE.U32.AND",
-                    SyncCmp::Gt => "ISETP.GT.U32.AND",
-                    SyncCmp::Ge => "ISETP.GE.U32.AND",
-                };
-                self.emit(loc, 2 + k as u8, op, None, &[src, t.reg], None, &[]);
-            }
-            match &first {
-                None => {
-                    if self.spin.head.1 == 0 {
-                        fail("a spin region's head must record at least one instruction".into());
-                    }
-                }
-                Some(f) => {
-                    if self.spin.pos != self.spin.head.1 {
-                        fail(format!(
-                            "iteration of a spin head ran {} instructions, the first ran {}: a spin head must run the same instructions every iteration",
-                            self.spin.pos, self.spin.head.1
-                        ));
-                    }
-                    let same_terms = f.n == exit.n
-                        && f.all == exit.all
-                        && f.terms()
-                            .iter()
-                            .zip(exit.terms())
-                            .all(|(a, b)| a.value == b.value && a.cmp == b.cmp);
-                    if !same_terms {
-                        fail("a spin region's exit terms changed between iterations".into());
-                    }
-                    for (a, b) in f.terms().iter().zip(exit.terms()) {
-                        let mut m = spinning;
-                        while m != 0 {
-                            let l = m.trailing_zeros() as usize;
-                            m &= m - 1;
-                            if a.consts[l] != b.consts[l] {
-                                fail(format!(
-                                    "lane {l}'s exit constant changed from {} to {} between iterations of a spin region (the test records the first iteration's)",
-                                    a.consts[l], b.consts[l]
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-            self.spin.mode = SpinMode::Off;
-            // Which lanes leave, on the values the head read.
-            let mut exiting = 0u32;
-            let mut m = spinning;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let mut holds = exit
-                    .terms()
-                    .iter()
-                    .map(|t| t.cmp.holds(self.spin.values[t.value][l], t.consts[l]));
-                let yes = if exit.all {
-                    holds.all(|h| h)
-                } else {
-                    holds.any(|h| h)
-                };
-                if yes {
-                    exiting |= 1 << l;
-                }
-            }
+            let (exit, exiting) = self.region_head(loc, spinning, first.as_ref(), &mut head);
             if first.is_none() {
-                self.register_spin(loc, &exit, backoff, label);
+                self.register_spin(loc, RegionKind::Spin, &exit, backoff, label);
                 // The exit test, once, under the lanes spinning at entry.
-                let mut ops = [0u64; WARP * MAX_EXIT_TERMS];
-                let mut k = 0;
-                let mut m = entry;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    for t in exit.terms() {
-                        ops[k] = u64::from(t.consts[l]);
-                        k += 1;
-                    }
-                }
-                self.mask = entry;
-                self.emit(loc, 0, "BRA", None, &[], None, &ops[..k]);
+                self.emit_test(loc, entry, &exit, false);
                 first = Some(exit);
             }
             // The tail, on the lanes that leave.
@@ -461,11 +414,161 @@ impl Warp {
         self.mask = saved;
     }
 
-    /// Registers this call site's region in the kernel's tables (once per call site; the
-    /// same site must give the same region every time).
-    fn register_spin(
+    /// One iteration's head of a region on the lanes `spinning`: runs `head` (recorded
+    /// the first time, `first` is `None`; checked against the first iteration's after),
+    /// then one `ISETP` per exit term; returns the exit condition and the lanes of
+    /// `spinning` for which it holds.
+    pub(crate) fn region_head(
         &mut self,
         loc: &'static Location<'static>,
+        spinning: u32,
+        first: Option<&Exit>,
+        head: &mut dyn FnMut(&mut Warp) -> Exit,
+    ) -> (Exit, u32) {
+        // The head.
+        self.mask = spinning;
+        let check = first.is_some();
+        self.spin.mode = if check {
+            SpinMode::HeadCheck
+        } else {
+            SpinMode::Head
+        };
+        self.spin.spinning = spinning;
+        self.spin.n_values = 0;
+        self.spin.stashed = false;
+        self.spin.pos = 0;
+        if !check {
+            self.spin.head = (0, 0);
+        }
+        let exit = head(self);
+        if let Some(m) = exit.bad {
+            fail(m.into());
+        }
+        if exit.n == 0 {
+            fail("a spin region's exit condition needs a term".into());
+        }
+        for t in exit.terms() {
+            if t.value >= self.spin.n_values.min(MAX_EXIT_TERMS) {
+                fail(format!(
+                    "an exit term reads value {} of a spin head with {} value instruction(s) (the first {MAX_EXIT_TERMS} can be read)",
+                    t.value, self.spin.n_values
+                ));
+            }
+            if t.lane < OWN_LANE && spinning >> t.lane & 1 == 0 {
+                fail(format!(
+                    "an exit term reads lane {}'s value, but that lane does not run the region's head (lanes {spinning:#x})",
+                    t.lane
+                ));
+            }
+        }
+        // One ISETP per term, part of the head.
+        self.mask = spinning;
+        for (k, t) in exit.terms().iter().enumerate() {
+            let src = self.spin.value_regs[t.value];
+            let op = match t.cmp {
+                SyncCmp::Eq => "ISETP.EQ.U32.AND",
+                SyncCmp::Ne => "ISETP.NE.U32.AND",
+                SyncCmp::Lt => "ISETP.LT.U32.AND",
+                SyncCmp::Le => "ISETP.LE.U32.AND",
+                SyncCmp::Gt => "ISETP.GT.U32.AND",
+                SyncCmp::Ge => "ISETP.GE.U32.AND",
+            };
+            self.emit(loc, 2 + k as u8, op, None, &[src, t.reg], None, &[]);
+        }
+        match first {
+            None => {
+                if self.spin.head.1 == 0 {
+                    fail("a spin region's head must record at least one instruction".into());
+                }
+            }
+            Some(f) => {
+                if self.spin.pos != self.spin.head.1 {
+                    fail(format!(
+                        "iteration of a spin head ran {} instructions, the first ran {}: a spin head must run the same instructions every iteration",
+                        self.spin.pos, self.spin.head.1
+                    ));
+                }
+                let same_terms = f.n == exit.n
+                    && f.all == exit.all
+                    && f.terms()
+                        .iter()
+                        .zip(exit.terms())
+                        .all(|(a, b)| a.value == b.value && a.cmp == b.cmp && a.lane == b.lane);
+                if !same_terms {
+                    fail("a spin region's exit terms changed between iterations".into());
+                }
+                for (a, b) in f.terms().iter().zip(exit.terms()) {
+                    let mut m = spinning;
+                    while m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        if a.consts[l] != b.consts[l] {
+                            fail(format!(
+                                "lane {l}'s exit constant changed from {} to {} between iterations of a spin region (the test records the first iteration's)",
+                                a.consts[l], b.consts[l]
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        self.spin.mode = SpinMode::Off;
+        // Which lanes leave, on the values the head read.
+        let mut exiting = 0u32;
+        let mut m = spinning;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let mut holds = exit.terms().iter().map(|t| {
+                t.cmp
+                    .holds(self.spin.values[t.value][t.source(l)], t.consts[l])
+            });
+            let yes = if exit.all {
+                holds.all(|h| h)
+            } else {
+                holds.any(|h| h)
+            };
+            if yes {
+                exiting |= 1 << l;
+            }
+        }
+        (exit, exiting)
+    }
+
+    /// The exit test `BRA`, under `entry`: per active lane in lane order the terms'
+    /// constants, then (`template`) the lane's template value.
+    pub(crate) fn emit_test(
+        &mut self,
+        loc: &'static Location<'static>,
+        entry: u32,
+        exit: &Exit,
+        template: bool,
+    ) {
+        let mut ops = [0u64; WARP * (MAX_EXIT_TERMS + 1)];
+        let mut k = 0;
+        let mut m = entry;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for t in exit.terms() {
+                ops[k] = u64::from(t.consts[l]);
+                k += 1;
+            }
+            if template {
+                ops[k] = u64::from(self.spin.template[l]);
+                k += 1;
+            }
+        }
+        self.mask = entry;
+        self.emit(loc, 0, "BRA", None, &[], None, &ops[..k]);
+    }
+
+    /// Registers this call site's region in the kernel's tables (once per call site; the
+    /// same site must give the same region every time).
+    pub(crate) fn register_spin(
+        &mut self,
+        loc: &'static Location<'static>,
+        kind: RegionKind,
         exit: &Exit,
         backoff: (u32, u32),
         label: &'static str,
@@ -477,14 +580,20 @@ impl Warp {
             _ => fail("a spin head's first instruction is not in the record".into()),
         };
         let inline = self.events.is_none();
+        let (rebased, n_rebased) = if kind == RegionKind::Spin {
+            ([(0, 0); MAX_REBASED], 0)
+        } else {
+            (self.spin.rebased, self.spin.n_rebased)
+        };
         let st = self.state();
         let test_pc = st.kernel.pc(loc, 0);
         let end_pc = st.kernel.pc(loc, 1);
-        let mut terms = [(0usize, SyncCmp::Eq); MAX_EXIT_TERMS];
+        let mut terms = [(0usize, SyncCmp::Eq, OWN_LANE); MAX_EXIT_TERMS];
         for (d, t) in terms.iter_mut().zip(exit.terms()) {
-            *d = (t.value, t.cmp);
+            *d = (t.value, t.cmp, t.lane);
         }
         let site = SpinSite {
+            kind,
             start_pc,
             test_pc,
             end_pc,
@@ -493,6 +602,8 @@ impl Warp {
             all: exit.all,
             backoff,
             label,
+            rebased,
+            n_rebased,
         };
         if let Err(m) = st.kernel.register_spin(site, inline) {
             fail(m);

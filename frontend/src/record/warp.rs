@@ -372,25 +372,38 @@ impl Warp {
         if needed {
             let rec = std::mem::take(&mut self.rec);
             self.state().room = rec;
-            self.switch(WarpEvent::room);
+            self.switch_to(WarpEvent::room);
             self.rec = std::mem::take(&mut self.state().room);
         }
     }
 
-    /// Hands the baton back to the scheduler and waits for it.
+    /// Hands the baton back to the scheduler and waits for it (the other warps run).
     pub(crate) fn switch(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
+        if self.spin.dry {
+            super::spin::fail(
+                "a branch or queue tail may not block (a barrier or a yield): its dry passes run it for every lane at once".into(),
+            );
+        }
+        self.switch_to(ev);
+    }
+
+    /// Hands the baton to the scheduler and waits for it; a warp in a dry pass only
+    /// asks for room this way (the baton comes straight back).
+    fn switch_to(&mut self, ev: fn(Box<ExecState>, usize) -> WarpEvent) {
         let (Some(events), Some(resume)) = (&self.events, &self.resume) else {
             std::panic::resume_unwind(Box::new(InlineBlocked))
         };
-        let Some(st) = self.st.take() else {
+        let Some(mut st) = self.st.take() else {
             std::panic::resume_unwind(Box::new(Aborted))
         };
+        st.dry = false;
         if events.send(ev(st, self.slot)).is_err() {
             std::panic::resume_unwind(Box::new(Aborted));
         }
         match resume.recv() {
             Some(Resume::Go(mut st)) => {
                 st.kernel.copy = self.unroll;
+                st.dry = self.spin.dry;
                 self.st = Some(st);
             }
             // Closed (the recording is over or failed); `Start` goes to idle threads only.
@@ -449,6 +462,16 @@ impl Warp {
             SpinMode::TailMerge => {
                 let a = mem.map_or(&[][..], |m| m.1);
                 self.spin_merge(pc, opcode, name, mask, a, operands);
+                return reg;
+            }
+            SpinMode::Probe => {
+                let a = mem.map_or(&[][..], |m| m.1);
+                self.tail_probe(pc, opcode, name, mask, a);
+                return reg;
+            }
+            SpinMode::TailCheck => {
+                let a = mem.map_or(&[][..], |m| m.1);
+                self.tail_check(pc, opcode, name, mask, a, operands);
                 return reg;
             }
             _ => {}

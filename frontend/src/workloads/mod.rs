@@ -28,6 +28,7 @@ mod stream;
 mod sync_replay;
 mod vectoradd;
 mod warp_specialized;
+mod work_queue;
 
 /// One parameter of a workload.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +66,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &nw::SPEC,
         &simt_lock::SPEC,
         &warp_specialized::SPEC,
+        &work_queue::SPEC,
         &peer_stream::SPEC,
         &halo::SPEC,
         &probes::POINTER_CHASE,

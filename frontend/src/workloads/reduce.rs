@@ -7,16 +7,25 @@
 //! that emits a device-scope fence whose purpose the timing model must honour (a partial
 //! read by another CTA in the same kernel).
 //!
+//! The ticket and the last CTA's sum are a branch region (format version 4,
+//! [`crate::record::Warp::branch`], label `last CTA`): `count` is a sync word (0 at the
+//! start, `ctas` at the end), and the timing model decides on its simulated value which
+//! CTA takes the tail. So every CTA's thread 0 records the tail (as a dry pass: the
+//! stores leave memory as it is); only the last one runs it in the recorder.
+//!
 //! Per warp: `MOV` (prologue), `S2R`, `S2R`, `IMAD` (i), `S2R` (t), `ISETP` (i < n),
 //! `MOV` (0), `BSSY`, `BRA`, [`IMAD.WIDE`, `LDG.E` for lanes in range], `BSYNC`, `LEA`,
 //! `STS`; then per tree step (`log2(block)` of them) `BAR.SYNC`, `ISETP`, `BSSY`, `BRA`,
 //! [`IADD3`, `LEA`, `LDS`, `LDS`, `IADD3`, `STS` for lanes below the step], `BSYNC`;
 //! then `ISETP` (t == 0), `BSSY`, `BRA`, and for thread 0 `LDS`, `S2R`, `IMAD.WIDE`,
-//! `STG.E`, `MEMBAR.SC.GPU`, `MOV`, `IMAD.WIDE`, `MOV`, `ATOMG.E.ADD.STRONG.GPU`, `ISETP`,
-//! `BSSY`, `BRA`, and in the last CTA a loop over the partials; `BSYNC`, `EXIT`.
+//! `STG.E`, `MEMBAR.SC.GPU`, `MOV`, `IMAD.WIDE`, `MOV`, then the branch region: head
+//! `ATOMG.E.ADD.STRONG.GPU` (the ticket, value 0), `ISETP.EQ.U32.AND`; test `BRA`
+//! (operands: `ctas - 1`, then the ticket, the template value); tail `MOV` (the sum),
+//! per partial `MOV`, `IMAD.WIDE.U32`, `LDG.E`, `IADD3` and the loop's `IADD3`, `ISETP`,
+//! `BRA`, then `IMAD.WIDE.U32`, `STG.E` (the total); end `BRA`; then `BSYNC`, `EXIT`.
 
 use super::{block_ranges, check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
-use crate::record::{Atom, Cmp, LaunchSpec, Recorder, SharedArr};
+use crate::record::{Atom, Cmp, Exit, LaunchSpec, Recorder, SharedArr, SyncCmp};
 use tessera_traces::{Access, ArrayAnnotation};
 
 pub static SPEC: WorkloadSpec = WorkloadSpec {
@@ -50,6 +59,8 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let count = rec.alloc::<u32>("count", 1)?;
     let out = rec.alloc::<u32>("out", 1)?;
     rec.upload(x, &input)?;
+    rec.upload(count, &[0])?;
+    rec.sync_words(count, true)?;
     let mut spec = LaunchSpec::new("_Z6reducePKjPjS1_S1_j", [ctas, 1, 1], [block, 1, 1]);
     spec.shmem_bytes = block * 4;
     spec.annotations = vec![
@@ -123,17 +134,22 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
             let zero = w.konst(0u32);
             let ca = w.addr(&count, &zero);
             let one = w.konst(1u32);
-            let ticket = w.atomic(Atom::Add, &ca, &one, true);
-            let last = w.icmp_imm(Cmp::Eq, &ticket, ctas - 1);
-            w.if_(last, |w| {
-                let mut acc = w.konst(0u32);
-                w.for_range(ctas, |w, k| {
-                    let idx = w.konst(k);
-                    let pk = w.load(&partial, &idx);
-                    w.iadd_acc(&mut acc, &pk);
-                });
-                w.store(&out, &zero, &acc);
-            });
+            w.branch(
+                "last CTA",
+                |w| {
+                    w.atomic(Atom::Add, &ca, &one, true);
+                    Exit::when_imm(0, SyncCmp::Eq, ctas - 1)
+                },
+                |w, _ticket| {
+                    let mut acc = w.konst(0u32);
+                    w.for_range(ctas, |w, k| {
+                        let idx = w.konst(k);
+                        let pk = w.load(&partial, &idx);
+                        w.iadd_acc(&mut acc, &pk);
+                    });
+                    w.store(&out, &zero, &acc);
+                },
+            );
         });
     })?;
     let got = (rec.download(partial)?, rec.download(out)?[0]);
@@ -163,7 +179,7 @@ fn run(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
 mod tests {
     use super::*;
     use crate::workloads::{generate, GenError, Params};
-    use tessera_traces::{OpClass, Scope, TraceFile};
+    use tessera_traces::{ExitTerm, OpClass, RegionKind, Scope, TraceFile};
 
     fn params(n: u32, block: u32) -> Vec<(String, String)> {
         vec![
@@ -201,11 +217,51 @@ mod tests {
         );
         // log2(block) barriers in every warp.
         assert_eq!(c(OpClass::Barrier), warps * block.trailing_zeros() as u64);
-        // Global loads: one per warp with a lane in range, plus `ctas` partials read by the
-        // last CTA; stores: one partial per CTA and the total.
+        // Global loads: one per warp with a lane in range, plus `ctas` partials read by
+        // every CTA's recorded tail; stores: one partial per CTA and each tail's total.
         let in_range = (0..warps).filter(|w| w * 32 < n as u64).count() as u64;
-        assert_eq!(c(OpClass::LoadGlobal), in_range + ctas);
-        assert_eq!(c(OpClass::StoreGlobal), ctas + 1);
+        assert_eq!(c(OpClass::LoadGlobal), in_range + ctas * ctas);
+        assert_eq!(c(OpClass::StoreGlobal), 2 * ctas);
+        // The last CTA's branch: taken when the ticket is ctas - 1; nothing rebased.
+        assert_eq!(k.spin_regions.len(), 1);
+        let r = &k.spin_regions[0];
+        assert_eq!(r.kind, RegionKind::Branch);
+        assert_eq!(r.terms, [ExitTerm::own(0, SyncCmp::Eq)]);
+        assert_eq!(r.label, "last CTA");
+        assert!(r.rebased.is_empty());
+        assert_eq!((r.backoff_base, r.backoff_max), (0, 0));
+        let op_at = |pc: u32| {
+            let s = k.statics.iter().find(|s| s.pc == pc).unwrap();
+            k.opcodes[s.opcode as usize].name.as_str()
+        };
+        assert_eq!(op_at(r.start_pc), "ATOMG.E.ADD.STRONG.GPU");
+        // `count` is a sync word from 0 to one ticket per CTA.
+        let sw = &t.index().sync_words;
+        assert_eq!(
+            (sw[0].name.as_str(), &sw[0].init[..], &sw[0].expect[..]),
+            ("count", &[0][..], &[ctas as u32][..])
+        );
+        // Each CTA's thread 0 tests once on lane 0: the constant, then its ticket.
+        let mut dec = t.decoder();
+        let mut tickets = Vec::new();
+        for cta in 0..ctas as u32 {
+            let d = dec.kernel_cta(0, cta).unwrap().clone();
+            let insts = d.warp(0);
+            let test = insts.iter().position(|i| i.pc == r.test_pc).unwrap();
+            let end = insts.iter().position(|i| i.pc == r.end_pc).unwrap();
+            assert_eq!((insts[test].mask, insts[end].mask), (1, 1));
+            // Tail: MOV, per partial 7 instructions, IMAD.WIDE, STG.
+            assert_eq!(end - test - 1, 1 + 7 * ctas as usize + 2);
+            let ops = d
+                .operands_of(d.warps[0].insts.start + test, r.test_operands() as u8)
+                .unwrap();
+            assert_eq!(ops.len(), r.test_operands());
+            assert_eq!(ops[0], ctas - 1);
+            tickets.push(ops[1]);
+        }
+        tickets.sort_unstable();
+        assert_eq!(tickets, (0..ctas).collect::<Vec<u64>>());
+        tessera_traces::verify(&t).unwrap();
     }
 
     #[test]
