@@ -27,19 +27,27 @@ fn run_trace(cfg: &str, tst: &Path, extra: &[&str], out: Option<&Path>) -> std::
 }
 
 /// The stats' instruction counts equal the trace's (`trace info --json` totals), per run and
-/// per kernel.
+/// per kernel. With synchronization as values (a `sync` object: `reduce`'s last-CTA
+/// branch) the dynamic counts differ from the trace's by the regions' repeats and the
+/// tails passed over; the run itself checks those against the trace (it fails otherwise),
+/// so here only the CTAs and the stall accounting are compared.
 fn check_retired(stats: &serde_json::Value, tst: &Path) {
     let info = info_json(tst);
     let t = &stats["totals"];
-    assert_eq!(t["warp_insts"], info["totals"]["warp_insts"], "{stats:#}");
-    assert_eq!(t["gpu_tot_sim_insn"], info["totals"]["thread_insts"]);
+    let values = stats.get("sync").is_some();
+    if !values {
+        assert_eq!(t["warp_insts"], info["totals"]["warp_insts"], "{stats:#}");
+        assert_eq!(t["gpu_tot_sim_insn"], info["totals"]["thread_insts"]);
+    }
     assert_eq!(t["ctas"], info["totals"]["ctas"]);
     let ks = stats["kernels"].as_array().unwrap();
     let ik = info["kernels"].as_array().unwrap();
     assert_eq!(ks.len(), ik.len());
     for (k, i) in ks.iter().zip(ik) {
-        assert_eq!(k["warp_insts"], i["warp_insts"]);
-        assert_eq!(k["thread_insts"], i["thread_insts"]);
+        if !values {
+            assert_eq!(k["warp_insts"], i["warp_insts"]);
+            assert_eq!(k["thread_insts"], i["thread_insts"]);
+        }
         assert_eq!(k["name"], i["name"]);
     }
     let s = &t["stalls"];

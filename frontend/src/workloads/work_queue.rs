@@ -70,6 +70,9 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     rec.upload(x, &input)?;
     rec.upload(head, &[0])?;
     rec.sync_words(head, true)?;
+    // Every item visited once, whoever popped it: checked by the timing model too, at the
+    // addresses its own pops give.
+    rec.sync_words(visits, true)?;
     let mut spec = LaunchSpec::new("_Z10work_queuePKjPjS1_S1_j", [ctas, 1, 1], [block, 1, 1]);
     spec.resident_ctas = ctas;
     // Which CTA processes an item depends on the scheduling: no per-CTA ranges.
@@ -165,6 +168,11 @@ mod tests {
             (sw[0].name.as_str(), &sw[0].init[..], &sw[0].expect[..]),
             ("head", &[0][..], &[items + ctas * block][..])
         );
+        assert_eq!(
+            (sw[1].name.as_str(), sw[1].expect.len()),
+            ("visits", items as usize)
+        );
+        assert!(sw[1].init.iter().all(|&v| v == 0) && sw[1].expect.iter().all(|&v| v == 1));
         tessera_traces::verify(&t).unwrap();
         let k = &t.kernels()[0];
         assert_eq!(k.spin_regions.len(), 1);
