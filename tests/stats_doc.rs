@@ -112,10 +112,18 @@ fn every_key_the_simulator_writes_is_in_docs_stats_md_and_back() {
         )
         .0,
         run_stats_full("default.yaml", &["--trace", t, "--max-warp-insts", "100"]).0,
-        // Sync values (a format-3 trace with spin regions): `sync`.
+        // Sync values (a trace with spin regions): `sync`, with the lock-holder check's
+        // `sync.lock_holds`.
         run_stats_full(
             "default.yaml",
-            &["--workload", "spinlock", "--param", "ctas=4"],
+            &[
+                "--workload",
+                "spinlock",
+                "--param",
+                "ctas=4",
+                "--set",
+                "watchdog.check_lock_holders=true",
+            ],
         )
         .0,
     ];

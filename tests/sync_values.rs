@@ -143,7 +143,7 @@ fn ht_spin_counts_move_with_occupancy_latency_and_scheduler() {
     let tst = gen(tmp.path(), "ht", &["buckets=128", "insertions=2048"]);
     let t = tst.to_str().unwrap();
     let info = info_json(&tst);
-    assert_eq!(info["format_version"], 3);
+    assert_eq!(info["format_version"], 4);
     assert_eq!(
         info["kernels"][0]["spin_regions"].as_array().unwrap().len(),
         1
