@@ -827,6 +827,9 @@ struct LoopBody {
     /// False in the first pass (the body grows as the stream is read), true from the first
     /// [`WarpCursor::loop_back`] (the body alone is served).
     replay: bool,
+    /// A region that runs once ([`WarpCursor::loop_begin`]): only the instruction served is
+    /// kept, so that a long tail costs no memory.
+    once: bool,
     /// The lanes that run the instructions served.
     filter: u32,
     cur: Option<WarpInst>,
@@ -1097,14 +1100,17 @@ impl WarpCursor {
     /// Starts a spin region at the instruction at the cursor (its first): from here the
     /// instructions are kept as they are read, so that [`WarpCursor::loop_back`] can serve
     /// them again; every lane runs them until [`WarpCursor::set_filter`].
-    pub fn loop_begin(&mut self) {
+    ///
+    /// `once`: the region never goes round (a branch): nothing is kept beyond the
+    /// instruction served, and [`WarpCursor::loop_back`] must not be called.
+    pub fn loop_begin(&mut self, once: bool) {
         let mut lp = self.lp.take().or(self.spare.take()).unwrap_or_default();
         lp.insts.clear();
         lp.at.clear();
         lp.lane_addrs.clear();
         lp.lane_ops.clear();
         lp.rebase.clear();
-        (lp.j, lp.replay, lp.filter) = (0, false, u32::MAX);
+        (lp.j, lp.replay, lp.filter, lp.once) = (0, false, u32::MAX, once);
         self.replaying = false;
         if let Some(&inst) = self.insts.get(self.pos) {
             let ops = self.stream_operands();
@@ -1121,6 +1127,12 @@ impl WarpCursor {
     #[inline]
     pub fn fresh(&self) -> bool {
         !self.replaying
+    }
+
+    /// Instructions kept for the region the warp is in (0 outside one): what its body
+    /// costs in memory.
+    pub fn kept(&self) -> usize {
+        self.lp.as_ref().map_or(0, |l| l.insts.len())
     }
 
     /// Whether the warp is in a spin region.
@@ -1241,7 +1253,15 @@ impl WarpCursor {
         } else {
             Ok(())
         };
-        l.j += 1;
+        if l.once {
+            // Served once: the body holds the instruction served alone.
+            l.insts.clear();
+            l.at.clear();
+            l.lane_addrs.clear();
+            l.lane_ops.clear();
+        } else {
+            l.j += 1;
+        }
         if let Some(&inst) = self.insts.get(self.pos) {
             let ops = self.stream_operands();
             l.keep(&inst, self.addrs.as_slice(), ops);

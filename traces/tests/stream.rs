@@ -308,3 +308,99 @@ proptest! {
         }
     }
 }
+
+/// A region's body served by the cursor: the instructions of the stream with their masks
+/// narrowed to the filter and the rebased accesses' addresses moved by `stride * delta`
+/// per lane; a region that runs once keeps one instruction, a loop the whole body (which
+/// [`WarpCursor::loop_back`] serves again).
+#[test]
+fn a_region_body_is_served_filtered_rebased_and_kept_as_needed() {
+    let slots: Arc<[SlotInfo]> = Arc::from(vec![
+        SlotInfo {
+            pc: 0x10,
+            class: OpClass::LoadGlobal,
+            has_mem: true,
+            operands: 0,
+        },
+        SlotInfo {
+            pc: 0x20,
+            class: OpClass::Fp32,
+            has_mem: false,
+            operands: 0,
+        },
+    ]);
+    let n = 40u64;
+    let mut enc = CtaEncoder::new();
+    enc.begin_cta([0, 0, 0], None);
+    enc.begin_warp(0);
+    for i in 0..n {
+        enc.push(
+            (i % 2) as u32,
+            u32::MAX,
+            if i % 2 == 0 {
+                AddrRecord::Stride {
+                    base: 0x1000 + 0x100 * i,
+                    stride: 4,
+                }
+            } else {
+                AddrRecord::None
+            },
+        );
+    }
+    enc.end_warp();
+    let rec = enc.finish_cta().to_vec();
+    let st = CtaStream::new(&rec, slots, FORMAT_VERSION).unwrap();
+    let rebase = [RebasedAccess {
+        pc: 0x10,
+        stride: 8,
+    }];
+    let mut delta = [0i64; 32];
+    for (l, d) in delta.iter_mut().enumerate() {
+        *d = l as i64 - 3;
+    }
+    for once in [true, false] {
+        let mut cur = WarpCursor::new(false);
+        cur.start(&st, 0).unwrap();
+        cur.loop_begin(once);
+        cur.set_rebase(&rebase, &delta);
+        cur.set_filter(0x0000_ff00);
+        let mut kept = 0;
+        for i in 0..n {
+            let x = *cur.peek().unwrap();
+            assert_eq!(
+                (x.pc, x.mask),
+                (if i % 2 == 0 { 0x10 } else { 0x20 }, 0xff00)
+            );
+            let mut got = Vec::new();
+            cur.lane_source()
+                .for_each_lane_addr(&x, |l, a| got.push((l, a)));
+            if i % 2 == 0 {
+                let want: Vec<(u32, u64)> = (8..16u32)
+                    .map(|l| {
+                        let a = 0x1000 + 0x100 * i + 4 * l as u64;
+                        (l, a.wrapping_add((8 * (l as i64 - 3)) as u64))
+                    })
+                    .collect();
+                assert_eq!(got, want, "instruction {i}");
+            }
+            kept = kept.max(cur.kept());
+            cur.advance(&st).unwrap();
+        }
+        if once {
+            assert_eq!(kept, 1, "a branch keeps the instruction served only");
+        } else {
+            assert_eq!(kept, n as usize, "a loop keeps its whole body");
+            // Served again from the kept body, unfiltered and not rebased.
+            cur.loop_back(u32::MAX);
+            assert!(!cur.fresh());
+            let x = *cur.peek().unwrap();
+            let mut first = None;
+            cur.lane_source().for_each_lane_addr(&x, |l, a| {
+                if l == 0 {
+                    first = Some(a)
+                }
+            });
+            assert_eq!((x.mask, first), (u32::MAX, Some(0x1000)));
+        }
+    }
+}

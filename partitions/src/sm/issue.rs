@@ -374,7 +374,11 @@ impl Sm {
         let regs = &prep.slots[inst.slot as usize];
         if let SpinRole::Start(r) = regs.spin {
             if let Some(sw) = spins.get_mut(w) {
-                spin::enter(sw, cur, r);
+                let once = prep
+                    .regions
+                    .get(r as usize)
+                    .is_some_and(|g| !g.kind.loops());
+                spin::enter(sw, cur, r, once);
                 // Served from the kept body from here: its addresses are the body's.
                 if let Some(&i) = cur.peek() {
                     inst = i;

@@ -218,7 +218,11 @@ fn step(
                 }
                 cur.set_filter(tail);
             } else {
-                // Nobody runs the tail: it is passed over (the branch jumps to the end).
+                // Nobody runs the tail: it is passed over (the branch jumps to the end),
+                // read straight from the stream when the region never goes round.
+                if !reg.kind.loops() {
+                    cur.loop_end();
+                }
                 while let Some(next) = cur.peek() {
                     if next.pc == reg.end_pc {
                         break;
@@ -361,11 +365,12 @@ pub(super) fn advance(
     step(role, regions, sw, cur, cta, ws, inst, now, st, check)
 }
 
-/// Warp `sw` issues region `r`'s first instruction `inst`: unless it is repeating the
-/// region already, its lanes start spinning and the cursor keeps the body from here.
+/// Warp `sw` issues region `r`'s first instruction: unless it is repeating the region
+/// already, its lanes start spinning and the cursor keeps the body from here (`once`: a
+/// branch, whose body is served once and not kept).
 #[cold]
 #[inline(never)]
-pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16) {
+pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16, once: bool) {
     if sw.region == Some(r) {
         return;
     }
@@ -378,7 +383,7 @@ pub(super) fn enter(sw: &mut SpinWarp, cur: &mut WarpCursor, r: u16) {
         holds,
         ..SpinWarp::default()
     };
-    cur.loop_begin();
+    cur.loop_begin(once);
 }
 
 impl super::issue::Sm {
