@@ -63,6 +63,7 @@ pub fn all() -> Vec<&'static WorkloadSpec> {
         &atm::SPEC,
         &barriers::FLAG_BARRIER,
         &barriers::ATOMIC_BARRIER,
+        &barriers::SENSE_BARRIER,
         &nw::SPEC,
         &simt_lock::SPEC,
         &warp_specialized::SPEC,
