@@ -129,6 +129,9 @@ fn synth_header(m: &KernelMeta) -> String {
             if b.arrive { "arrive" } else { "sync" }
         );
     }
+    for m in &m.mbarriers {
+        let _ = writeln!(h, "-tessera mbar = 0x{:x},{},{}", m.pc, m.id, m.kind.name());
+    }
     h.push('\n');
     h.push_str("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate\n\n\n\n");
     h

@@ -12,8 +12,8 @@ use tessera_traces::codec::{ClusterInfo, ADDR_DELTA, ADDR_LIST};
 use tessera_traces::schema::OWN_LANE;
 use tessera_traces::{
     Access, AddrRecord, ArrayAnnotation, Command, CtaRange, DeviceInfo, ExitTerm, KernelMeta,
-    NamedBarrier, OpClass, RawInst, RebasedAccess, RegionKind, SpinRegion, SyncCmp, SyncWords,
-    TraceError, TraceWriter, WriterOptions,
+    MBarrierKind, MBarrierOp, NamedBarrier, OpClass, RawInst, RebasedAccess, RegionKind,
+    SpinRegion, SyncCmp, SyncWords, TraceError, TraceWriter, WriterOptions,
 };
 
 /// Options of [`import_dir`].
@@ -235,6 +235,24 @@ struct Header {
     annotations: Vec<ArrayAnnotation>,
     spins: Vec<SpinRegion>,
     bars: Vec<NamedBarrier>,
+    mbars: Vec<MBarrierOp>,
+}
+
+/// Parses `0xPC,ID,init|arrive|wait` (an mbarrier instruction, format version 4).
+fn parse_mbar(v: &str) -> Option<MBarrierOp> {
+    let mut f = v.trim().split(',').map(str::trim);
+    let pc = u32::try_from(hex_u64(f.next()?)?).ok()?;
+    let id = f.next()?.parse().ok()?;
+    let kind = match f.next()? {
+        "init" => MBarrierKind::Init,
+        "arrive" => MBarrierKind::Arrive,
+        "wait" => MBarrierKind::Wait,
+        _ => return None,
+    };
+    if f.next().is_some() {
+        return None;
+    }
+    Some(MBarrierOp { pc, id, kind })
 }
 
 /// Parses `0xPC,ID,THREADS,sync|arrive` (a named barrier, format version 3).
@@ -528,6 +546,9 @@ impl Header {
             "tessera bar" => self
                 .bars
                 .push(parse_bar(v).ok_or_else(|| bad("0xPC,ID,THREADS,sync|arrive"))?),
+            "tessera mbar" => self
+                .mbars
+                .push(parse_mbar(v).ok_or_else(|| bad("0xPC,ID,init|arrive|wait"))?),
             "tessera annotation" => {
                 self.annotations.push(parse_annotation(v).ok_or_else(|| {
                     bad("NAME 0xBASE BYTES read|read_write [FIRST:N:0xLO:0xHI]...")
@@ -702,6 +723,7 @@ fn import_kernel(
     meta.annotations = std::mem::take(&mut hdr.annotations);
     meta.spin_regions = std::mem::take(&mut hdr.spins);
     meta.named_barriers = std::mem::take(&mut hdr.bars);
+    meta.mbarriers = std::mem::take(&mut hdr.mbars);
     meta.generator = if hdr.generator.is_empty() {
         "accel-sim import".into()
     } else {
@@ -1252,6 +1274,36 @@ mod tests {
             "queue 0x10 0x30 0x50 all 0 0 0:eq 0xb0:x x",
         ] {
             assert_eq!(parse_region(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn mbarrier_header_lines_parse() {
+        assert_eq!(
+            parse_mbar(" 0x1a0,3,arrive"),
+            Some(MBarrierOp {
+                pc: 0x1a0,
+                id: 3,
+                kind: MBarrierKind::Arrive
+            })
+        );
+        assert_eq!(
+            parse_mbar("0x20,31,init").map(|m| (m.id, m.kind)),
+            Some((31, MBarrierKind::Init))
+        );
+        assert_eq!(
+            parse_mbar("0x30, 0, wait").map(|m| (m.pc, m.kind)),
+            Some((0x30, MBarrierKind::Wait))
+        );
+        for bad in [
+            "",
+            "0x20,1",
+            "0x20,1,sync",
+            "0x20,x,init",
+            "0x20,1,init,1",
+            "0x20,300,wait",
+        ] {
+            assert_eq!(parse_mbar(bad), None, "{bad:?}");
         }
     }
 

@@ -26,8 +26,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use tessera_traces::codec::{AddrRecord, ADDR_DELTA};
 use tessera_traces::schema::RZ;
 use tessera_traces::{
-    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, NamedBarrier, RawInst,
-    SyncWords, TraceError, TraceWriter, WriterOptions,
+    ArrayAnnotation, Command, DeviceInfo, Index, KernelCounts, KernelMeta, MBarrierOp,
+    NamedBarrier, RawInst, SyncWords, TraceError, TraceWriter, WriterOptions,
 };
 
 /// A recording failure.
@@ -65,8 +65,9 @@ pub(crate) struct WarpJob {
 pub(crate) enum WarpEvent {
     Barrier(Box<ExecState>, usize),
     Yield(Box<ExecState>, usize),
-    /// The warp waits for a named barrier ([`ExecState::named_wait`] says which); the
-    /// scheduler resumes it once the barrier's phase moves.
+    /// The warp waits for a named barrier or an mbarrier ([`ExecState::named_wait`] says
+    /// which); the scheduler resumes it once the barrier's phase moves (a named barrier)
+    /// or the phase it waits for has completed (an mbarrier).
     NamedWait(Box<ExecState>, usize),
     /// The warp's buffers (in [`ExecState::room`]) or the kernel's tables are nearly
     /// full: the scheduler grows them on its own thread and resumes the same warp at
@@ -161,6 +162,11 @@ pub(crate) struct Sass {
 }
 
 impl Sass {
+    /// The kernel's architecture family.
+    pub(crate) fn family(&self) -> ArchFamily {
+        self.family
+    }
+
     /// Volta and Turing spell the default (system-coherent) global access `.SYS`.
     fn sys(&self) -> bool {
         matches!(self.family, ArchFamily::Volta | ArchFamily::Turing)
@@ -205,6 +211,9 @@ pub(crate) struct KernelTables {
     /// The kernel's named barriers ([`Warp::bar_sync`], [`Warp::bar_arrive`]), one per
     /// PC, in order of first execution (copied into the kernel's metadata likewise).
     pub(crate) named: Vec<NamedBarrier>,
+    /// The kernel's mbarrier instructions ([`Warp::mbar_init`], [`Warp::mbar_arrive`],
+    /// [`Warp::mbar_wait`]), one per PC, in order of first execution (copied likewise).
+    pub(crate) mbars: Vec<MBarrierOp>,
 }
 
 /// Bytes between consecutive SASS instructions (sm_70 and later).
@@ -230,6 +239,7 @@ impl KernelTables {
             sass: Sass { family },
             spins: Vec::new(),
             named: Vec::new(),
+            mbars: Vec::new(),
         };
         t.grow();
         t
@@ -242,6 +252,7 @@ impl KernelTables {
             || self.opcode_ids.capacity() - self.opcode_ids.len() < TABLE_HEADROOM
             || self.spins.capacity() == self.spins.len()
             || self.named.capacity() == self.named.len()
+            || self.mbars.capacity() == self.mbars.len()
     }
 
     /// Doubles the tables (at least 64 entries more).
@@ -256,6 +267,32 @@ impl KernelTables {
         if self.named.capacity() == self.named.len() {
             self.named.reserve(self.named.len().max(4));
         }
+        if self.mbars.capacity() == self.mbars.len() {
+            self.mbars.reserve(self.mbars.len().max(4));
+        }
+    }
+
+    /// Registers an mbarrier instruction (room as for [`KernelTables::register_spin`]):
+    /// once per PC; running it again must give the same entry.
+    pub(crate) fn register_mbar(&mut self, m: MBarrierOp, inline: bool) -> Result<(), String> {
+        if let Some(r) = self.mbars.iter().find(|r| r.pc == m.pc) {
+            if *r != m {
+                return Err(format!(
+                    "the mbarrier instruction at pc {:#x} changed between runs of its call site ({} of mbarrier {} then {} of mbarrier {}): a call site must always name the same mbarrier",
+                    m.pc,
+                    r.kind.name(),
+                    r.id,
+                    m.kind.name(),
+                    m.id,
+                ));
+            }
+            return Ok(());
+        }
+        if !inline && self.mbars.len() == self.mbars.capacity() {
+            return Err("the kernel's mbarrier table is full".into());
+        }
+        self.mbars.push(m);
+        Ok(())
     }
 
     /// Registers a named barrier instruction (room as for [`KernelTables::register_spin`]):
@@ -373,13 +410,39 @@ impl KernelTables {
 /// Named barriers supported per CTA (`BAR` ids 0 to 15).
 pub const NAMED_BARRIERS: usize = 16;
 
-/// A CTA's named-barrier state, made on the scheduler's thread when the CTA starts (warp
-/// threads only update it).
+/// mbarrier objects supported per CTA (ids 0 to 31, as `tessera_traces::MBarrierOp`).
+pub const MBARRIERS: usize = 32;
+
+/// One mbarrier object of a CTA, as the timing model keeps it (`partitions/src/sm/mbarrier.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MBar {
+    /// Arrivals each phase expects (0 before its init).
+    pub(crate) expected: u32,
+    /// Arrivals still missing in the current phase.
+    pub(crate) pending: u32,
+    /// Phases completed.
+    pub(crate) completed: u32,
+}
+
+/// What a blocked warp waits for within its CTA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CtaWait {
+    /// A named barrier: its id, the phase it waits to see move, and the thread count it
+    /// names.
+    Named(usize, u32, u32),
+    /// An mbarrier: its id and the phase it waits to complete.
+    MBar(usize, u32),
+}
+
+/// A CTA's named-barrier and mbarrier state, made on the scheduler's thread when the CTA
+/// starts (warp threads only update it).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CtaBars {
     /// Per barrier id: threads arrived in the current phase and the phase (generation),
     /// which moves each time the barrier completes.
     pub(crate) bars: [(u32, u32); NAMED_BARRIERS],
+    /// Per mbarrier id: its count and phases.
+    pub(crate) mbars: [MBar; MBARRIERS],
     /// Warps of the CTA, and those that have finished.
     pub(crate) warps: u32,
     pub(crate) done: u32,
@@ -403,6 +466,17 @@ impl CtaBars {
             _ => false,
         }
     }
+
+    /// Whether a warp waiting for `wait` may go on (completing a named barrier whose
+    /// count is now reached, as [`CtaBars::complete`]).
+    pub(crate) fn released(&mut self, wait: CtaWait) -> bool {
+        match wait {
+            CtaWait::Named(id, phase, threads) => {
+                self.bars.get(id).is_some_and(|s| s.1 != phase) || self.complete(id, threads)
+            }
+            CtaWait::MBar(id, phase) => self.mbars.get(id).is_some_and(|m| m.completed > phase),
+        }
+    }
 }
 
 /// What moves with the baton.
@@ -412,9 +486,8 @@ pub(crate) struct ExecState {
     shared: HashMap<u32, Vec<u8>>,
     /// Named-barrier state of the live CTAs, by CTA.
     pub(crate) bars: HashMap<u32, CtaBars>,
-    /// Set by a warp about to wait on a named barrier: its id, the phase it waits to
-    /// see move, and the thread count it names.
-    pub(crate) named_wait: Option<(usize, u32, u32)>,
+    /// Set by a warp about to wait on a named barrier or an mbarrier: what it waits for.
+    pub(crate) named_wait: Option<CtaWait>,
     error: Option<String>,
     /// A warp's record while the scheduler grows it ([`WarpEvent::Room`]).
     pub(crate) room: WarpRecord,
@@ -571,6 +644,11 @@ pub struct LaunchSpec {
     /// its warps inline, one after the other, in the order the scheduler would pick them
     /// (so the trace is the same), much faster; blocking in such a kernel is an error.
     pub blocking: bool,
+    /// The kernel's own binary version (its `-binary version` and the SASS table its
+    /// opcodes are decoded with), when it differs from the recording's
+    /// ([`Recorder::create`]): a kernel that uses Hopper-only instructions (mbarriers,
+    /// [`Warp::mbar_init`]) sets 90. `None`: the recording's.
+    pub binary_version: Option<u32>,
 }
 
 /// Largest CTA: 1024 threads (all NVIDIA GPUs since Fermi).
@@ -591,6 +669,7 @@ impl LaunchSpec {
             annotations: Vec::new(),
             resident_ctas: 16,
             blocking: true,
+            binary_version: None,
         }
     }
 
@@ -702,8 +781,8 @@ struct WarpSlot {
     cta: u32,
     warp: u32,
     at_barrier: bool,
-    /// Waiting on a named barrier: id, phase, thread count.
-    named: Option<(usize, u32, u32)>,
+    /// Waiting on a named barrier or an mbarrier.
+    named: Option<CtaWait>,
     done: bool,
     record: Option<WarpRecord>,
 }
@@ -720,13 +799,7 @@ impl Recorder {
     /// (80 = sm_80, the default of `trace gen`). `generator` names the workload and its
     /// parameters, stored with every kernel.
     pub fn create(path: &Path, binary_version: u32, generator: &str) -> Result<Self, RecordError> {
-        let family = ArchFamily::from_binary_version(binary_version)
-            .filter(|f| matches!(f, ArchFamily::Volta | ArchFamily::Turing | ArchFamily::Ampere | ArchFamily::Ada | ArchFamily::Hopper))
-            .ok_or_else(|| {
-                RecordError::Invalid(format!(
-                    "cannot record for binary version {binary_version}: the recorder emits sm_70 and later SASS (70, 72, 75, 80, 86, 87, 89, 90)"
-                ))
-            })?;
+        let family = record_family(binary_version)?;
         let mut writer = TraceWriter::create(path, WriterOptions::default())?;
         let device = writer.add_device(DeviceInfo {
             source: "kernelslist.g".into(),
@@ -890,12 +963,20 @@ impl Recorder {
         kernel: &(dyn Fn(&mut Warp) + Sync),
     ) -> Result<KernelCounts, RecordError> {
         let (n_ctas, threads) = spec.check()?;
+        let (binary_version, family) = match spec.binary_version {
+            None => (self.binary_version, self.family),
+            Some(v) => (
+                v,
+                record_family(v)
+                    .map_err(|e| RecordError::Invalid(format!("kernel {}: {e}", spec.name)))?,
+            ),
+        };
         let warps_per_cta = threads.div_ceil(WARP as u32);
         let mut meta = KernelMeta::new(&spec.name, spec.grid, spec.block);
         meta.id = self.next_kernel_id;
         self.next_kernel_id += 1;
         meta.shmem_bytes = spec.shmem_bytes;
-        meta.binary_version = self.binary_version;
+        meta.binary_version = binary_version;
         meta.nvbit_version = format!("tessera {}", env!("CARGO_PKG_VERSION"));
         meta.tracer_version = 5;
         meta.device = self.device;
@@ -913,7 +994,7 @@ impl Recorder {
             .map_or(DEFAULT_REG_BUDGET, |r| r.clamp(8, 254) as u16);
         let mut state = ExecState::new(
             self.mem.take().unwrap_or_default(),
-            KernelTables::new(self.family, budget),
+            KernelTables::new(family, budget),
         );
         state.sync = self
             .sync
@@ -921,8 +1002,7 @@ impl Recorder {
             .map(|d| (d.buf.base, d.buf.base + d.buf.bytes()))
             .collect();
         state.sync.sort_unstable();
-        let mut written = (0usize, 0usize, 0usize);
-        let family = self.family;
+        let mut written = (0usize, 0usize, 0usize, 0usize);
         let writer = &mut self.writer;
         let mut sink = |st: &ExecState, id: [u32; 3], recs: &[WarpRecord]| {
             write_cta(writer, &st.kernel, &mut written, family, id, recs)
@@ -1051,6 +1131,26 @@ impl Recorder {
         }
         Ok(self.writer.finish()?)
     }
+}
+
+/// The family the recorder emits SASS of for `binary_version` (sm_70 and later).
+fn record_family(binary_version: u32) -> Result<ArchFamily, RecordError> {
+    ArchFamily::from_binary_version(binary_version)
+        .filter(|f| {
+            matches!(
+                f,
+                ArchFamily::Volta
+                    | ArchFamily::Turing
+                    | ArchFamily::Ampere
+                    | ArchFamily::Ada
+                    | ArchFamily::Hopper
+            )
+        })
+        .ok_or_else(|| {
+            RecordError::Invalid(format!(
+                "cannot record for binary version {binary_version}: the recorder emits sm_70 and later SASS (70, 72, 75, 80, 86, 87, 89, 90)"
+            ))
+        })
 }
 
 type CtaSink<'a> = dyn FnMut(&ExecState, [u32; 3], &[WarpRecord]) -> Result<(), RecordError> + 'a;
@@ -1364,7 +1464,7 @@ fn run_grid(
                     .map(|(c, r)| (*c, r.id))
                     .unwrap_or((0, [0; 3]));
                 return Err(kerr(run, 0, format!(
-                    "deadlock: every live warp waits at a barrier that can never complete (CTA {c} onwards); a warp exited or diverged around BAR.SYNC"
+                    "deadlock: every live warp waits at a barrier that can never complete (CTA {c} onwards); a warp exited or diverged around BAR.SYNC, or an mbarrier phase waited for never completes"
                 )));
             };
             let Some(ws) = slots.get_mut(&slot) else {
@@ -1456,18 +1556,18 @@ fn run_grid(
                 return Err(kerr(id, warp, msg));
             }
             // Named-barrier waits of the CTA whose phase moved (an arrival completed the
-            // barrier) or that are now complete (a warp finished, for a count of 0).
+            // barrier) or that are now complete (a warp finished, for a count of 0), and
+            // mbarrier waits whose phase has completed.
             if let (Some(run), Some(stv)) = (ctas.get(&cta), st.as_mut()) {
                 if let Some(b) = stv.bars.get_mut(&cta) {
                     for &sl in &run.slots {
                         let Some(w) = slots.get_mut(&sl) else {
                             continue;
                         };
-                        let Some((id, phase, threads)) = w.named else {
+                        let Some(wait) = w.named else {
                             continue;
                         };
-                        let moved = b.bars.get(id).is_some_and(|s| s.1 != phase);
-                        if moved || b.complete(id, threads) {
+                        if b.released(wait) {
                             w.named = None;
                             queue.push_back(sl);
                         }
@@ -1619,13 +1719,17 @@ pub fn compress_addrs(mask: u32, addrs: &[u64]) -> AddrRecord<'_> {
 fn write_cta(
     w: &mut TraceWriter,
     tables: &KernelTables,
-    written: &mut (usize, usize, usize),
+    written: &mut (usize, usize, usize, usize),
     family: ArchFamily,
     id: [u32; 3],
     recs: &[WarpRecord],
 ) -> Result<(), RecordError> {
-    let (written_ops, written_spins, written_named) =
-        (&mut written.0, &mut written.1, &mut written.2);
+    let (written_ops, written_spins, written_named, written_mbars) = (
+        &mut written.0,
+        &mut written.1,
+        &mut written.2,
+        &mut written.3,
+    );
     // Spin regions go into the kernel's metadata before any CTA that runs them: the
     // writer gives their tests one operand per exit term.
     if *written_spins < tables.spins.len() {
@@ -1645,6 +1749,15 @@ fn write_cta(
         meta.named_barriers
             .extend_from_slice(&tables.named[*written_named..]);
         *written_named = tables.named.len();
+    }
+    // mbarrier instructions likewise: the writer gives them one operand per active lane.
+    if *written_mbars < tables.mbars.len() {
+        let meta = w
+            .kernel_meta_mut()
+            .ok_or_else(|| RecordError::Invalid("a CTA written outside its kernel".into()))?;
+        meta.mbarriers
+            .extend_from_slice(&tables.mbars[*written_mbars..]);
+        *written_mbars = tables.mbars.len();
     }
     while *written_ops < tables.opcodes.len() {
         let name = tables.opcodes[*written_ops];

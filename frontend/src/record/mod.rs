@@ -6,8 +6,10 @@
 //! - [`Warp`]: the device side: per-lane values ([`Val`]), predicates ([`Pred`]),
 //!   divergent `if_`/`while_` (and `while_its`, a loop whose leaving lanes run on, as
 //!   independent thread scheduling runs them), counted loops, global and shared memory,
-//!   atomics with their operands, fences, CTA barriers and named barriers
-//!   ([`Warp::bar_sync`], [`Warp::bar_arrive`]), exits. Each call records the
+//!   atomics with their operands, fences, CTA barriers, named barriers
+//!   ([`Warp::bar_sync`], [`Warp::bar_arrive`]) and mbarriers ([`Warp::mbar_init`],
+//!   [`Warp::mbar_arrive`], [`Warp::mbar_wait`]: Hopper's split arrive/wait barriers,
+//!   recorded for binary version 90, [`LaunchSpec::binary_version`]), exits. Each call records the
 //!   instruction nvcc would emit for sm_70 and later, at a PC fixed by its source
 //!   location.
 //! - The executor interleaves warps deterministically (one runs at a time, FIFO), so the
@@ -26,6 +28,7 @@
 //!   recorded with `resident_ctas` as large as its grid.
 
 mod exec;
+mod mbarrier;
 mod mem;
 mod named_bar;
 mod ops_irregular;
@@ -37,8 +40,10 @@ mod spin;
 mod warp;
 
 pub use exec::{
-    compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES, NAMED_BARRIERS,
+    compress_addrs, LaunchSpec, RecordError, RecordStats, Recorder, INST_BYTES, MBARRIERS,
+    NAMED_BARRIERS,
 };
+pub use mbarrier::{MBAR_ARRIVE_OP, MBAR_INIT_OP, MBAR_WAIT_OP};
 pub use mem::{Buffer, DeviceMemory, Elem, OutOfBounds};
 pub use spin::{Exit, MAX_REBASED};
 pub use tessera_traces::SyncCmp;

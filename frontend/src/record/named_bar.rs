@@ -14,7 +14,7 @@
 //! must wait blocks (records nothing more) and the scheduler resumes it when the phase
 //! moves. A barrier that can never complete is the executor's deadlock error.
 
-use super::exec::{WarpEvent, NAMED_BARRIERS};
+use super::exec::{CtaWait, WarpEvent, NAMED_BARRIERS};
 use super::spin::{fail, SpinMode};
 use super::warp::{Warp, WARP};
 use std::panic::Location;
@@ -81,7 +81,7 @@ impl Warp {
         }
         // Blocked until the scheduler sees the phase move (see `run_grid`).
         loop {
-            self.state().named_wait = Some((id, phase, threads));
+            self.state().named_wait = Some(CtaWait::Named(id, phase, threads));
             self.switch(WarpEvent::named_wait);
             let Some(b) = self.state().bars.get(&cta) else {
                 fail("the CTA has no barrier state".into())

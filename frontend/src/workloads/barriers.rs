@@ -1,4 +1,4 @@
-//! `flag_barrier` and `atomic_barrier`: software grid barriers, the two baselines of
+//! `flag_barrier`, `atomic_barrier` and `sense_barrier`: software grid barriers, the two baselines of
 //! liu-2018-efficient-synchronization-for-gpgpu.txt section 3.1.2 ("Atomic Operations and
 //! Memory Flags") that its chapter 4 replaces with a hardware `__globalSync()`: a kernel
 //! of `ctas` CTAs runs `episodes` barriers in a row, with some work between them. Both
@@ -17,6 +17,18 @@
 //!   `ISETP.GE`; test `BRA` exiting on `(0, >=, ctas * (e + 1))`; empty tail; back-edge
 //!   `BRA`). `count` is a sync word, checked to end at
 //!   `ctas * episodes`.
+//! - `sense_barrier`: a sense-reversing counter barrier with exactly one last arriver,
+//!   as cooperative groups' grid sync is built: `old = atomicAdd(&count, 1)` in a branch
+//!   region (label `last arriver`: head `ATOMG.E.ADD.STRONG.GPU`, `ISETP.EQ`; test `BRA`
+//!   taken on `(0, ==, ctas - 1)`); its tail, which only the last arriver of the episode
+//!   takes, resets the counter (`st.strong(count, 0)`: `STG.E.STRONG.GPU`),
+//!   `__threadfence()` (`MEMBAR.SC.GPU`: the reset is visible before the release), and
+//!   releases the others by `st.strong(flag, goal)` (`MOV`, `STG.E.STRONG.GPU`; the
+//!   episode's goal `e + 1` stands for the sense, so the release value only ever grows);
+//!   then every thread 0 spins while `ld.strong(flag) < goal` (a spin region, label
+//!   `barrier passed`: head `LDG.E.STRONG.GPU`, `ISETP.GE`; test `BRA` exiting on `(0,
+//!   >=, goal)`, a constant per episode; empty tail). `count` and `flag` are sync words,
+//!   checked to end at 0 and `episodes`.
 //! - `flag_barrier` (the lock-free barrier of Xiao and Feng that Liu cites as [25]): it
 //!   raises its own flag, `st.strong(in[cta], goal)`; in CTA 0, thread `t` (for `t <
 //!   ctas`) watches flags `t`, `t + block`, ... (at most 8; clamped to the last flag) in a
@@ -84,6 +96,13 @@ pub static ATOMIC_BARRIER: WorkloadSpec = WorkloadSpec {
     run: run_atomic,
 };
 
+pub static SENSE_BARRIER: WorkloadSpec = WorkloadSpec {
+    name: "sense_barrier",
+    help: "sense-reversing software grid barrier: the last arriver (a branch region) resets the counter and releases the others through a flag they spin on",
+    params: PARAMS,
+    run: run_sense,
+};
+
 /// The multiply-add of the work: a linear congruential step.
 const MUL: u32 = 1_664_525;
 const ADD: u32 = 1_013_904_223;
@@ -92,6 +111,7 @@ const ADD: u32 = 1_013_904_223;
 pub(crate) enum Kind {
     Flag,
     Atomic,
+    Sense,
 }
 
 impl Kind {
@@ -99,6 +119,7 @@ impl Kind {
         match self {
             Kind::Flag => "flag_barrier",
             Kind::Atomic => "atomic_barrier",
+            Kind::Sense => "sense_barrier",
         }
     }
 }
@@ -108,7 +129,8 @@ pub(crate) struct Outcome {
     pub sums: Vec<u32>,
     pub want_sums: Vec<u32>,
     pub arrived: Vec<u32>,
-    /// `count` (atomic) or the `in` then `out` flags (flag).
+    /// `count` (atomic), the `in` then `out` flags (flag), or `count` then `flag`
+    /// (sense).
     pub sync: Vec<u32>,
     pub want_sync: Vec<u32>,
 }
@@ -146,10 +168,19 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
     let sums = rec.alloc::<u32>("sums", n as u64)?;
     let arrived = rec.alloc::<u32>("arrived", goal_max)?;
     rec.upload(in_buf, &input)?;
+    let mut release = None;
     let (count, flags_in, flags_out) = match kind {
         Kind::Atomic => {
             let c = rec.alloc::<u32>("count", 1)?;
             rec.sync_words(c, true)?;
+            (Some(c), None, None)
+        }
+        Kind::Sense => {
+            let c = rec.alloc::<u32>("count", 1)?;
+            let f = rec.alloc::<u32>("flag", 1)?;
+            rec.sync_words(c, true)?;
+            rec.sync_words(f, true)?;
+            release = Some(f);
             (Some(c), None, None)
         }
         Kind::Flag => {
@@ -163,6 +194,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
     let name = match kind {
         Kind::Atomic => "_Z14atomic_barrierPKjPjS1_S1_S1_jj",
         Kind::Flag => "_Z12flag_barrierPKjPjS1_S1_S1_S1_jj",
+        Kind::Sense => "_Z13sense_barrierPKjPjS1_S1_S1_S1_jj",
     };
     let mut spec = LaunchSpec::new(name, [ctas, 1, 1], [block, 1, 1]);
     // Every CTA waits for every other: all must be live at once.
@@ -176,6 +208,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
     ];
     for (name, b) in [
         ("count", count),
+        ("flag", release),
         ("flags_in", flags_in),
         ("flags_out", flags_out),
     ] {
@@ -236,6 +269,36 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                 w.atomic(Atom::Add, &ka, &one, false);
                 w.fence_gpu();
                 match (count, flags_in) {
+                    (Some(cnt), _) if kind == Kind::Sense => {
+                        let ca = w.addr(&cnt, &zero);
+                        let Some(fl) = release else {
+                            return;
+                        };
+                        let fa = w.addr(&fl, &zero);
+                        w.branch(
+                            "last arriver",
+                            |w| {
+                                w.atomic(Atom::Add, &ca, &one, true);
+                                Exit::when_imm(0, SyncCmp::Eq, ctas - 1)
+                            },
+                            |w, _old| {
+                                // Reset for the next episode, then release.
+                                w.st_strong(&ca, &zero);
+                                w.fence_gpu();
+                                let g = w.konst(goal);
+                                w.st_strong(&fa, &g);
+                            },
+                        );
+                        w.spin(
+                            "barrier passed",
+                            backoff,
+                            |w| {
+                                w.ld_strong(&fa);
+                                Exit::when_imm(0, SyncCmp::Ge, goal)
+                            },
+                            |_| {},
+                        );
+                    }
                     (Some(cnt), _) => {
                         let ca = w.addr(&cnt, &zero);
                         w.atomic(Atom::Add, &ca, &one, false);
@@ -300,6 +363,13 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
         }
     }
     let (sync, want_sync) = match (count, flags_in, flags_out) {
+        (Some(cnt), ..) if kind == Kind::Sense => {
+            let mut v = rec.download(cnt)?;
+            if let Some(fl) = release {
+                v.extend(rec.download(fl)?);
+            }
+            (v, vec![0, episodes])
+        }
         (Some(cnt), ..) => (rec.download(cnt)?, vec![ctas * episodes]),
         (_, Some(fi), Some(fo)) => {
             let mut v = rec.download(fi)?;
@@ -388,6 +458,10 @@ fn run_atomic(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
     run_kind(Kind::Atomic, p, rec)
 }
 
+fn run_sense(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
+    run_kind(Kind::Sense, p, rec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +475,7 @@ mod tests {
         let spec = match kind {
             Kind::Flag => &FLAG_BARRIER,
             Kind::Atomic => &ATOMIC_BARRIER,
+            Kind::Sense => &SENSE_BARRIER,
         };
         let p = Params::parse(spec, &params(kv)).unwrap();
         let o = compute(kind, &p, &mut rec).unwrap();
@@ -437,6 +512,75 @@ mod tests {
             .map(|(j, _)| d.operands_of(first + j, 1).unwrap()[0])
             .collect();
         assert_eq!(goals, [12, 24, 36]);
+    }
+
+    #[test]
+    fn sense_barrier_episodes_hold() {
+        let (o, t, _d) = record(Kind::Sense, &[("ctas", "12"), ("episodes", "3")]);
+        assert_eq!(o.sync, [0, 3]);
+        let k = &t.kernels()[0];
+        assert_eq!(k.spin_regions.len(), 2);
+        let last = k
+            .spin_regions
+            .iter()
+            .find(|r| r.label == "last arriver")
+            .unwrap();
+        assert_eq!(last.kind, tessera_traces::RegionKind::Branch);
+        assert_eq!(
+            (last.terms.len(), last.terms[0].value, last.terms[0].cmp),
+            (1, 0, SyncCmp::Eq)
+        );
+        let passed = k
+            .spin_regions
+            .iter()
+            .find(|r| r.label == "barrier passed")
+            .unwrap();
+        assert_eq!(passed.kind, tessera_traces::RegionKind::Spin);
+        assert_eq!(
+            (passed.terms[0].value, passed.terms[0].cmp),
+            (0, SyncCmp::Ge)
+        );
+        // count and flag: 0 and 0 at the start, 0 and `episodes` at the end.
+        let sw = &t.index().sync_words;
+        assert_eq!(sw.len(), 2);
+        assert_eq!(
+            (sw[0].name.as_str(), &sw[0].init[..], &sw[0].expect[..]),
+            ("count", &[0][..], &[0][..])
+        );
+        assert_eq!(
+            (sw[1].name.as_str(), &sw[1].init[..], &sw[1].expect[..]),
+            ("flag", &[0][..], &[3][..])
+        );
+        // The tail: the reset, the fence, then the release, in program order.
+        let tail: Vec<&str> = k
+            .statics
+            .iter()
+            .filter(|s| s.pc > last.test_pc && s.pc < last.end_pc)
+            .map(|s| k.opcodes[s.opcode as usize].name.as_str())
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                "STG.E.STRONG.GPU",
+                "MEMBAR.SC.GPU",
+                "MOV",
+                "STG.E.STRONG.GPU"
+            ]
+        );
+        // Each leader's branch test holds ctas - 1, its spin test its episode's goal.
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 5).unwrap().clone();
+        let first = d.warps[0].insts.start;
+        let at = |pc: u32, n: u8| -> Vec<Vec<u64>> {
+            d.warp(0)
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.pc == pc)
+                .map(|(j, _)| d.operands_of(first + j, n).unwrap().to_vec())
+                .collect()
+        };
+        assert!(at(last.test_pc, 2).iter().all(|o| o[0] == 11));
+        assert_eq!(at(passed.test_pc, 1), [[1], [2], [3]]);
     }
 
     #[test]
@@ -488,6 +632,25 @@ mod tests {
             ("work", "1"),
         ]);
         crate::workloads::generate("flag_barrier", &args, 80, &path).unwrap();
+        let args = params(&[
+            ("ctas", "300"),
+            ("block", "32"),
+            ("episodes", "2"),
+            ("work", "1"),
+        ]);
+        crate::workloads::generate("sense_barrier", &args, 80, &path).unwrap();
+        // Its regions and sync words survive Accel-Sim text.
+        let ex = dir.path().join("ex");
+        crate::accelsim::export_dir(&path, &ex).unwrap();
+        let b = dir.path().join("b.tst");
+        crate::accelsim::import_dir(&ex, &b, &Default::default()).unwrap();
+        let (ta, tb) = (
+            TraceFile::open(&path).unwrap(),
+            TraceFile::open(&b).unwrap(),
+        );
+        assert_eq!(ta.kernels()[0].spin_regions, tb.kernels()[0].spin_regions);
+        assert_eq!(ta.index().sync_words, tb.index().sync_words);
+        tessera_traces::verify(&tb).unwrap();
     }
 
     #[test]

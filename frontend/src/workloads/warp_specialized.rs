@@ -15,13 +15,26 @@
 //! consumers' region, per round `BAR.SYNC 1`, per element `LEA`, `LDS`, `IMAD`,
 //! `IADD3`, `IMAD.WIDE`, `STG.E`, then `BAR.ARV 2` and the loop's instructions; `EXIT`.
 //! The kernel's metadata lists the four barrier instructions as named barriers.
+//!
+//! With `sync=mbarrier` the tiles are handed over through two mbarrier objects per CTA
+//! instead (Hopper's split arrive/wait barriers, `cuda::barrier`; the kernel is recorded
+//! for binary version 90, whose SASS has them, whatever the recording's arch): "full"
+//! (mbarrier 0, expecting the producer threads' arrivals) and "empty" (mbarrier 1,
+//! expecting the consumer threads'). Thread 0 initializes both (`SYNCS.EXCH.64`, in a
+//! `BSSY`/`BRA`/`BSYNC` region after the two `ISETP`s and an `ISETP` for t == 0), then
+//! the CTA barrier (`BAR.SYNC`). Per round `r` the producers wait for phase `r - 1` of
+//! "empty" (`SYNCS.PHASECHK.TRANS64.TRYWAIT`, from the second round on: the consumers
+//! have read the previous tile), load and store the tile as above and arrive at "full"
+//! (`SYNCS.ARRIVE.TRANS64.A1T0`); the consumers wait for phase `r` of "full", move the
+//! tile as above and arrive at "empty". The kernel's metadata lists the six mbarrier
+//! instructions (two inits, two arrives, two waits) and no named barrier.
 
 use super::{check_eq, GenError, ParamSpec, Params, SplitMix64, WorkloadSpec};
 use crate::record::{Cmp, LaunchSpec, Recorder, SharedArr};
 
 pub static SPEC: WorkloadSpec = WorkloadSpec {
     name: "warp_specialized",
-    help: "producer/consumer warps of a CTA handing tiles through shared memory with named barriers (BAR.ARV / BAR.SYNC id, n)",
+    help: "producer/consumer warps of a CTA handing tiles through shared memory with named barriers (BAR.ARV / BAR.SYNC id, n) or mbarriers (sm_90 SYNCS)",
     params: &[
         ParamSpec { name: "producers", default: "2", help: "producer warps per CTA (the rest consume)" },
         ParamSpec { name: "block", default: "128", help: "threads per CTA (a multiple of 32)" },
@@ -29,6 +42,7 @@ pub static SPEC: WorkloadSpec = WorkloadSpec {
         ParamSpec { name: "rounds", default: "4", help: "tiles each CTA moves" },
         ParamSpec { name: "tile", default: "128", help: "elements per tile (a multiple of the producer and consumer threads)" },
         ParamSpec { name: "seed", default: "1", help: "input generator seed" },
+        ParamSpec { name: "sync", default: "named", help: "hand-over: named (BAR.ARV / BAR.SYNC) or mbarrier (full and empty mbarriers; the kernel is recorded as sm_90)" },
     ],
     run,
 };
@@ -36,6 +50,10 @@ pub static SPEC: WorkloadSpec = WorkloadSpec {
 /// The "full" barrier (producers arrive, consumers wait) and the "empty" one.
 pub(crate) const FULL: u32 = 1;
 pub(crate) const EMPTY: u32 = 2;
+/// With `sync=mbarrier`: the "full" mbarrier (producers arrive, consumers wait) and the
+/// "empty" one.
+pub(crate) const MBAR_FULL: u32 = 0;
+pub(crate) const MBAR_EMPTY: u32 = 1;
 
 /// The device's output and the reference's.
 pub(crate) struct Outcome {
@@ -61,6 +79,7 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let ctas = p.u32("ctas")?;
     let rounds = p.u32("rounds")?;
     let tile = p.u32("tile")?;
+    let mbar = p.choice("sync", &["named", "mbarrier"])? == "mbarrier";
     if !block.is_multiple_of(32) || block > 1024 {
         return Err(p.invalid("block must be a multiple of 32 up to 1024"));
     }
@@ -89,6 +108,62 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     let mut spec = LaunchSpec::new("_Z16warp_specializedPKjPjjj", [ctas, 1, 1], [block, 1, 1]);
     spec.shmem_bytes = tile * 4;
     let sh = SharedArr::<u32>::new(0, tile);
+    if mbar {
+        // SYNCS exists in sm_90's SASS only.
+        spec.binary_version = Some(90);
+        rec.launch(&spec, &|w| {
+            let t = w.tid(0);
+            let c = w.ctaid(0);
+            let zero = w.konst(0u32);
+            let cta_base = w.imad_imm(&c, rounds * tile, &zero);
+            let is_producer = w.icmp_imm(Cmp::Lt, &t, pt);
+            let is_consumer = w.icmp_imm(Cmp::Ge, &t, pt);
+            let first = w.icmp_imm(Cmp::Eq, &t, 0);
+            w.if_(first, |w| {
+                w.mbar_init(MBAR_FULL, pt);
+                w.mbar_init(MBAR_EMPTY, ct);
+            });
+            w.barrier();
+            w.if_(is_producer, |w| {
+                w.for_range(rounds, |w, r| {
+                    if r > 0 {
+                        // The consumers have read the previous round's tile.
+                        w.mbar_wait(MBAR_EMPTY, r - 1);
+                    }
+                    let base = w.iadd_imm(&cta_base, r * tile);
+                    for k in 0..tile / pt {
+                        let e = w.iadd_imm(&t, k * pt);
+                        let g = w.iadd(&base, &e);
+                        let v = w.load(&x, &g);
+                        let a = w.shared_addr(&sh, &e);
+                        w.sts(&a, &v);
+                    }
+                    w.mbar_arrive(MBAR_FULL);
+                });
+            });
+            w.if_(is_consumer, |w| {
+                let u = w.iadd_imm(&t, pt.wrapping_neg());
+                w.for_range(rounds, |w, r| {
+                    w.mbar_wait(MBAR_FULL, r);
+                    let base = w.iadd_imm(&cta_base, r * tile);
+                    let round = w.konst(r);
+                    for k in 0..tile / ct {
+                        let e = w.iadd_imm(&u, k * ct);
+                        let a = w.shared_addr(&sh, &e);
+                        let v = w.lds::<u32>(&a);
+                        let s = w.imad_imm(&v, 3, &round);
+                        let g = w.iadd(&base, &e);
+                        w.store(&y, &g, &s);
+                    }
+                    w.mbar_arrive(MBAR_EMPTY);
+                });
+            });
+        })?;
+        return Ok(Outcome {
+            got: rec.download(y)?,
+            want: reference(&input, rounds, tile),
+        });
+    }
     rec.launch(&spec, &|w| {
         let t = w.tid(0);
         let c = w.ctaid(0);
@@ -138,8 +213,13 @@ fn run(p: &Params, rec: &mut Recorder) -> Result<String, GenError> {
     let o = compute(p, rec)?;
     check_eq("warp_specialized", "out", &o.got, &o.want)?;
     Ok(format!(
-        "{} elements moved through named barriers verified",
-        o.got.len()
+        "{} elements moved through {} verified",
+        o.got.len(),
+        if p.str("sync")? == "mbarrier" {
+            "mbarriers"
+        } else {
+            "named barriers"
+        }
     ))
 }
 
@@ -148,7 +228,7 @@ mod tests {
     use super::*;
     use crate::record::RecordError;
     use crate::workloads::test_support::{param_error, params};
-    use tessera_traces::{NamedBarrier, OpClass, TraceFile};
+    use tessera_traces::{MBarrierKind, NamedBarrier, OpClass, TraceFile};
 
     #[test]
     fn reference_scales_each_round() {
@@ -210,6 +290,151 @@ mod tests {
         );
     }
 
+    /// `sync=mbarrier`: the same output through full and empty mbarriers, recorded as
+    /// sm_90 (whatever the recording's arch), six mbarrier entries and no named barrier.
+    #[test]
+    fn mbarrier_hand_over_matches_and_is_listed() {
+        let (dir, o) = record(&[("sync", "mbarrier")]);
+        assert_eq!(o.got, o.want);
+        let t = TraceFile::open(&dir.path().join("w.tst")).unwrap();
+        tessera_traces::verify(&t).unwrap();
+        let k = &t.kernels()[0];
+        assert_eq!(k.binary_version, 90);
+        assert!(k.named_barriers.is_empty());
+        let mut mb: Vec<(u8, &str)> = k.mbarriers.iter().map(|m| (m.id, m.kind.name())).collect();
+        mb.sort_unstable();
+        assert_eq!(
+            mb,
+            vec![
+                (0, "arrive"),
+                (0, "init"),
+                (0, "wait"),
+                (1, "arrive"),
+                (1, "init"),
+                (1, "wait")
+            ]
+        );
+        for m in &k.mbarriers {
+            let s = k.statics.iter().find(|s| s.pc == m.pc).unwrap();
+            let op = &k.opcodes[s.opcode as usize];
+            assert_eq!(op.class, OpClass::Other);
+            assert!(op.name.starts_with("SYNCS."), "{}", op.name);
+        }
+        // Thread 0 initializes "full" with the producer threads and "empty" with the
+        // consumer threads; consumers wait for phases 0 to 3 of "full", producers for 0
+        // to 2 of "empty".
+        let pc_of = |id: u8, kind: MBarrierKind| {
+            k.mbarriers
+                .iter()
+                .find(|m| m.id == id && m.kind == kind)
+                .unwrap()
+                .pc
+        };
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 2).unwrap().clone();
+        let firsts = |w: usize, pc: u32| -> Vec<u64> {
+            let first = d.warps[w].insts.start;
+            d.warp(w)
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.pc == pc)
+                .map(|(j, _)| d.operands_of(first + j, 1).unwrap()[0])
+                .collect()
+        };
+        assert_eq!(firsts(0, pc_of(0, MBarrierKind::Init)), [64]);
+        assert_eq!(firsts(0, pc_of(1, MBarrierKind::Init)), [64]);
+        assert_eq!(firsts(1, pc_of(1, MBarrierKind::Wait)), [0, 1, 2]);
+        assert_eq!(firsts(1, pc_of(0, MBarrierKind::Arrive)), [1; 4]);
+        assert_eq!(firsts(3, pc_of(0, MBarrierKind::Wait)), [0, 1, 2, 3]);
+        assert_eq!(firsts(3, pc_of(1, MBarrierKind::Arrive)), [1; 4]);
+        // Other shapes: one producer warp of seven.
+        let (_d, o) = record(&[
+            ("sync", "mbarrier"),
+            ("producers", "1"),
+            ("block", "256"),
+            ("ctas", "3"),
+            ("rounds", "5"),
+            ("tile", "224"),
+        ]);
+        assert_eq!(o.got, o.want);
+    }
+
+    /// A kernel's metadata with the header text cleared and the opcode table sorted by
+    /// name (the recorder's order is its warps' interleaving), and its decoded CTAs.
+    fn content(t: &TraceFile) -> Vec<(String, Vec<tessera_traces::DecodedCta>)> {
+        let mut dec = t.decoder();
+        let mut out = Vec::new();
+        for (k, m) in t.kernels().iter().enumerate() {
+            let mut meta = tessera_traces::KernelMeta {
+                header_text: String::new(),
+                ..m.clone()
+            };
+            let mut order: Vec<usize> = (0..meta.opcodes.len()).collect();
+            order.sort_by(|&a, &b| meta.opcodes[a].name.cmp(&meta.opcodes[b].name));
+            let mut new_of = vec![0u16; order.len()];
+            for (i, &o) in order.iter().enumerate() {
+                new_of[o] = i as u16;
+            }
+            meta.opcodes = order.iter().map(|&o| meta.opcodes[o].clone()).collect();
+            for st in &mut meta.statics {
+                st.opcode = new_of[st.opcode as usize];
+            }
+            let ctas = (0..m.counts.ctas as u32)
+                .map(|c| dec.kernel_cta(k, c).unwrap().clone())
+                .collect();
+            out.push((format!("{meta:?}"), ctas));
+        }
+        out
+    }
+
+    /// `-tessera mbar` header lines carry the mbarrier entries through Accel-Sim text:
+    /// the imported trace has the same metadata, CTAs and operands, and exports to the
+    /// same text.
+    #[test]
+    fn mbarriers_round_trip_through_accel_sim_text() {
+        let (dir, _o) = record(&[("sync", "mbarrier"), ("ctas", "2")]);
+        let a = dir.path().join("w.tst");
+        let ex1 = dir.path().join("ex1");
+        let ex2 = dir.path().join("ex2");
+        let b = dir.path().join("b.tst");
+        crate::accelsim::export_dir(&a, &ex1).unwrap();
+        let header = std::fs::read_to_string(ex1.join("kernel-1.traceg")).unwrap();
+        assert_eq!(header.matches("-tessera mbar = 0x").count(), 6, "{header}");
+        assert!(header.contains("-binary version = 90"));
+        crate::accelsim::import_dir(&ex1, &b, &Default::default()).unwrap();
+        crate::accelsim::export_dir(&b, &ex2).unwrap();
+        for f in std::fs::read_dir(&ex1).unwrap() {
+            let f = f.unwrap().file_name();
+            assert_eq!(
+                std::fs::read(ex1.join(&f)).unwrap(),
+                std::fs::read(ex2.join(&f)).unwrap(),
+                "{f:?} differs after a round trip"
+            );
+        }
+        let (ta, tb) = (TraceFile::open(&a).unwrap(), TraceFile::open(&b).unwrap());
+        tessera_traces::verify(&tb).unwrap();
+        assert_eq!(ta.kernels()[0].mbarriers, tb.kernels()[0].mbarriers);
+        assert_eq!(ta.kernels()[0].mbarriers.len(), 6);
+        let (ca, cb) = (content(&ta), content(&tb));
+        assert_eq!(ca.len(), cb.len());
+        for ((ma, xa), (mb, xb)) in ca.iter().zip(&cb) {
+            assert_eq!(ma, mb, "kernel metadata differs");
+            assert!(xa == xb, "decoded CTAs differ");
+        }
+    }
+
+    /// The default's generator text is the one recorded before `sync` existed.
+    #[test]
+    fn the_default_generator_text_is_unchanged() {
+        let p = Params::parse(&SPEC, &[]).unwrap();
+        assert_eq!(
+            p.describe(),
+            "warp_specialized block=128 ctas=8 producers=2 rounds=4 seed=1 tile=128"
+        );
+        let p = Params::parse(&SPEC, &params(&[("sync", "mbarrier")])).unwrap();
+        assert!(p.describe().ends_with(" sync=mbarrier tile=128"));
+    }
+
     #[test]
     fn other_shapes_match() {
         let (_d, o) = record(&[
@@ -226,6 +451,7 @@ mod tests {
     fn bad_parameters_are_errors() {
         assert!(param_error("warp_specialized", &[("producers", "4")]).contains("consumer"));
         assert!(param_error("warp_specialized", &[("tile", "100")]).contains("multiple"));
+        assert!(param_error("warp_specialized", &[("sync", "bar")]).contains("named, mbarrier"));
     }
 
     /// A barrier id of 16 or a thread count that is no multiple of 32 fails the
