@@ -446,3 +446,72 @@ fn lock_holders_never_overlap() {
         assert_eq!(on["totals"], off["totals"], "{wl}");
     }
 }
+
+/// `sense_barrier` (a sense-reversing grid barrier): in every episode exactly one CTA's
+/// thread 0 takes the last-arriver path (a branch region chosen by the simulated order of
+/// its `atomicAdd`s), resets the counter and releases the others; `count` ends at 0 and
+/// `flag` at the episodes (the recorder's values, checked). More CTAs than the GPU holds
+/// deadlock, as for the other grid barriers.
+#[test]
+fn exactly_one_last_arriver_per_barrier_episode() {
+    for episodes in [1u64, 3, 6] {
+        let e = format!("episodes={episodes}");
+        let v = run_json(
+            "a100-4chiplet.yaml",
+            &["--workload", "sense_barrier", "-p", "ctas=32", "-p", &e],
+        );
+        let s = &v["sync"];
+        assert_eq!(s["branch_taken"], episodes, "{episodes} episodes");
+        assert_eq!(s["branch_passed"], 31 * episodes);
+        let checks: Vec<&str> = s["words"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["check"].as_str().unwrap())
+            .collect();
+        assert_eq!(checks, ["ok", "ok"]);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let over = gen(tmp.path(), "sense_barrier", &["ctas=16", "episodes=1"]);
+    let o = tessera(&[
+        "run",
+        "--config",
+        config("a100.yaml").to_str().unwrap(),
+        "--trace",
+        over.to_str().unwrap(),
+        "--set",
+        "core.sm_count=4",
+        "--set",
+        "core.max_ctas_per_sm=2",
+        "--set",
+        "watchdog.livelock_cycles=20000",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+}
+
+/// `warp_specialized` with mbarriers (full and empty per CTA, the kernel recorded as
+/// sm_90): producers and consumers hand every tile over, each phase completing once per
+/// round on each barrier (`barriers` counts the CTA barrier after the inits too), and the
+/// run retires what the trace holds.
+#[test]
+fn mbarrier_pipelines_complete_phase_by_phase() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tst = gen(
+        tmp.path(),
+        "warp_specialized",
+        &["sync=mbarrier", "ctas=4", "rounds=3"],
+    );
+    let info = info_json(&tst);
+    assert_eq!(info["kernels"][0]["mbarrier_insts"], 6);
+    assert_eq!(info["kernels"][0]["binary_version"], 90);
+    let v = run_json("a100.yaml", &["--trace", tst.to_str().unwrap()]);
+    assert_eq!(v["totals"]["warp_insts"], info["totals"]["warp_insts"]);
+    let barriers: u64 = v["chiplets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["barriers"].as_u64().unwrap())
+        .sum();
+    // Per CTA: the barrier after the inits, 3 phases of "full" and 3 of "empty".
+    assert_eq!(barriers, 4 * (1 + 3 + 3));
+}
