@@ -89,6 +89,9 @@ pub struct SyncSummary {
     pub queue_exits: u64,
     /// Work-queue rounds (per warp per round).
     pub queue_rounds: u64,
+    /// Lanes whose weak load of a sync word an SM's L1 answered from its copy (the value
+    /// when that L1 got the word: stale if the word changed at its home since).
+    pub l1_sync_hits: u64,
     /// Warp instructions issued again from a spin region's body (beyond the trace's).
     pub replayed_warp_insts: u64,
     /// Requests on sync words taken at their homes (one per word and operand group of an

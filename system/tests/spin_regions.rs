@@ -31,7 +31,18 @@ fn config(name: &str, overrides: &[(&str, &str)]) -> GpuConfig {
 /// `flag != 1` (one strong load per round). `expect`: the flag's value the recorder saw
 /// at the end.
 fn write_trace(dir: &Path, work: u32, set_flag: bool, expect: Option<u32>) -> PathBuf {
-    let path = dir.join(format!("spin-{work}-{set_flag}.tst"));
+    write_trace_with(dir, work, set_flag, expect, "LDG.E.STRONG.GPU")
+}
+
+/// [`write_trace`] with the consumer's spin load `load` (`LDG.E`: a weak load).
+fn write_trace_with(
+    dir: &Path,
+    work: u32,
+    set_flag: bool,
+    expect: Option<u32>,
+    load: &str,
+) -> PathBuf {
+    let path = dir.join(format!("spin-{work}-{set_flag}-{load}.tst"));
     let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
     w.add_command(Command::Alloc {
         device: 0,
@@ -79,7 +90,7 @@ fn write_trace(dir: &Path, work: u32, set_flag: bool, expect: Option<u32>) -> Pa
     let (ldg, exch, ldg_strong, bra, exit) = (
         op(&mut w, "LDG.E"),
         op(&mut w, "ATOMG.E.EXCH.STRONG.GPU"),
-        op(&mut w, "LDG.E.STRONG.GPU"),
+        op(&mut w, load),
         op(&mut w, "BRA"),
         op(&mut w, "EXIT"),
     );
@@ -695,4 +706,34 @@ fn a_malformed_value_path_names_the_kernel_and_region() {
             "{what}: {m}"
         );
     }
+}
+
+/// A spin on a weak load (`LDG.E`, not `.STRONG.GPU`) reads the consumer SM's L1 copy of
+/// the flag after its first round: L1s are not coherent, so the producer's exchange at the
+/// flag's home is never seen and the watchdog reports a deadlock (the round's value stays
+/// 0), as a spin on a non-volatile flag hangs on a GPU. Without an L1 every round reads the
+/// home, and the spin ends as the strong load's does.
+#[test]
+fn a_spin_on_a_weak_load_sees_its_l1_copy_and_never_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let watch = [
+        ("watchdog.check_cycles", "1000"),
+        ("watchdog.livelock_cycles", "20000"),
+    ];
+    let path = write_trace_with(dir.path(), 4, true, Some(1), "LDG.E");
+    let s = run(&config("a100-4chiplet.yaml", &watch), &path, 1);
+    let w = s.watchdog.as_ref().expect("the watchdog stops the run");
+    assert_eq!(w.verdict, "deadlock");
+    let spin = w.warps[0].spin.as_ref().unwrap();
+    assert_eq!(spin.values, [0u64]);
+    let sync = s.sync.as_ref().unwrap();
+    assert!(sync.l1_sync_hits > 10, "{sync:?}");
+    // The flag did change at its home: the producer's exchange.
+    assert_eq!(w.sync_words[0].value, 1);
+    let no_l1 = [watch[0], watch[1], ("l1d.enabled", "false")];
+    let s = run(&config("a100-4chiplet.yaml", &no_l1), &path, 1);
+    assert!(s.watchdog.is_none());
+    let sync = s.sync.unwrap();
+    assert_eq!((sync.l1_sync_hits, sync.spin_exits), (0, 1));
+    assert_eq!(sync.words[0].check, "ok");
 }

@@ -491,6 +491,7 @@ pub fn merge_stats(cfg: &GpuConfig, parts: Vec<StatsPart>) -> RunStats {
                     s.queue_items += core.spin.queue_items;
                     s.queue_exits += core.spin.queue_exits;
                     s.queue_rounds += core.spin.queue_rounds;
+                    s.l1_sync_hits += core.spin.l1_sync_hits;
                     s.replayed_warp_insts += core.spin.replayed();
                     for (a, b) in s
                         .replayed_by_class

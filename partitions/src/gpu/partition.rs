@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tessera_interconnect::{BoxError, Message, Outbox, Partition, PortId, Sequence};
-use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, OpClass, TraceFile, WarpInst};
+use tessera_traces::{Addrs, ChunkDecoder, KernelMeta, OpClass, Scope, TraceFile, WarpInst};
 
 use super::control::Control;
 use super::cp::CommandProcessor;
@@ -42,7 +42,7 @@ use crate::mem::{
 };
 use crate::observe::{Observer, Probe};
 use crate::packet::{Net, Packet};
-use crate::sm::{KernelPrep, MemIssue, MemPort, MemToken, Sm};
+use crate::sm::{KernelPrep, LocalValues, MemIssue, MemPort, MemToken, Sm};
 use crate::Picos;
 
 /// A packet waiting at its destination, ordered by `(arrive_at, source unit, source
@@ -654,6 +654,7 @@ impl MemPort for SmPort<'_> {
         inst: &WarpInst,
         operands: Option<&[u64]>,
         token: MemToken,
+        local: &mut LocalValues,
     ) -> Option<Result<MemIssue, String>> {
         if self.sync_words.is_empty() || inst.mask == 0 {
             return None;
@@ -670,6 +671,7 @@ impl MemPort for SmPort<'_> {
         let st = &self.kernel.statics[inst.slot as usize];
         let info = &self.kernel.opcodes[st.opcode as usize];
         let op = sync_op(inst.class, info)?;
+        let weak = op == SyncOp::Load && !matches!(info.scope, Scope::Gpu | Scope::Sys);
         let per = match op {
             SyncOp::Load => 0,
             SyncOp::Cas => 2,
@@ -712,9 +714,30 @@ impl MemPort for SmPort<'_> {
             }
         }
         let now = cycle * self.period;
+        if weak {
+            // The words the L1 holds copies of answer at once.
+            let ldst = &*self.ldst;
+            groups.retain(|g| match ldst.l1_sync_copy(g.addr) {
+                Some(v) => {
+                    local.mask |= g.mask;
+                    let mut m = g.mask;
+                    while m != 0 {
+                        let l = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        local.values[l] = v;
+                    }
+                    false
+                }
+                None => true,
+            });
+            if groups.is_empty() {
+                let at = cycle_at(self.ldst.l1_hit_at(now), self.period);
+                return Some(Ok(MemIssue::Done(at.max(cycle + 1))));
+            }
+        }
         Some(
             self.ldst
-                .issue_sync(now, groups, token.0, self.net)
+                .issue_sync(now, groups, token.0, weak, self.net)
                 .map(|()| MemIssue::Pending)
                 .map_err(|e| e.to_string()),
         )
@@ -726,7 +749,7 @@ impl MemPort for SmPort<'_> {
     }
 }
 
-/// The sync operation of a global atomic or strong load or store (issue 24); `None` for
+/// The sync operation of a global atomic, load or strong store (issue 24); `None` for
 /// one whose value the sync memory does not model (floating point, signed min/max, 64
 /// bits: timed only, as before).
 fn sync_op(class: OpClass, info: &tessera_traces::OpcodeInfo) -> Option<SyncOp> {

@@ -269,6 +269,7 @@ impl LdStUnit {
     /// written to L2 (for the kernel that ends here).
     pub fn new_kernel(&mut self, now: Picos, ctx: Ctx, net: &mut dyn Net) {
         let ended = self.ctx;
+        self.drop_sync_copies(None);
         for ev in self.l1d.cache.invalidate_all() {
             self.l1_writeback(now, now, ev, ended, net);
         }

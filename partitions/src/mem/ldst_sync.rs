@@ -3,6 +3,10 @@
 //! operand group (lanes of one instruction on one word with the same operands, applied
 //! there in lane order), bypassing L1 as atomics do; the [`Response::Value`] that comes
 //! back gives every lane of the group its value, which the SM reads for its spin regions.
+//! A weak load of a sync word is a load at the home too, but its value becomes the L1's
+//! copy of the word, which answers the SM's later weak loads of it (stale once the word
+//! changes at its home) until the kernel ends or the SM writes the line: L1s are not
+//! coherent, which is why a spin on a weak load can wait forever.
 
 use super::ldst::{InstWait, LdStUnit};
 use super::message::{Request, SyncOp};
@@ -32,6 +36,9 @@ pub(super) struct SyncWait {
     a: u32,
     b: u32,
     live: bool,
+    /// A weak load's: its value becomes the L1's copy of word `addr`.
+    fill: bool,
+    addr: u64,
 }
 
 /// The values a sync request's group of lanes got: lane `l` of `mask` got `values[l]`.
@@ -63,13 +70,45 @@ impl LdStUnit {
         !self.sync.full
     }
 
+    /// The L1's copy of sync word `addr`, when it holds one (a weak load read it since the
+    /// kernel started and this SM wrote nothing to its line since).
+    pub fn l1_sync_copy(&self, addr: u64) -> Option<u32> {
+        if !self.params.l1d.enabled {
+            return None;
+        }
+        self.sync.copies.get(&addr).copied()
+    }
+
+    /// When the L1 answers a weak load: `now` plus its hit latency.
+    pub fn l1_hit_at(&self, now: Picos) -> Picos {
+        now + self.params.l1d.hit_ps
+    }
+
+    /// Drops the L1's copies of sync words: every one (a new kernel: L1s are not coherent
+    /// across kernels), or those of `line`.
+    pub(super) fn drop_sync_copies(&mut self, line: Option<u64>) {
+        match line {
+            None => self.sync.copies.clear(),
+            Some(line) => {
+                let end = line + self.params.l1d.geom.line_bytes;
+                let gone: Vec<u64> = self.sync.copies.range(line..end).map(|(&a, _)| a).collect();
+                for a in gone {
+                    self.sync.copies.remove(&a);
+                }
+            }
+        }
+    }
+
     /// Sends the sync requests of instruction `token` issued at `now`, one per group;
     /// the instruction completes when every value has come back ([`LdStUnit::on_value`]).
+    /// `weak`: a weak load, whose values become the L1's copies of the words (with the L1
+    /// enabled), read by later weak loads until the kernel ends or this SM writes the line.
     pub fn issue_sync(
         &mut self,
         now: Picos,
         groups: &[SyncGroup],
         token: u32,
+        weak: bool,
         net: &mut dyn Net,
     ) -> Result<(), SyncError> {
         if let Some(g) = groups.iter().find(|g| g.addr >> (SYNC_WORD_BITS + 2) != 0) {
@@ -80,12 +119,17 @@ impl LdStUnit {
         let line_bytes = self.params.l1d.geom.line_bytes;
         for g in groups {
             let t = self.l1d.port.reserve(now, now, line_bytes);
-            // The L1 copy of the word's line is dropped, as for atomics.
-            let geom = self.params.l1d.geom;
             let line = g.addr & !(line_bytes - 1);
-            let set = geom.line_index(line);
-            if let Some(i) = self.l1d.cache.find(set, line) {
-                self.l1d.cache.invalidate_sectors(i, u64::MAX);
+            if !weak {
+                // The L1 copy of the word's line is dropped, as for atomics.
+                let geom = self.params.l1d.geom;
+                let set = geom.line_index(line);
+                if let Some(i) = self.l1d.cache.find(set, line) {
+                    self.l1d.cache.invalidate_sectors(i, u64::MAX);
+                }
+                if !self.sync.copies.is_empty() {
+                    self.drop_sync_copies(Some(line));
+                }
             }
             let tag = match self.sync.free.pop() {
                 Some(t) => t,
@@ -101,6 +145,8 @@ impl LdStUnit {
                 a: g.a,
                 b: g.b,
                 live: true,
+                fill: weak && self.params.l1d.enabled,
+                addr: g.addr,
             };
             self.sync.live += 1;
             self.sync.full = self.sync.live + 32 > MAX_SYNC_IN_FLIGHT;
@@ -148,6 +194,9 @@ impl LdStUnit {
         self.sync.full = self.sync.live + 32 > MAX_SYNC_IN_FLIGHT;
         self.sync.free.push(tag);
         let op = SyncOp::from_code(w.op).unwrap_or(SyncOp::Load);
+        if w.fill {
+            self.sync.copies.insert(w.addr, value);
+        }
         let mut values = [0u32; 32];
         let mut v = value;
         let mut m = w.mask;
@@ -178,4 +227,7 @@ pub(super) struct SyncTable {
     live: usize,
     /// Fewer than a warp's worth of tags left: the LD/ST unit takes no instruction.
     full: bool,
+    /// The L1's copies of sync words (by address), as weak loads got them: bounded by the
+    /// declared sync words.
+    copies: std::collections::BTreeMap<u64, u32>,
 }

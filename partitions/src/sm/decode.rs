@@ -15,8 +15,9 @@ pub(super) struct SlotRegs {
     pub(super) dsts: Box<[u16]>,
     /// What it is to the kernel's spin regions.
     pub(super) spin: SpinRole,
-    /// A global atomic, or a strong (GPU- or system-scope) global load or store: on a
-    /// declared sync word it is performed at the word's home with its value (issue 24).
+    /// A global atomic, a global load, or a strong (GPU- or system-scope) global store: on
+    /// a declared sync word it is performed at the word's home with its value (a weak load
+    /// through the L1's copy of the word; issue 24).
     pub(super) sync: bool,
     /// It waits for its warp's memory results before it issues: a fence (`MEMBAR`), or a
     /// spin region's test (its branch reads the values the head loaded).
@@ -93,10 +94,9 @@ impl KernelPrep {
                     && op.width_bytes == 4
                     && match op.class {
                         OpClass::AtomicGlobal | OpClass::AtomicGeneric | OpClass::Reduction => true,
-                        OpClass::LoadGlobal
-                        | OpClass::StoreGlobal
-                        | OpClass::LoadGeneric
-                        | OpClass::StoreGeneric => strong,
+                        // A weak load of a sync word reads it too (through the L1's copy).
+                        OpClass::LoadGlobal | OpClass::LoadGeneric => true,
+                        OpClass::StoreGlobal | OpClass::StoreGeneric => strong,
                         _ => false,
                     };
                 SlotRegs {

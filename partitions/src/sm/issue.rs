@@ -415,10 +415,18 @@ impl Sm {
             let mut value = NO_VALUE;
             let issued = if regs.sync {
                 let sw = spins.get_mut(w);
-                let holds = params
-                    .check_lock_holders
-                    .then(|| (&mut st.spin.holds, rc.cta.id()));
-                match spin::access_sync(mem, sw, cur, &inst, regs.operands, now, token, holds) {
+                let holds = params.check_lock_holders.then(|| rc.cta.id());
+                match spin::access_sync(
+                    mem,
+                    sw,
+                    cur,
+                    &inst,
+                    regs.operands,
+                    now,
+                    token,
+                    holds,
+                    &mut st.spin,
+                ) {
                     Some((r, v)) => {
                         value = v;
                         r.unwrap_or_else(|detail| {

@@ -7,6 +7,14 @@
 //! system: the LD/ST unit, shared memory, L1D and everything beyond are in [`crate::mem`].
 
 use super::issue::Sm;
+
+/// Values of sync words a memory port answers at once ([`MemPort::access_sync`]): lane `l`
+/// of `mask` got `values[l]`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalValues {
+    pub mask: u32,
+    pub values: [u32; 32],
+}
 use super::scoreboard::NEVER;
 use tessera_traces::{LaneAddrSource, OpClass, WarpInst};
 
@@ -42,11 +50,13 @@ pub trait MemPort {
         placeholder_latency: u32,
     ) -> MemIssue;
 
-    /// A global atomic or strong load or store (issue 24) with its per-lane `operands`
+    /// A global atomic, or a load or strong store (issue 24) with its per-lane `operands`
     /// (an atomic's, in lane order; a store's value): when its lanes access declared sync
     /// words it is performed at their home with its values, which come back through
     /// [`Sm::sync_values`] before its [`Sm::mem_reply`]; `None` when it accesses none
-    /// (the SM then calls [`MemPort::access`]), an error when it cannot be sent.
+    /// (the SM then calls [`MemPort::access`]), an error when it cannot be sent. The lanes
+    /// of a weak load that the SM's L1 answers from its copy of their words get their
+    /// values in `local` at once.
     fn access_sync(
         &mut self,
         _cycle: u64,
@@ -54,6 +64,7 @@ pub trait MemPort {
         _inst: &WarpInst,
         _operands: Option<&[u64]>,
         _token: MemToken,
+        _local: &mut LocalValues,
     ) -> Option<Result<MemIssue, String>> {
         None
     }

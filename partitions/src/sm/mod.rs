@@ -42,7 +42,7 @@ mod warp;
 pub use crate::observe::{BarrierEvent, IssueEvent};
 pub use decode::KernelPrep;
 pub use issue::{Sm, SmError};
-pub use ldst::{MemIssue, MemPort, MemToken};
+pub use ldst::{LocalValues, MemIssue, MemPort, MemToken};
 pub use params::{IcacheParams, SmParams, UnitTiming};
 pub use stats::{
     IcacheStats, LockHold, OperandCollectorStats, SchedulerStats, SmStats, SpinCounters,

@@ -17,7 +17,7 @@
 //! deadlock a lock held by a waiting lane, is the reconvergence issue's.
 
 use super::issue::SmError;
-use super::ldst::{MemIssue, MemPort, MemToken, NO_VALUE};
+use super::ldst::{LocalValues, MemIssue, MemPort, MemToken, NO_VALUE};
 use super::stats::{LockHold, SpinCounters};
 use super::warp::WarpState;
 use tessera_traces::{CtaStream, OpClass, RegionKind, SpinRegion, WarpCursor, WarpInst};
@@ -291,15 +291,19 @@ pub(super) fn access_sync(
     operands: u8,
     now: u64,
     token: u32,
-    holds: Option<(&mut Vec<LockHold>, [u32; 3])>,
+    holds: Option<[u32; 3]>,
+    st: &mut SpinCounters,
 ) -> Option<(Result<MemIssue, String>, u8)> {
+    let mut local = LocalValues::default();
     let r = mem.access_sync(
         now,
         cur.lane_source(),
         inst,
         cur.operands(operands),
         MemToken(token),
+        &mut local,
     )?;
+    st.l1_sync_hits += local.mask.count_ones() as u64;
     let returns = !matches!(
         inst.class,
         OpClass::StoreGlobal | OpClass::StoreGeneric | OpClass::Reduction
@@ -312,7 +316,11 @@ pub(super) fn access_sync(
     } else {
         NO_VALUE
     };
-    if let Some((log, cta)) = holds {
+    if value != NO_VALUE && local.mask != 0 {
+        sw.set_values(value, local.mask, &local.values);
+    }
+    if let Some(cta) = holds {
+        let log = &mut st.holds;
         // Two operands: a compare-and-swap.
         let cas = operands == 2;
         if cas && value != NO_VALUE && sw.cas_value == NO_VALUE {

@@ -81,6 +81,10 @@ pub struct SpinCounters {
     /// Work-queue rounds (one per warp per round).
     #[serde(default)]
     pub queue_rounds: u64,
+    /// Lanes whose weak load of a sync word the SM's L1 answered from its copy (the value
+    /// when the L1 got the word: stale if the word changed at its home since).
+    #[serde(default)]
+    pub l1_sync_hits: u64,
     /// Warp instructions issued again from a kept body (beyond the trace's), and the
     /// trace's instructions passed over without issue (a tail nobody ran), per class:
     /// the trace's own count is `class_warp_insts - replayed + skipped`.
@@ -115,6 +119,7 @@ impl SpinCounters {
         self.queue_items += o.queue_items;
         self.queue_exits += o.queue_exits;
         self.queue_rounds += o.queue_rounds;
+        self.l1_sync_hits += o.l1_sync_hits;
         self.holds.extend_from_slice(&o.holds);
         for (a, b) in self.replayed_by_class.iter_mut().zip(&o.replayed_by_class) {
             *a += b;
