@@ -32,7 +32,7 @@
 //! No allocation on warp threads: the rebased accesses are a fixed array in the
 //! [`Warp`]'s region state ([`MAX_REBASED`] of them).
 
-use super::spin::{check_backoff, fail, rank, recorded_addr, Exit, SpinMode, MAX_REBASED};
+use super::spin::{check_backoff, fail, recorded_addr, Exit, Mismatch, SpinMode, MAX_REBASED};
 use super::warp::{Val, Warp, WARP};
 use std::panic::Location;
 use tessera_traces::RegionKind;
@@ -348,33 +348,22 @@ impl Warp {
                 "{name} at pc {pc:#x} of a branch/queue tail: its operands per lane differ from the recorded tail's"
             ));
         }
-        let mut m = mask;
-        let mut j = 0;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            let k = rank(i.mask, l);
-            if i.mem_width > 0 {
-                let (v, t) = (self.spin.current[l], self.spin.template[l]);
-                let shift = stride.wrapping_mul(i64::from(v) - i64::from(t));
-                let then = recorded_addr(self, &i, k).map(|a| a.wrapping_add(shift as u64));
-                let now = addrs.get(j).copied();
-                if now != then {
-                    fail(format!(
-                        "{name} at pc {pc:#x} of a branch/queue tail: lane {l} accessed {:#x} on value {v}, the recorded tail (value {t}, stride {stride}) gives {:#x}",
-                        now.unwrap_or(0),
-                        then.unwrap_or(0)
-                    ));
-                }
-            }
-            if per > 0
-                && operands.get(j * per..(j + 1) * per) != rec_ops.get(k * per..(k + 1) * per)
-            {
+        let (current, template) = (self.spin.current, self.spin.template);
+        let shift = |l: usize| {
+            let (v, t) = (current[l], template[l]);
+            stride.wrapping_mul(i64::from(v) - i64::from(t)) as u64
+        };
+        match self.lane_mismatch(&i, mask, addrs, operands, shift) {
+            Some((l, Mismatch::Addr { now, then })) => {
+                let (v, t) = (current[l], template[l]);
                 fail(format!(
-                    "{name} at pc {pc:#x} of a branch/queue tail: lane {l}'s operands differ from the recorded tail's; the timing model replays the recorded ones"
-                ));
+                    "{name} at pc {pc:#x} of a branch/queue tail: lane {l} accessed {now:#x} on value {v}, the recorded tail (value {t}, stride {stride}) gives {then:#x}"
+                ))
             }
-            j += 1;
+            Some((l, Mismatch::Operands)) => fail(format!(
+                "{name} at pc {pc:#x} of a branch/queue tail: lane {l}'s operands differ from the recorded tail's; the timing model replays the recorded ones"
+            )),
+            None => {}
         }
     }
 }

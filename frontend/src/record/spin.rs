@@ -335,6 +335,13 @@ pub(crate) fn recorded_addr(w: &Warp, i: &RecInst, k: usize) -> Option<u64> {
     }
 }
 
+/// How a lane of a repeated instruction differs from the recorded one
+/// ([`Warp::lane_mismatch`]).
+pub(crate) enum Mismatch {
+    Addr { now: u64, then: u64 },
+    Operands,
+}
+
 /// Lanes of `mask` below lane `l`.
 #[inline]
 pub(crate) fn rank(mask: u32, l: usize) -> usize {
@@ -675,6 +682,44 @@ impl Warp {
         (idx, i)
     }
 
+    /// The first lane of `mask` whose address (in `addrs`, lane order) or operands (`per`
+    /// of them per lane, as recorded) differ from recorded instruction `i`'s, each lane's
+    /// recorded address moved by `shift(lane)` bytes.
+    pub(crate) fn lane_mismatch(
+        &self,
+        i: &RecInst,
+        mask: u32,
+        addrs: &[u64],
+        operands: &[u64],
+        shift: impl Fn(usize) -> u64,
+    ) -> Option<(usize, Mismatch)> {
+        let rec_ops = self.rec.operands.get(i.operands).unwrap_or(&[]);
+        let n_rec = i.mask.count_ones() as usize;
+        let per = rec_ops.len().checked_div(n_rec).unwrap_or(0);
+        let mut m = mask;
+        let mut j = 0;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let k = rank(i.mask, l);
+            if i.mem_width > 0 {
+                let now = addrs.get(j).copied();
+                let then = recorded_addr(self, i, k).map(|a| a.wrapping_add(shift(l)));
+                if now != then {
+                    let (now, then) = (now.unwrap_or(0), then.unwrap_or(0));
+                    return Some((l, Mismatch::Addr { now, then }));
+                }
+            }
+            if per > 0
+                && operands.get(j * per..(j + 1) * per) != rec_ops.get(k * per..(k + 1) * per)
+            {
+                return Some((l, Mismatch::Operands));
+            }
+            j += 1;
+        }
+        None
+    }
+
     /// A later iteration's head instruction: the same as the recorded one (PC, opcode,
     /// mask narrowed to the spinning lanes, addresses and operands per lane).
     #[allow(clippy::too_many_arguments)]
@@ -700,33 +745,14 @@ impl Warp {
                 "{name} at pc {pc:#x} of a spin head ran on lanes {mask:#x} where the recorded head's mask narrowed to the spinning lanes is {want:#x}"
             ));
         }
-        let rec_ops = self.rec.operands.get(i.operands).unwrap_or(&[]);
-        let n_rec = i.mask.count_ones() as usize;
-        let per = rec_ops.len().checked_div(n_rec).unwrap_or(0);
-        let mut m = mask;
-        let mut j = 0;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            let k = rank(i.mask, l);
-            if i.mem_width > 0 {
-                let (now, then) = (addrs.get(j).copied(), recorded_addr(self, &i, k));
-                if now != then {
-                    fail(format!(
-                        "{name} at pc {pc:#x} of a spin head: lane {l} accessed {:#x}, the first iteration {:#x}; the timing model's loop template has fixed addresses",
-                        now.unwrap_or(0),
-                        then.unwrap_or(0)
-                    ));
-                }
-            }
-            if per > 0
-                && operands.get(j * per..(j + 1) * per) != rec_ops.get(k * per..(k + 1) * per)
-            {
-                fail(format!(
-                    "{name} at pc {pc:#x} of a spin head: lane {l}'s operands changed between iterations; the timing model replays the first's"
-                ));
-            }
-            j += 1;
+        match self.lane_mismatch(&i, mask, addrs, operands, |_| 0) {
+            Some((l, Mismatch::Addr { now, then })) => fail(format!(
+                "{name} at pc {pc:#x} of a spin head: lane {l} accessed {now:#x}, the first iteration {then:#x}; the timing model's loop template has fixed addresses"
+            )),
+            Some((l, Mismatch::Operands)) => fail(format!(
+                "{name} at pc {pc:#x} of a spin head: lane {l}'s operands changed between iterations; the timing model replays the first's"
+            )),
+            None => {}
         }
         if is_value_inst(name) {
             self.capture_value(name, reg);
