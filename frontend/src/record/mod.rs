@@ -6,7 +6,8 @@
 //! - [`Warp`]: the device side: per-lane values ([`Val`]), predicates ([`Pred`]),
 //!   divergent `if_`/`while_` (and `while_its`, a loop whose leaving lanes run on, as
 //!   independent thread scheduling runs them), counted loops, global and shared memory,
-//!   atomics with their operands, fences, CTA barriers, named barriers
+//!   atomics with their operands, warp shuffles ([`Warp::shfl_down`],
+//!   [`Warp::shfl_xor`]), fences, CTA barriers, named barriers
 //!   ([`Warp::bar_sync`], [`Warp::bar_arrive`]) and mbarriers ([`Warp::mbar_init`],
 //!   [`Warp::mbar_arrive`], [`Warp::mbar_wait`]: Hopper's split arrive/wait barriers,
 //!   recorded for binary version 90, [`LaunchSpec::binary_version`]), exits. Each call records the
@@ -34,6 +35,7 @@ mod named_bar;
 mod ops_irregular;
 mod ops_linalg;
 mod ops_probes;
+mod ops_shfl;
 mod ops_sync;
 mod region;
 mod spin;

@@ -7,7 +7,10 @@
 //! What is recorded, under the lanes in the region at entry:
 //!
 //! - the head of the first iteration (its value instructions read sync words), then one
-//!   `ISETP` per exit term;
+//!   `ISETP` per exit term; a value instruction may run on fewer lanes than the region's
+//!   (a leader lane draws a ticket under an `if_` in the head) when the terms read it
+//!   with [`Exit::when_lane`] from a lane that ran it: the test and the tail are still
+//!   under every lane in the region;
 //! - the exit test `BRA` at the call's PC, whose operands are, per active lane in lane
 //!   order, the terms' constants and then the lane's template value: the value of term 0
 //!   its recorded tail was recorded with (a branch: the lane's own value; a queue: its
@@ -370,7 +373,9 @@ impl Warp {
 
 #[cfg(test)]
 mod tests {
-    use crate::record::{Atom, Buffer, Exit, LaunchSpec, RecordError, Recorder, SyncCmp, Warp};
+    use crate::record::{
+        Atom, Buffer, Cmp, Exit, LaunchSpec, RecordError, Recorder, SyncCmp, Warp,
+    };
     use tessera_traces::{RebasedAccess, RegionKind, TraceFile};
 
     /// A test kernel: the warp, 32 sync words `ctr` and 64 data words `out`.
@@ -498,6 +503,94 @@ mod tests {
         let ops = d.operands_of(d.warps[0].insts.start + test, 2).unwrap();
         assert_eq!(ops, &[5u64; 64][..]);
         tessera_traces::verify(&t).unwrap();
+    }
+
+    /// Lane 0 alone draws a ticket (under an `if_` in the head) for the whole warp, which
+    /// reads it from lane 0: the head's ATOMG runs on lane 0, the test and the tail on
+    /// every lane, each lane's template the ticket.
+    #[test]
+    fn a_leader_lane_draws_the_value_for_the_warp() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, out) = record(dir.path(), &|w, ctr, out| {
+            let lane = w.lane_id();
+            let leader = w.icmp_imm(Cmp::Eq, &lane, 0);
+            let zero = w.konst(0u32);
+            let a = w.addr(&ctr, &zero);
+            let one = w.konst(1u32);
+            w.branch(
+                "first",
+                |w| {
+                    w.if_(leader, |w| {
+                        w.atomic(Atom::Add, &a, &one, true);
+                    });
+                    Exit::when_lane(0, 0, SyncCmp::Eq, 0)
+                },
+                |w, v| {
+                    let lane = w.lane_id();
+                    let i = w.iadd(v, &lane);
+                    w.store(&out, &i, &lane);
+                },
+            );
+        })
+        .unwrap();
+        let want: Vec<u32> = (0..64u32).map(|i| if i < 32 { i } else { 0 }).collect();
+        assert_eq!(out, want);
+        let k = &t.kernels()[0];
+        let r = &k.spin_regions[0];
+        assert_eq!((r.kind, r.terms[0].lane), (RegionKind::Branch, 0));
+        let mut dec = t.decoder();
+        let d = dec.kernel_cta(0, 0).unwrap().clone();
+        let insts = d.warp(0);
+        let at = |pc: u32| insts.iter().position(|i| i.pc == pc).unwrap();
+        let (start, test, end) = (at(r.start_pc), at(r.test_pc), at(r.end_pc));
+        // Head: BSSY, BRA (lanes 1 to 31), ATOMG (lane 0), BSYNC, ISETP.
+        let masks: Vec<u32> = insts[start..test].iter().map(|i| i.mask).collect();
+        assert_eq!(masks, [u32::MAX, !1, 1, u32::MAX, u32::MAX]);
+        assert!(insts[test..=end].iter().all(|i| i.mask == u32::MAX));
+        // Tail: S2R, IADD3, IMAD.WIDE, STG, rebased by the ticket.
+        assert_eq!(end - test, 5);
+        assert_eq!(r.rebased.len(), 1);
+        let ops = d.operands_of(d.warps[0].insts.start + test, 2).unwrap();
+        assert_eq!(ops, &[0u64; 64][..]);
+        tessera_traces::verify(&t).unwrap();
+    }
+
+    /// A value read by fewer lanes than the region's is compared only through a lane that
+    /// read it.
+    #[test]
+    fn a_leaders_value_is_read_from_a_lane_that_read_it() {
+        let head = |own: bool| {
+            move |w: &mut Warp, ctr: Buffer<u32>, _out: Buffer<u32>| {
+                let lane = w.lane_id();
+                let leader = w.icmp_imm(Cmp::Eq, &lane, 0);
+                let a = w.addr(&ctr, &lane);
+                let one = w.konst(1u32);
+                w.branch(
+                    "x",
+                    |w| {
+                        w.if_(leader, |w| {
+                            w.atomic(Atom::Add, &a, &one, true);
+                        });
+                        if own {
+                            Exit::when_imm(0, SyncCmp::Eq, 0)
+                        } else {
+                            Exit::when_lane(0, 3, SyncCmp::Eq, 0)
+                        }
+                    },
+                    |_, _| {},
+                );
+            }
+        };
+        let m = err(&head(true));
+        assert!(
+            m.contains("each lane's own value 0") && m.contains("when_lane"),
+            "{m}"
+        );
+        let m = err(&head(false));
+        assert!(
+            m.contains("lane 3's value 0") && m.contains("does not read it"),
+            "{m}"
+        );
     }
 
     /// Lanes pop one shared counter until it reaches 40: the queue's lanes run the tail

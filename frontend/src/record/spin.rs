@@ -70,10 +70,12 @@ pub(crate) struct SpinCtx {
     /// The lanes running the head this iteration (a checked tail: the lanes running it).
     pub(crate) spinning: u32,
     /// Value instructions met in this iteration's head, and the first
-    /// [`MAX_EXIT_TERMS`] values (per lane) and destination registers.
+    /// [`MAX_EXIT_TERMS`] values (per lane), destination registers and the lanes that
+    /// read them (a leader lane's value: fewer than the region's).
     pub(crate) n_values: usize,
     pub(crate) values: [[u32; WARP]; MAX_EXIT_TERMS],
     pub(crate) value_regs: [u16; MAX_EXIT_TERMS],
+    pub(crate) value_masks: [u32; MAX_EXIT_TERMS],
     /// The values of the value instruction about to be emitted.
     stash: [u32; WARP],
     stashed: bool,
@@ -102,6 +104,7 @@ impl Default for SpinCtx {
             n_values: 0,
             values: [[0; WARP]; MAX_EXIT_TERMS],
             value_regs: [RZ; MAX_EXIT_TERMS],
+            value_masks: [0; MAX_EXIT_TERMS],
             stash: [0; WARP],
             stashed: false,
             template: [0; WARP],
@@ -461,10 +464,17 @@ impl Warp {
                     t.value, self.spin.n_values
                 ));
             }
-            if t.lane < OWN_LANE && spinning >> t.lane & 1 == 0 {
+            let read = self.spin.value_masks[t.value];
+            if t.lane < OWN_LANE && read >> t.lane & 1 == 0 {
                 fail(format!(
-                    "an exit term reads lane {}'s value, but that lane does not run the region's head (lanes {spinning:#x})",
-                    t.lane
+                    "an exit term reads lane {}'s value {}, but that lane does not read it in the region's head (lanes {read:#x})",
+                    t.lane, t.value
+                ));
+            }
+            if t.lane >= OWN_LANE && read != spinning {
+                fail(format!(
+                    "an exit term reads each lane's own value {}, read on lanes {read:#x} in the head, not on every lane in the region ({spinning:#x}): a value read by fewer lanes (a leader's) is compared with Exit::when_lane",
+                    t.value
                 ));
             }
         }
@@ -634,17 +644,13 @@ impl Warp {
         }
         part.1 += 1;
         if self.spin.mode == SpinMode::Head && is_value_inst(opcode) {
-            if mask != self.spin.spinning {
-                fail(format!(
-                    "{opcode} in a spin head runs on lanes {mask:#x}, not on every spinning lane ({:#x}): the head's value instructions may not diverge",
-                    self.spin.spinning
-                ));
-            }
-            self.capture_value(opcode, reg);
+            // A value read by fewer lanes than the region's (a leader's) is checked by the
+            // terms that read it (`region_head`).
+            self.capture_value(opcode, reg, mask);
         }
     }
 
-    fn capture_value(&mut self, opcode: &str, reg: u16) {
+    fn capture_value(&mut self, opcode: &str, reg: u16, mask: u32) {
         if !self.spin.stashed {
             fail(format!(
                 "{opcode} in a spin head: the recorder has no value for it"
@@ -655,6 +661,7 @@ impl Warp {
         if n < MAX_EXIT_TERMS {
             self.spin.values[n] = self.spin.stash;
             self.spin.value_regs[n] = reg;
+            self.spin.value_masks[n] = mask;
         }
         self.spin.n_values += 1;
     }
@@ -755,7 +762,7 @@ impl Warp {
             None => {}
         }
         if is_value_inst(name) {
-            self.capture_value(name, reg);
+            self.capture_value(name, reg, mask);
         }
     }
 
