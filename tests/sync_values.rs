@@ -515,3 +515,47 @@ fn mbarrier_pipelines_complete_phase_by_phase() {
     // Per CTA: the barrier after the inits, 3 phases of "full" and 3 of "empty".
     assert_eq!(barriers, 4 * (1 + 3 + 3));
 }
+
+/// `flag_barrier weak=1` spins on its flags with weak loads (non-volatile flags): each SM's
+/// L1 keeps answering with the copy it read first, so the barrier never completes on a GPU
+/// with L1s and the watchdog stops it (exit status 3, a deadlock); without L1s every
+/// round reads the flags' homes and it completes with the recorder's values.
+#[test]
+fn a_grid_barrier_spinning_on_weak_loads_hangs_on_stale_l1_copies() {
+    let run = |extra: &[&str]| {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("s.json");
+        let mut a = run_args(
+            "a100-4chiplet.yaml",
+            &[
+                "--workload",
+                "flag_barrier",
+                "-p",
+                "ctas=16",
+                "-p",
+                "weak=1",
+                "--set",
+                "watchdog.livelock_cycles=20000",
+            ],
+        );
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push("--stats-out".into());
+        a.push(out.display().to_string());
+        let o = tessera(&a);
+        (
+            o.status.code(),
+            json(&std::fs::read_to_string(&out).unwrap()),
+        )
+    };
+    let (code, v) = run(&[]);
+    assert_eq!(code, Some(3));
+    assert_eq!(v["watchdog"]["verdict"], "deadlock");
+    assert!(v["sync"]["l1_sync_hits"].as_u64().unwrap() > 1000);
+    let (code, v) = run(&["--set", "l1d.enabled=false"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["sync"]["l1_sync_hits"], 0);
+    assert!(v.get("watchdog").is_none());
+    for w in v["sync"]["words"].as_array().unwrap() {
+        assert_eq!(w["check"], "ok");
+    }
+}

@@ -80,6 +80,11 @@ const PARAMS: &[ParamSpec] = &[
         default: "0",
         help: "spin back-off base in core cycles, doubling up to 32x (0: none)",
     },
+    ParamSpec {
+        name: "weak",
+        default: "0",
+        help: "1: spin with weak loads (LDG.E, a non-volatile flag), which an SM's L1 answers with its stale copy: the barrier never completes on a GPU with L1s (the watchdog reports it)",
+    },
 ];
 
 pub static FLAG_BARRIER: WorkloadSpec = WorkloadSpec {
@@ -143,6 +148,11 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
     let base = u32::try_from(p.u64_any("backoff")?)
         .map_err(|_| p.invalid("backoff must fit in 32 bits"))?;
     let backoff = (base, base.saturating_mul(32));
+    let weak = match p.u64_any("weak")? {
+        0 => false,
+        1 => true,
+        _ => return Err(p.invalid("weak must be 0 or 1")),
+    };
     if block % 32 != 0 || block > 1024 {
         return Err(p.invalid("block must be a multiple of 32 from 32 to 1024"));
     }
@@ -293,7 +303,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                             "barrier passed",
                             backoff,
                             |w| {
-                                w.ld_strong(&fa);
+                                spin_read(w, &fa, weak);
                                 Exit::when_imm(0, SyncCmp::Ge, goal)
                             },
                             |_| {},
@@ -306,7 +316,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                             "grid barrier passed",
                             backoff,
                             |w| {
-                                w.ld_strong(&ca);
+                                spin_read(w, &ca, weak);
                                 Exit::when_imm(0, SyncCmp::Ge, goal * ctas)
                             },
                             |_| {},
@@ -322,7 +332,14 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
             });
             if flags_in.is_some() {
                 flag_release(
-                    w, first_cta, watcher, per, goal, backoff, &watch_in, &watch_out,
+                    w,
+                    first_cta,
+                    watcher,
+                    per,
+                    goal,
+                    (backoff, weak),
+                    &watch_in,
+                    &watch_out,
                 );
                 if let Some(fo) = flags_out {
                     w.if_(leader, |w| {
@@ -331,7 +348,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
                             "grid barrier passed",
                             backoff,
                             |w| {
-                                w.ld_strong(&oa);
+                                spin_read(w, &oa, weak);
                                 Exit::when_imm(0, SyncCmp::Ge, goal)
                             },
                             |_| {},
@@ -390,13 +407,25 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
 /// CTA 0's part of the flag barrier: its watchers spin until every arrival flag reaches
 /// `goal`, `__syncthreads()`, then they raise the release flags.
 #[allow(clippy::too_many_arguments)]
+/// A spin head's read of a barrier word: strong (`LDG.E.STRONG.GPU`), or with `weak` a
+/// plain load (`LDG.E`, a non-volatile flag), which an SM's L1 may answer from a stale copy.
+/// The instruction takes the caller's PC.
+#[track_caller]
+fn spin_read(w: &mut Warp, a: &Val<u64>, weak: bool) {
+    if weak {
+        w.ld::<u32>(a);
+    } else {
+        w.ld_strong(a);
+    }
+}
+
 fn flag_release(
     w: &mut Warp,
     first_cta: crate::record::Pred,
     watcher: crate::record::Pred,
     per: u32,
     goal: u32,
-    backoff: (u32, u32),
+    (backoff, weak): ((u32, u32), bool),
     watch_in: &[Val<u64>; 8],
     watch_out: &[Val<u64>; 8],
 ) {
@@ -408,7 +437,7 @@ fn flag_release(
                 |w| {
                     let mut ex = Exit::when_imm(0, SyncCmp::Ge, goal);
                     for (j, a) in watch_in.iter().enumerate().take(per as usize) {
-                        w.unrolled(j as u8, |w| w.ld_strong(a));
+                        w.unrolled(j as u8, |w| spin_read(w, a, weak));
                         if j > 0 {
                             ex = ex.and_imm(j, SyncCmp::Ge, goal);
                         }

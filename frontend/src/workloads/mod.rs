@@ -221,7 +221,12 @@ impl Params {
 /// Parameters added to a workload after traces of it were published (corpus goldens
 /// keep their generator text and checksum): left out of the generator text at their
 /// default, so that the default recording stays byte for byte what it was.
-pub const LATE_PARAMS: &[(&str, &str)] = &[("warp_specialized", "sync")];
+pub const LATE_PARAMS: &[(&str, &str)] = &[
+    ("warp_specialized", "sync"),
+    ("flag_barrier", "weak"),
+    ("atomic_barrier", "weak"),
+    ("sense_barrier", "weak"),
+];
 
 /// `name (default d), ...` for messages.
 pub fn describe_params(w: &WorkloadSpec) -> String {
