@@ -332,14 +332,7 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
             });
             if flags_in.is_some() {
                 flag_release(
-                    w,
-                    first_cta,
-                    watcher,
-                    per,
-                    goal,
-                    (backoff, weak),
-                    &watch_in,
-                    &watch_out,
+                    w, first_cta, watcher, per, goal, backoff, weak, &watch_in, &watch_out,
                 );
                 if let Some(fo) = flags_out {
                     w.if_(leader, |w| {
@@ -406,7 +399,6 @@ pub(crate) fn compute(kind: Kind, p: &Params, rec: &mut Recorder) -> Result<Outc
 
 /// CTA 0's part of the flag barrier: its watchers spin until every arrival flag reaches
 /// `goal`, `__syncthreads()`, then they raise the release flags.
-#[allow(clippy::too_many_arguments)]
 /// A spin head's read of a barrier word: strong (`LDG.E.STRONG.GPU`), or with `weak` a
 /// plain load (`LDG.E`, a non-volatile flag), which an SM's L1 may answer from a stale copy.
 /// The instruction takes the caller's PC.
@@ -419,13 +411,15 @@ fn spin_read(w: &mut Warp, a: &Val<u64>, weak: bool) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn flag_release(
     w: &mut Warp,
     first_cta: crate::record::Pred,
     watcher: crate::record::Pred,
     per: u32,
     goal: u32,
-    (backoff, weak): ((u32, u32), bool),
+    backoff: (u32, u32),
+    weak: bool,
     watch_in: &[Val<u64>; 8],
     watch_out: &[Val<u64>; 8],
 ) {
