@@ -96,11 +96,13 @@ impl SpinWarp {
     }
 }
 
-/// The issue of `inst` (role `role`) by warp `ws` at cycle `now`, in place of the plain
-/// advance of its cursor (the test's per-lane constants are its operands): the
+/// The advance of warp `ws`'s cursor past `inst` (role `role`), issued at cycle `now`, in
+/// or at a region, in place of the plain advance: a repeated instruction is counted, the
+/// start, test and end act (the test's per-lane constants are its operands). The
 /// instructions taken from the trace's stream.
 #[allow(clippy::too_many_arguments)]
-fn step(
+#[inline(never)]
+pub(super) fn advance(
     role: SpinRole,
     regions: &[SpinRegion],
     sw: &mut SpinWarp,
@@ -112,6 +114,9 @@ fn step(
     st: &mut SpinCounters,
     check: bool,
 ) -> Result<usize, SmError> {
+    if !cur.fresh() {
+        st.replayed_by_class[inst.class as usize] += 1;
+    }
     let warp_id = cur.warp_id();
     let fault = |what: String| SmError::Spin {
         cta: cta.id(),
@@ -348,29 +353,6 @@ pub(super) fn access_sync(
         }
     }
     Some((r, value))
-}
-
-/// The advance of a warp's cursor past `inst` (role `role`) in or at a spin region: a
-/// repeated instruction is counted, the start, test and back-edge act ([`step`]). The
-/// instructions taken from the trace's stream.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-pub(super) fn advance(
-    role: SpinRole,
-    regions: &[SpinRegion],
-    sw: &mut SpinWarp,
-    cur: &mut WarpCursor,
-    cta: &CtaStream,
-    ws: &mut WarpState,
-    inst: &WarpInst,
-    now: u64,
-    st: &mut SpinCounters,
-    check: bool,
-) -> Result<usize, SmError> {
-    if !cur.fresh() {
-        st.replayed_by_class[inst.class as usize] += 1;
-    }
-    step(role, regions, sw, cur, cta, ws, inst, now, st, check)
 }
 
 /// Warp `sw` issues region `r`'s first instruction: unless it is repeating the region
