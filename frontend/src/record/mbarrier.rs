@@ -27,7 +27,7 @@
 //! its init, a count of 0, an id of 32 or more, or a call inside a spin, branch or queue
 //! region fails the recording.
 
-use super::exec::{CtaWait, WarpEvent, MBARRIERS};
+use super::exec::{CtaWait, MBARRIERS};
 use super::spin::{fail, SpinMode};
 use super::warp::{Warp, WARP};
 use crate::opcodes::ArchFamily;
@@ -155,17 +155,7 @@ impl Warp {
                 if m.completed > arg {
                     return;
                 }
-                // Blocked until the scheduler sees the phase complete (see `run_grid`).
-                loop {
-                    self.state().named_wait = Some(CtaWait::MBar(id, arg));
-                    self.switch(WarpEvent::named_wait);
-                    let Some(b) = self.state().bars.get(&cta) else {
-                        fail("the CTA has no barrier state".into())
-                    };
-                    if b.mbars[id].completed > arg {
-                        return;
-                    }
-                }
+                self.block_on_cta(cta, CtaWait::MBar(id, arg), |b| b.mbars[id].completed > arg);
             }
         }
     }

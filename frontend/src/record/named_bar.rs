@@ -14,7 +14,7 @@
 //! must wait blocks (records nothing more) and the scheduler resumes it when the phase
 //! moves. A barrier that can never complete is the executor's deadlock error.
 
-use super::exec::{CtaWait, WarpEvent, NAMED_BARRIERS};
+use super::exec::{CtaBars, CtaWait, WarpEvent, NAMED_BARRIERS};
 use super::spin::{fail, SpinMode};
 use super::warp::{Warp, WARP};
 use std::panic::Location;
@@ -79,14 +79,27 @@ impl Warp {
         if b.complete(id, threads) || arrive {
             return;
         }
-        // Blocked until the scheduler sees the phase move (see `run_grid`).
+        self.block_on_cta(cta, CtaWait::Named(id, phase, threads), |b| {
+            b.bars[id].1 != phase
+        });
+    }
+
+    /// Blocks the warp (it records nothing more) until `passed` holds for CTA `cta`'s
+    /// barrier state: the scheduler resumes it when the state `wait` names moves (see
+    /// `run_grid`).
+    pub(crate) fn block_on_cta(
+        &mut self,
+        cta: u32,
+        wait: CtaWait,
+        passed: impl Fn(&CtaBars) -> bool,
+    ) {
         loop {
-            self.state().named_wait = Some(CtaWait::Named(id, phase, threads));
+            self.state().named_wait = Some(wait);
             self.switch(WarpEvent::named_wait);
             let Some(b) = self.state().bars.get(&cta) else {
                 fail("the CTA has no barrier state".into())
             };
-            if b.bars[id].1 != phase {
+            if passed(b) {
                 return;
             }
         }
