@@ -111,58 +111,6 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
     if mbar {
         // SYNCS exists in sm_90's SASS only.
         spec.binary_version = Some(90);
-        rec.launch(&spec, &|w| {
-            let t = w.tid(0);
-            let c = w.ctaid(0);
-            let zero = w.konst(0u32);
-            let cta_base = w.imad_imm(&c, rounds * tile, &zero);
-            let is_producer = w.icmp_imm(Cmp::Lt, &t, pt);
-            let is_consumer = w.icmp_imm(Cmp::Ge, &t, pt);
-            let first = w.icmp_imm(Cmp::Eq, &t, 0);
-            w.if_(first, |w| {
-                w.mbar_init(MBAR_FULL, pt);
-                w.mbar_init(MBAR_EMPTY, ct);
-            });
-            w.barrier();
-            w.if_(is_producer, |w| {
-                w.for_range(rounds, |w, r| {
-                    if r > 0 {
-                        // The consumers have read the previous round's tile.
-                        w.mbar_wait(MBAR_EMPTY, r - 1);
-                    }
-                    let base = w.iadd_imm(&cta_base, r * tile);
-                    for k in 0..tile / pt {
-                        let e = w.iadd_imm(&t, k * pt);
-                        let g = w.iadd(&base, &e);
-                        let v = w.load(&x, &g);
-                        let a = w.shared_addr(&sh, &e);
-                        w.sts(&a, &v);
-                    }
-                    w.mbar_arrive(MBAR_FULL);
-                });
-            });
-            w.if_(is_consumer, |w| {
-                let u = w.iadd_imm(&t, pt.wrapping_neg());
-                w.for_range(rounds, |w, r| {
-                    w.mbar_wait(MBAR_FULL, r);
-                    let base = w.iadd_imm(&cta_base, r * tile);
-                    let round = w.konst(r);
-                    for k in 0..tile / ct {
-                        let e = w.iadd_imm(&u, k * ct);
-                        let a = w.shared_addr(&sh, &e);
-                        let v = w.lds::<u32>(&a);
-                        let s = w.imad_imm(&v, 3, &round);
-                        let g = w.iadd(&base, &e);
-                        w.store(&y, &g, &s);
-                    }
-                    w.mbar_arrive(MBAR_EMPTY);
-                });
-            });
-        })?;
-        return Ok(Outcome {
-            got: rec.download(y)?,
-            want: reference(&input, rounds, tile),
-        });
     }
     rec.launch(&spec, &|w| {
         let t = w.tid(0);
@@ -171,8 +119,20 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
         let cta_base = w.imad_imm(&c, rounds * tile, &zero);
         let is_producer = w.icmp_imm(Cmp::Lt, &t, pt);
         let is_consumer = w.icmp_imm(Cmp::Ge, &t, pt);
+        if mbar {
+            let first = w.icmp_imm(Cmp::Eq, &t, 0);
+            w.if_(first, |w| {
+                w.mbar_init(MBAR_FULL, pt);
+                w.mbar_init(MBAR_EMPTY, ct);
+            });
+            w.barrier();
+        }
         w.if_(is_producer, |w| {
             w.for_range(rounds, |w, r| {
+                if mbar && r > 0 {
+                    // The consumers have read the previous round's tile.
+                    w.mbar_wait(MBAR_EMPTY, r - 1);
+                }
                 let base = w.iadd_imm(&cta_base, r * tile);
                 for k in 0..tile / pt {
                     let e = w.iadd_imm(&t, k * pt);
@@ -181,14 +141,22 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
                     let a = w.shared_addr(&sh, &e);
                     w.sts(&a, &v);
                 }
-                w.bar_arrive(FULL, block);
-                w.bar_sync(EMPTY, block);
+                if mbar {
+                    w.mbar_arrive(MBAR_FULL);
+                } else {
+                    w.bar_arrive(FULL, block);
+                    w.bar_sync(EMPTY, block);
+                }
             });
         });
         w.if_(is_consumer, |w| {
             let u = w.iadd_imm(&t, pt.wrapping_neg());
             w.for_range(rounds, |w, r| {
-                w.bar_sync(FULL, block);
+                if mbar {
+                    w.mbar_wait(MBAR_FULL, r);
+                } else {
+                    w.bar_sync(FULL, block);
+                }
                 let base = w.iadd_imm(&cta_base, r * tile);
                 let round = w.konst(r);
                 for k in 0..tile / ct {
@@ -199,7 +167,11 @@ pub(crate) fn compute(p: &Params, rec: &mut Recorder) -> Result<Outcome, GenErro
                     let g = w.iadd(&base, &e);
                     w.store(&y, &g, &s);
                 }
-                w.bar_arrive(EMPTY, block);
+                if mbar {
+                    w.mbar_arrive(MBAR_EMPTY);
+                } else {
+                    w.bar_arrive(EMPTY, block);
+                }
             });
         });
     })?;
