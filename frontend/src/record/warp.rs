@@ -1372,27 +1372,9 @@ impl Warp {
     /// loop ends when no lane remains. Records `BSSY`, then per iteration the condition's
     /// instructions, the exit `BRA` and the body, then `BSYNC`.
     #[track_caller]
-    pub fn while_(
-        &mut self,
-        mut cond: impl FnMut(&mut Self) -> Pred,
-        mut body: impl FnMut(&mut Self),
-    ) {
-        let loc = Location::caller();
-        let saved = self.mask;
-        self.emit(loc, 0, "BSSY", None, &[], None, &[]);
-        loop {
-            let p = cond(self);
-            let m = self.mask;
-            self.mask = self.active() & !p.0;
-            self.emit(loc, 1, "BRA", None, &[], None, &[]);
-            self.mask = m & p.0;
-            if self.active() == 0 {
-                break;
-            }
-            body(self);
-        }
-        self.mask = saved;
-        self.emit(loc, 2, "BSYNC", None, &[], None, &[]);
+    pub fn while_(&mut self, cond: impl FnMut(&mut Self) -> Pred, body: impl FnMut(&mut Self)) {
+        // The leaving lanes run nothing: `while_its` with an empty `after`.
+        self.while_its(cond, body, |_| {});
     }
 
     /// `if (p) return;`: `@P EXIT` recorded with the exiting lanes (mask 0 when none
