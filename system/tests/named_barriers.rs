@@ -4,12 +4,15 @@
 //! wait for them. And mbarrier objects (format version 4): arrive and wait split, phase by
 //! phase.
 
+mod common;
+
+use common::{alloc, launch, opcode, raw};
 use std::path::{Path, PathBuf};
-use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
+use tessera_frontend::opcodes::ArchFamily;
 use tessera_partitions::config::GpuConfig;
 use tessera_traces::{
-    AddrRecord, Command, KernelMeta, MBarrierKind, MBarrierOp, NamedBarrier, RawInst, TraceFile,
-    TraceWriter, WriterOptions,
+    AddrRecord, KernelMeta, MBarrierKind, MBarrierOp, NamedBarrier, TraceFile, TraceWriter,
+    WriterOptions,
 };
 
 const DATA: u64 = 0x7f00_0000_0000;
@@ -20,12 +23,7 @@ const DATA: u64 = 0x7f00_0000_0000;
 fn write_trace(dir: &Path, chain: u32, threads: u32, late: u32) -> PathBuf {
     let path = dir.join(format!("bar-{chain}-{threads}-{late}.tst"));
     let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
-    w.add_command(Command::Alloc {
-        device: 0,
-        addr: DATA,
-        bytes: 1 << 20,
-    })
-    .unwrap();
+    alloc(&mut w, DATA, 1 << 20);
     let mut meta = KernelMeta::new("_Z8pipelinev", [1, 1, 1], [128, 1, 1]);
     meta.named_barriers = vec![
         NamedBarrier {
@@ -41,33 +39,15 @@ fn write_trace(dir: &Path, chain: u32, threads: u32, late: u32) -> PathBuf {
             arrive: false,
         },
     ];
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
-    let op = |w: &mut TraceWriter, name: &str| {
-        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
-            .unwrap()
-    };
+    launch(&mut w, meta);
+    let op = |w: &mut TraceWriter, name: &str| opcode(w, ArchFamily::Ampere, name);
     let (ldg, arv, sync, exit) = (
         op(&mut w, "LDG.E"),
         op(&mut w, "BAR.ARV"),
         op(&mut w, "BAR.SYNC"),
         op(&mut w, "EXIT"),
     );
-    let plain = |pc: u32, opcode: u16| RawInst {
-        pc,
-        mask: u32::MAX,
-        opcode,
-        dsts: &[],
-        srcs: &[],
-        mem_width: 0,
-        imm: None,
-        line: None,
-        addrs: AddrRecord::None,
-    };
+    let plain = |pc: u32, opcode: u16| raw(pc, opcode, u32::MAX, &[]);
     w.begin_cta([0, 0, 0], None).unwrap();
     for warp in 0..4u32 {
         w.begin_warp(warp).unwrap();
@@ -99,8 +79,7 @@ fn write_trace(dir: &Path, chain: u32, threads: u32, late: u32) -> PathBuf {
 }
 
 fn config() -> GpuConfig {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/a100.yaml");
-    GpuConfig::load(p, &[]).unwrap()
+    common::config("a100.yaml", &[])
 }
 
 #[test]
@@ -162,12 +141,7 @@ fn a_named_barrier_that_cannot_complete_is_a_deadlock() {
 fn write_mbar(dir: &Path, chain: u32, waits: &[u32], init: bool) -> PathBuf {
     let path = dir.join(format!("mbar-{chain}-{waits:?}-{init}.tst"));
     let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
-    w.add_command(Command::Alloc {
-        device: 0,
-        addr: DATA,
-        bytes: 1 << 20,
-    })
-    .unwrap();
+    alloc(&mut w, DATA, 1 << 20);
     let mut meta = KernelMeta::new("_Z8mbarpipev", [1, 1, 1], [128, 1, 1]);
     meta.records_operands = true;
     meta.mbarriers = vec![
@@ -190,16 +164,8 @@ fn write_mbar(dir: &Path, chain: u32, waits: &[u32], init: bool) -> PathBuf {
     if !init {
         meta.mbarriers.remove(0);
     }
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
-    let op = |w: &mut TraceWriter, name: &str| {
-        w.add_opcode(decode_opcode(ArchFamily::Hopper, name).unwrap())
-            .unwrap()
-    };
+    launch(&mut w, meta);
+    let op = |w: &mut TraceWriter, name: &str| opcode(w, ArchFamily::Hopper, name);
     let (ldg, exch, bar, arrive, wait, exit) = (
         op(&mut w, "LDG.E"),
         op(&mut w, "SYNCS.EXCH.64"),
@@ -208,17 +174,7 @@ fn write_mbar(dir: &Path, chain: u32, waits: &[u32], init: bool) -> PathBuf {
         op(&mut w, "SYNCS.PHASECHK.TRANS64.TRYWAIT"),
         op(&mut w, "EXIT"),
     );
-    let plain = |pc: u32, opcode: u16, mask: u32| RawInst {
-        pc,
-        mask,
-        opcode,
-        dsts: &[],
-        srcs: &[],
-        mem_width: 0,
-        imm: None,
-        line: None,
-        addrs: AddrRecord::None,
-    };
+    let plain = |pc: u32, opcode: u16, mask: u32| raw(pc, opcode, mask, &[]);
     w.begin_cta([0, 0, 0], None).unwrap();
     for warp in 0..4u32 {
         w.begin_warp(warp).unwrap();

@@ -3,28 +3,20 @@
 //! atomic exchange; a consumer CTA spins on the flag with a strong load. How many times
 //! the consumer goes round is decided by the simulated timing, not by the trace.
 
+mod common;
+
+use common::{alloc, config, launch, opcode, raw};
 use std::path::{Path, PathBuf};
-use tessera_frontend::opcodes::{decode_opcode, ArchFamily};
+use tessera_frontend::opcodes::ArchFamily;
 use tessera_partitions::config::GpuConfig;
 use tessera_partitions::stats::RunStats;
 use tessera_traces::{
-    AddrRecord, Command, ExitTerm, KernelMeta, RawInst, RegionKind, SpinRegion, SyncCmp, SyncWords,
+    AddrRecord, ExitTerm, KernelMeta, RawInst, RegionKind, SpinRegion, SyncCmp, SyncWords,
     TraceFile, TraceWriter, WriterOptions,
 };
 
 const DATA: u64 = 0x7f00_0000_0000;
 const FLAG: u64 = 0x7f00_0010_0000;
-
-fn config(name: &str, overrides: &[(&str, &str)]) -> GpuConfig {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../configs")
-        .join(name);
-    let o: Vec<(String, String)> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    GpuConfig::load(p, &o).unwrap()
-}
 
 /// The producer-consumer trace: CTA 0 runs `work` dependent loads, then `flag = 1`
 /// (`ATOMG.E.EXCH`, unless `set_flag` is false: a flag nobody sets); CTA 1 spins while
@@ -44,18 +36,8 @@ fn write_trace_with(
 ) -> PathBuf {
     let path = dir.join(format!("spin-{work}-{set_flag}-{load}.tst"));
     let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
-    w.add_command(Command::Alloc {
-        device: 0,
-        addr: DATA,
-        bytes: 1 << 20,
-    })
-    .unwrap();
-    w.add_command(Command::Alloc {
-        device: 0,
-        addr: FLAG,
-        bytes: 4,
-    })
-    .unwrap();
+    alloc(&mut w, DATA, 1 << 20);
+    alloc(&mut w, FLAG, 4);
     w.add_sync_words(SyncWords {
         name: "flag".into(),
         device: 0,
@@ -77,16 +59,8 @@ fn write_trace_with(
         label: "flag set".into(),
         rebased: Vec::new(),
     }];
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
-    let op = |w: &mut TraceWriter, name: &str| {
-        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
-            .unwrap()
-    };
+    launch(&mut w, meta);
+    let op = |w: &mut TraceWriter, name: &str| opcode(w, ArchFamily::Ampere, name);
     let (ldg, exch, ldg_strong, bra, exit) = (
         op(&mut w, "LDG.E"),
         op(&mut w, "ATOMG.E.EXCH.STRONG.GPU"),
@@ -96,15 +70,9 @@ fn write_trace_with(
     );
     let inst =
         |pc: u32, opcode: u16, mask: u32, dsts: &'static [u16], srcs: &'static [u16]| RawInst {
-            pc,
-            mask,
-            opcode,
             dsts,
             srcs,
-            mem_width: 0,
-            imm: None,
-            line: None,
-            addrs: AddrRecord::None,
+            ..raw(pc, opcode, mask, &[])
         };
     let flag_addr = [FLAG];
     // CTA 0: the producer.
@@ -277,12 +245,7 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
     let lock = FLAG;
     let mut w = TraceWriter::create(&path, WriterOptions::default()).unwrap();
     for (addr, bytes) in [(DATA, 1 << 20), (lock, 4)] {
-        w.add_command(Command::Alloc {
-            device: 0,
-            addr,
-            bytes,
-        })
-        .unwrap();
+        alloc(&mut w, addr, bytes);
     }
     w.add_sync_words(SyncWords {
         name: "lock".into(),
@@ -305,33 +268,15 @@ fn a_lock_never_released_is_reported_within_the_livelock_window() {
         label: "lock acquired".into(),
         rebased: Vec::new(),
     }];
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
-    let op = |w: &mut TraceWriter, name: &str| {
-        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
-            .unwrap()
-    };
+    launch(&mut w, meta);
+    let op = |w: &mut TraceWriter, name: &str| opcode(w, ArchFamily::Ampere, name);
     let (ldg, cas, bra, exit) = (
         op(&mut w, "LDG.E"),
         op(&mut w, "ATOMG.E.CAS.STRONG.GPU"),
         op(&mut w, "BRA"),
         op(&mut w, "EXIT"),
     );
-    let plain = |pc: u32, opcode: u16, mask: u32| RawInst {
-        pc,
-        mask,
-        opcode,
-        dsts: &[],
-        srcs: &[],
-        mem_width: 0,
-        imm: None,
-        line: None,
-        addrs: AddrRecord::None,
-    };
+    let plain = |pc: u32, opcode: u16, mask: u32| raw(pc, opcode, mask, &[]);
     let at = [lock];
     let take = |pc: u32| {
         let mut x = plain(pc, cas, 1);
@@ -417,10 +362,7 @@ struct Ops {
 }
 
 fn ops(w: &mut TraceWriter) -> Ops {
-    let mut op = |name: &str| {
-        w.add_opcode(decode_opcode(ArchFamily::Ampere, name).unwrap())
-            .unwrap()
-    };
+    let mut op = |name: &str| opcode(w, ArchFamily::Ampere, name);
     Ops {
         ldg: op("LDG.E"),
         add: op("ATOMG.E.ADD.STRONG.GPU"),
@@ -428,33 +370,6 @@ fn ops(w: &mut TraceWriter) -> Ops {
         bra: op("BRA"),
         exit: op("EXIT"),
     }
-}
-
-fn raw<'a>(pc: u32, opcode: u16, mask: u32, addrs: &'a [u64]) -> RawInst<'a> {
-    RawInst {
-        pc,
-        mask,
-        opcode,
-        dsts: &[],
-        srcs: &[],
-        mem_width: if addrs.is_empty() { 0 } else { 4 },
-        imm: None,
-        line: None,
-        addrs: if addrs.is_empty() {
-            AddrRecord::None
-        } else {
-            AddrRecord::List { mode: 0, addrs }
-        },
-    }
-}
-
-fn alloc(w: &mut TraceWriter, addr: u64, bytes: u64) {
-    w.add_command(Command::Alloc {
-        device: 0,
-        addr,
-        bytes,
-    })
-    .unwrap();
 }
 
 /// A work queue: `ctas` CTAs of one warp pop `items` items from `head` with
@@ -514,12 +429,7 @@ fn write_queue(dir: &Path, items: u32, ctas: u32, leader: bool) -> PathBuf {
             },
         ],
     }];
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
+    launch(&mut w, meta);
     let o = ops(&mut w);
     let head = [HEAD; 32];
     let data: Vec<u64> = (0..32).map(|l| DATA + 4 * l).collect();
@@ -619,12 +529,7 @@ fn write_last_cta(dir: &Path, work: &[u32], mutate: impl Fn(&mut SpinRegion)) ->
         rebased: Vec::new(),
     }];
     mutate(&mut meta.spin_regions[0]);
-    let k = w.begin_kernel(meta).unwrap();
-    w.add_command(Command::KernelLaunch {
-        device: 0,
-        kernel: k,
-    })
-    .unwrap();
+    launch(&mut w, meta);
     let o = ops(&mut w);
     for (c, &n) in work.iter().enumerate() {
         w.begin_cta([c as u32, 0, 0], None).unwrap();
