@@ -117,13 +117,7 @@ fn a_malformed_spin_region_names_the_kernel_and_region() {
     w.end_cta().unwrap();
     w.end_kernel().unwrap();
     w.finish().unwrap();
-    let o = tessera(&[
-        "run",
-        "--config",
-        config("a100.yaml").to_str().unwrap(),
-        "--trace",
-        tst.to_str().unwrap(),
-    ]);
+    let o = tessera(&run_args("a100.yaml", &["--trace", tst.to_str().unwrap()]));
     assert_clean_failure(
         &o,
         &[
@@ -405,13 +399,7 @@ fn a_stream_that_ends_inside_a_spin_region_is_an_error() {
     w.end_cta().unwrap();
     w.end_kernel().unwrap();
     w.finish().unwrap();
-    let o = tessera(&[
-        "run",
-        "--config",
-        config("a100.yaml").to_str().unwrap(),
-        "--trace",
-        tst.to_str().unwrap(),
-    ]);
+    let o = tessera(&run_args("a100.yaml", &["--trace", tst.to_str().unwrap()]));
     assert_clean_failure(
         &o,
         &[
@@ -473,19 +461,19 @@ fn exactly_one_last_arriver_per_barrier_episode() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let over = gen(tmp.path(), "sense_barrier", &["ctas=16", "episodes=1"]);
-    let o = tessera(&[
-        "run",
-        "--config",
-        config("a100.yaml").to_str().unwrap(),
-        "--trace",
-        over.to_str().unwrap(),
-        "--set",
-        "core.sm_count=4",
-        "--set",
-        "core.max_ctas_per_sm=2",
-        "--set",
-        "watchdog.livelock_cycles=20000",
-    ]);
+    let o = tessera(&run_args(
+        "a100.yaml",
+        &[
+            "--trace",
+            over.to_str().unwrap(),
+            "--set",
+            "core.sm_count=4",
+            "--set",
+            "core.max_ctas_per_sm=2",
+            "--set",
+            "watchdog.livelock_cycles=20000",
+        ],
+    ));
     assert_eq!(o.status.code(), Some(3), "{o:?}");
 }
 
